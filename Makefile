@@ -1,0 +1,37 @@
+# ringleader — `make demo` and `make test` do all set-up on a fresh machine.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test test-fast lint bench clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+# Until the runtime lands, the main job is the Table 3 reproduction.
+demo: $(STAMP)
+	$(BIN)/ringleader simulate --scenario table3 --seeds 10 \
+		--json demo-output/table3.json --plot demo-output/table3.png
+
+lint: $(STAMP)
+	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff format --check src tests bench
+	$(BIN)/mypy src
+
+# Every tier; what CI runs.
+test: lint
+	$(BIN)/python -m pytest -q
+
+# Your own loop: skips tests marked slow.
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -q -m "not slow"
+
+bench: $(STAMP)
+	$(BIN)/python bench/sim.py
+
+clean:
+	rm -rf $(VENV) demo-output .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,3 @@
+from ringleader.cli.app import main
+
+main()

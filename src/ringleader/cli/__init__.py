@@ -1,0 +1,1 @@
+"""The ``ringleader`` command line."""

@@ -1,0 +1,46 @@
+"""The ``ringleader`` command: entry point and command registry."""
+
+from __future__ import annotations
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from ringleader import __version__
+from ringleader.cli.simulate import simulate
+
+app = typer.Typer(
+    name="ringleader",
+    help=(
+        "ringleader schedules deep-learning training jobs on shared GPU clusters: elastic "
+        "allreduce allocation (doubling heuristic), Gandiva-style sharing and TensorLights "
+        "traffic priority, with one policy core for the simulator and the runtime."
+    ),
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+app.command()(simulate)
+
+
+@app.command()
+def policies() -> None:
+    """List the policies you can name in --policy and in config files."""
+    from ringleader.policy.catalog import POLICY_NAMES, describe
+
+    table = Table(title="policies")
+    table.add_column("name")
+    table.add_column("what it does")
+    for name in POLICY_NAMES:
+        table.add_row(name, describe(name))
+    Console().print(table)
+
+
+@app.command()
+def version() -> None:
+    """Print ringleader's version."""
+    typer.echo(__version__)
+
+
+def main() -> None:
+    app()

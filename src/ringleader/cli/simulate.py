@@ -1,0 +1,211 @@
+"""``ringleader simulate``: reproduce a seed's table, or play your own workload."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from ringleader.cli.errors import fail
+from ringleader.policy.catalog import POLICY_NAMES, UnknownPolicyError, policy_named
+from ringleader.policy.profiling import PolicyInputError
+from ringleader.sim.engine import SimResult, Simulator
+from ringleader.sim.errors import SimulationStalled
+from ringleader.sim.workload_file import WorkloadFileError, load_workload
+
+SCENARIOS = ("table3",)
+console = Console(highlight=False)
+
+
+def _progress() -> Progress:
+    return Progress(
+        TextColumn("[progress.description]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    )
+
+
+def _write_json(path: Path, payload: object) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(payload, indent=2) + "\n")
+    except OSError as err:
+        fail(f"--json {path}: cannot write: {err}")
+
+
+def simulate(
+    scenario: Annotated[
+        str | None,
+        typer.Option(help=f"A named scenario that reproduces a published table: {SCENARIOS}."),
+    ] = None,
+    workload: Annotated[
+        Path | None,
+        typer.Option(help="A workload YAML file (cluster, models, jobs); see examples/."),
+    ] = None,
+    policy: Annotated[
+        str | None,
+        typer.Option(help=f"Policy for --workload: {', '.join(POLICY_NAMES)}."),
+    ] = None,
+    seeds: Annotated[int, typer.Option(min=1, help="Arrival seeds per scenario cell.")] = 10,
+    json_path: Annotated[
+        Path | None, typer.Option("--json", help="Write the results as JSON here.")
+    ] = None,
+    plot: Annotated[Path | None, typer.Option(help="Write a PNG plot here.")] = None,
+    processes: Annotated[
+        int | None, typer.Option(min=1, help="Parallel processes (default: one per core).")
+    ] = None,
+) -> None:
+    """Run the simulator: the same policy core the runtime uses, on a virtual clock.
+
+    Either --scenario NAME (for example `table3`, the ring-allreduce paper's
+    Table 3: six strategies × three loads × --seeds arrival seeds, printed beside
+    the paper's numbers) or --workload FILE --policy NAME.
+    """
+    if (scenario is None) == (workload is None):
+        fail("give exactly one of --scenario NAME or --workload FILE")
+    if scenario is not None:
+        if policy is not None:
+            fail("--policy applies to --workload; a scenario runs its own strategies")
+        if scenario not in SCENARIOS:
+            fail(
+                f"--scenario: unknown scenario {scenario!r}; choose one of: {', '.join(SCENARIOS)}"
+            )
+        _table3(seeds, json_path, plot, processes)
+        return
+    assert workload is not None
+    if policy is None:
+        fail(f"--workload needs --policy NAME; choose one of: {', '.join(POLICY_NAMES)}")
+    _workload(workload, policy, json_path, plot)
+
+
+def _table3(seeds: int, json_path: Path | None, plot: Path | None, processes: int | None) -> None:
+    from ringleader.scenarios.table3 import LOADS, PAPER_HOURS, STRATEGIES, run_table3
+
+    total = seeds * len(LOADS) * len(STRATEGIES)
+    with _progress() as bar:
+        task = bar.add_task(f"table3: {total} simulations", total=total)
+        result = run_table3(seeds, processes=processes, on_done=lambda _: bar.advance(task))
+    for load, (gap, count) in LOADS.items():
+        table = Table(
+            title=f"{load}: {count} jobs, mean gap {gap:.0f} s — average JCT (hours)",
+            caption=f"ours: mean ± 95% CI over {seeds} seeds",
+        )
+        for name in ("strategy", "ours", "paper", "ours/precompute", "paper/precompute"):
+            table.add_column(name, justify="left" if name == "strategy" else "right")
+        for s in STRATEGIES:
+            paper = PAPER_HOURS[s][load]
+            table.add_row(
+                s,
+                f"{result.mean(s, load):.2f} ± {result.ci95(s, load):.2f}",
+                f"{paper:.2f}",
+                f"{result.ratio(s, load):.2f}",
+                f"{paper / PAPER_HOURS['precompute'][load]:.2f}",
+            )
+        console.print(table)
+    payload = result.as_json()
+    console.print(
+        f"peak jobs in system: {payload['peak_concurrency']} (paper: 125 / 59 / 20); "
+        "see docs/table3.md for what differs and why"
+    )
+    if json_path is not None:
+        _write_json(json_path, payload)
+        console.print(f"wrote {json_path}")
+    if plot is not None:
+        from ringleader.report.plots import jct_cdf_grid
+
+        panels = {
+            f"{load} (gap {LOADS[load][0]:.0f}s)": {s: result.jcts(s, load) for s in STRATEGIES}
+            for load in LOADS
+        }
+        jct_cdf_grid(panels, plot, title=f"Table 3 scenario: JCT CDFs, {seeds} seeds pooled")
+        console.print(f"wrote {plot}")
+
+
+def _workload(path: Path, policy_name: str, json_path: Path | None, plot: Path | None) -> None:
+    try:
+        chosen = policy_named(policy_name)
+    except UnknownPolicyError as err:
+        fail(f"--policy: {err}")
+    try:
+        workload = load_workload(path)
+    except WorkloadFileError as err:
+        fail(str(err))
+    settings = workload.spec.simulation
+    with _progress() as bar:
+        task = bar.add_task(f"{policy_name}: simulating", total=len(workload.jobs))
+        try:
+            result = Simulator(
+                chosen,
+                workload.cluster,
+                workload.jobs,
+                restart_delay_s=settings.restart_delay_s,
+                round_s=settings.round_s,
+                on_finish=lambda done, _: bar.update(task, completed=done),
+            ).run()
+        except (SimulationStalled, PolicyInputError) as err:
+            fail(f"{path}: {err}")
+    _print_summary(result, workload.cluster.capacity)
+    if json_path is not None:
+        _write_json(
+            json_path,
+            {
+                "policy": result.policy,
+                "workload": str(path),
+                "gpus": workload.cluster.capacity,
+                "summary": result.summary.as_dict(),
+                "decisions": result.decisions,
+                "wall_s": round(result.wall_s, 3),
+                "jobs": [
+                    {
+                        "id": r.id,
+                        "submitted_at": r.submitted_at,
+                        "started_at": r.started_at,
+                        "finished_at": r.finished_at,
+                        "jct_s": r.jct,
+                        "resizes": r.resizes,
+                    }
+                    for r in result.records
+                ],
+            },
+        )
+        console.print(f"wrote {json_path}")
+    if plot is not None:
+        from ringleader.report.plots import run_overview
+
+        jcts = [r.jct / 3600 for r in result.records if r.jct is not None]
+        run_overview(
+            jcts, result.usage, workload.cluster.capacity, plot, title=f"{path.name}: {policy_name}"
+        )
+        console.print(f"wrote {plot}")
+
+
+def _print_summary(result: SimResult, gpus: int) -> None:
+    s = result.summary
+    table = Table(title=f"policy {result.policy} on {gpus} GPUs")
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    rows = [
+        ("jobs finished", f"{s.finished} / {s.jobs}"),
+        ("average JCT", f"{s.avg_jct_s / 3600:.3f} h"),
+        (
+            "p50 / p95 / p99 JCT",
+            f"{s.p50_jct_s / 3600:.2f} / {s.p95_jct_s / 3600:.2f} / {s.p99_jct_s / 3600:.2f} h",
+        ),
+        ("average queueing", f"{s.avg_queueing_s / 3600:.3f} h"),
+        ("makespan", f"{s.makespan_s / 3600:.2f} h"),
+        ("GPU utilisation", f"{s.utilization:.1%}"),
+        ("peak jobs in system", str(s.peak_jobs)),
+        ("resizes", str(sum(r.resizes for r in result.records))),
+        ("simulation wall time", f"{result.wall_s:.2f} s ({result.decisions} decisions)"),
+    ]
+    for name, value in rows:
+        table.add_row(name, value)
+    console.print(table)

@@ -1,0 +1,52 @@
+"""Policies by name: what a config file, the CLI and scenarios refer to."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ringleader.policy.allocator import Doubling, FixedSize, OptimusGreedy
+from ringleader.policy.profiling import Exploratory, Precompute
+from ringleader.policy.stack import Policy
+
+_BUILDERS: dict[str, tuple[str, Callable[[], Policy]]] = {
+    "precompute": (
+        "doubling heuristic, speed models known on arrival",
+        lambda: Policy("precompute", Doubling(), Precompute()),
+    ),
+    "exploratory": (
+        "doubling heuristic, each new job probed 2.5 min at 1/2/4/8 GPUs first",
+        lambda: Policy("exploratory", Doubling(), Exploratory()),
+    ),
+    "optimus": (
+        "Optimus greedy (+1 GPU at a time), speed models known on arrival",
+        lambda: Policy("optimus", OptimusGreedy(), Precompute()),
+    ),
+    "fifo": (
+        "every job gets exactly the GPUs it requests, first come first served",
+        lambda: Policy("fifo", FixedSize(None)),
+    ),
+    "one": ("every job runs on 1 GPU, FIFO", lambda: Policy("one", FixedSize(1))),
+    "two": ("every job runs on 2 GPUs, FIFO", lambda: Policy("two", FixedSize(2))),
+    "four": ("every job runs on 4 GPUs, FIFO", lambda: Policy("four", FixedSize(4))),
+    "eight": ("every job runs on 8 GPUs, FIFO", lambda: Policy("eight", FixedSize(8))),
+}
+
+
+class UnknownPolicyError(KeyError):
+    def __str__(self) -> str:
+        return f"unknown policy {self.args[0]!r}; choose one of: {', '.join(POLICY_NAMES)}"
+
+
+POLICY_NAMES: tuple[str, ...] = tuple(_BUILDERS)
+
+
+def describe(name: str) -> str:
+    return _BUILDERS[name][0]
+
+
+def policy_named(name: str) -> Policy:
+    """The policy registered under ``name``; raises ``UnknownPolicyError`` otherwise."""
+    try:
+        return _BUILDERS[name][1]()
+    except KeyError:
+        raise UnknownPolicyError(name) from None

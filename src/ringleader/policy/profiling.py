@@ -1,0 +1,115 @@
+"""Where a job's speed model comes from before the allocator can use it (SPEC A4).
+
+* ``Precompute``: the model is known on arrival (measured offline, or carried
+  over from earlier runs), so every job is a candidate from the start.
+* ``Exploratory``: a new job first runs a short probe at each of a few sizes
+  (default 2.5 min at 1, 2, 4 and 8 GPUs), holding the largest probe size for
+  the whole exploration as the seed does; once every probe has run long
+  enough, its model is fitted from what it reported and it joins the others.
+
+Fitting is memoised on the samples themselves, so a policy that is asked again
+and again about the same job does not refit it: the function stays pure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+from ringleader.perf.errors import ModelFitError
+from ringleader.perf.speed import SpeedModel, StepSample, fit_speed_model
+from ringleader.policy.objective import Candidate
+from ringleader.policy.views import JobShape, JobView
+
+
+class PolicyInputError(ValueError):
+    """The snapshot lacks something the chosen policy needs; names the job and the fix."""
+
+
+@lru_cache(maxsize=8192)
+def _fit(shape: JobShape, samples: tuple[StepSample, ...]) -> SpeedModel:
+    return fit_speed_model(
+        samples,
+        algorithm=shape.algorithm,
+        grad_bytes=shape.grad_bytes,
+        examples_per_epoch=shape.examples_per_epoch,
+        batch_per_worker=shape.batch_per_worker,
+    )
+
+
+def fitted_model(job: JobView) -> SpeedModel:
+    """The speed model fitted from everything ``job`` has reported."""
+    samples = tuple(obs.sample(w) for w, obs in sorted(job.observations.items()))
+    return _fit(job.shape, samples)
+
+
+@dataclass(frozen=True, slots=True)
+class Probe:
+    """An exploring job's next probe: the size to run at and seconds still to run."""
+
+    workers: int
+    seconds_left: float
+    hold: int
+
+
+@dataclass(frozen=True, slots=True)
+class Precompute:
+    name: str = "precompute"
+
+    def split(self, jobs: Sequence[JobView]) -> tuple[list[Candidate], list[JobView]]:
+        known = []
+        for job in jobs:
+            if job.speed is not None:
+                known.append(Candidate(job, job.speed))
+                continue
+            try:
+                known.append(Candidate(job, fitted_model(job)))
+            except ModelFitError as err:
+                raise PolicyInputError(
+                    f"job {job.id}: precomputed profiling needs a speed model on arrival "
+                    f"({err}); give the job a profile or use exploratory profiling"
+                ) from err
+        return known, []
+
+    def probe(self, job: JobView) -> Probe | None:
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class Exploratory:
+    probe_sizes: tuple[int, ...] = (1, 2, 4, 8)
+    window_s: float = 150.0
+    name: str = "exploratory"
+
+    def _sizes(self, job: JobView) -> list[int]:
+        sizes = [w for w in self.probe_sizes if job.min_gpus <= w <= job.max_gpus]
+        return sizes or [job.min_gpus]
+
+    def probe(self, job: JobView) -> Probe | None:
+        """The probe ``job`` should run now, or ``None`` when it is fully profiled."""
+        sizes = self._sizes(job)
+        for w in sizes:
+            obs = job.observations.get(w)
+            seen = obs.seconds if obs is not None else 0.0
+            if seen < self.window_s:
+                return Probe(w, self.window_s - seen, max(sizes))
+        return None
+
+    def split(self, jobs: Sequence[JobView]) -> tuple[list[Candidate], list[JobView]]:
+        known: list[Candidate] = []
+        exploring: list[JobView] = []
+        for job in jobs:
+            if self.probe(job) is not None:
+                exploring.append(job)
+                continue
+            try:
+                known.append(Candidate(job, fitted_model(job)))
+            except ModelFitError:
+                # Only one probe size fits this job: nothing to choose between,
+                # so it runs at its one size like a fixed-size job.
+                known.append(Candidate(job, None))
+        return known, exploring
+
+
+Profiling = Precompute | Exploratory

@@ -1,0 +1,94 @@
+"""The snapshot a policy decides from: what the cluster has and what each job is.
+
+Everything here is immutable data built by a body (simulator or runtime) at
+decision time. The policy never sees a clock, a process or a file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from ringleader.perf.allreduce import Algorithm
+from ringleader.perf.epochs import EpochsToConverge
+from ringleader.perf.speed import SpeedModel, StepSample
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Device:
+    """One GPU: its node's name and its index on that node."""
+
+    node: str
+    index: int
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    name: str
+    gpus: int
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterView:
+    nodes: tuple[Node, ...]
+
+    @classmethod
+    def uniform(cls, nodes: int, gpus_per_node: int) -> ClusterView:
+        width = len(str(max(nodes - 1, 0)))
+        return cls(tuple(Node(f"node{i:0{width}d}", gpus_per_node) for i in range(nodes)))
+
+    @property
+    def capacity(self) -> int:
+        return sum(n.gpus for n in self.nodes)
+
+
+@dataclass(frozen=True, slots=True)
+class JobShape:
+    """What the speed model needs to know about a job's training loop."""
+
+    examples_per_epoch: int
+    batch_per_worker: int
+    grad_bytes: float
+    algorithm: Algorithm = Algorithm.BINARY_BLOCKS
+
+
+@dataclass(frozen=True, slots=True)
+class Observation:
+    """Mean measured seconds per minibatch at one worker count, and for how long."""
+
+    step_time: float
+    seconds: float
+    batch_per_worker: int
+
+    def sample(self, workers: int) -> StepSample:
+        return StepSample(workers, self.step_time, self.batch_per_worker)
+
+
+@dataclass(frozen=True, slots=True)
+class JobView:
+    """One job as the policy sees it.
+
+    ``remaining_fraction`` is the share of the job's training still to do
+    (1.0 at submission); with ``epochs`` it gives the remaining epochs at any
+    worker count. ``speed`` is a speed model known in advance (precomputed
+    profiling) or ``None``; ``observations`` are what the job has reported so
+    far, per worker count.
+    """
+
+    id: str
+    submitted_at: float
+    shape: JobShape
+    epochs: EpochsToConverge
+    remaining_fraction: float = 1.0
+    min_gpus: int = 1
+    max_gpus: int = 8
+    requested_gpus: int = 1
+    elastic: bool = True
+    priority: int = 0
+    devices: tuple[Device, ...] = ()
+    workers: int = 0
+    speed: SpeedModel | None = None
+    observations: Mapping[int, Observation] = field(default_factory=dict)
+
+    def remaining_epochs(self, workers: int) -> float:
+        return self.remaining_fraction * self.epochs.at(workers)

@@ -1,0 +1,1 @@
+"""Reports: plots and tables drawn from ``ringleader.metrics`` results."""

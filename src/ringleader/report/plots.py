@@ -1,0 +1,73 @@
+"""Plots where a picture beats a table: JCT distributions and GPU use over time."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import numpy as np
+
+from ringleader.metrics import UsagePoint
+
+
+def _cdf(ax: object, values: Sequence[float], label: str) -> None:
+    data = np.sort(np.asarray(values, dtype=float))
+    if len(data) == 0:
+        return
+    y = np.arange(1, len(data) + 1) / len(data)
+    ax.step(data, y, where="post", label=label)  # type: ignore[attr-defined]
+
+
+def jct_cdf_grid(
+    panels: Mapping[str, Mapping[str, Sequence[float]]],
+    path: Path,
+    *,
+    title: str,
+    unit: str = "hours",
+) -> Path:
+    """One panel per key of ``panels`` (e.g. a load), one CDF line per strategy."""
+    fig, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 4), squeeze=False)
+    for ax, (panel, lines) in zip(axes[0], panels.items(), strict=True):
+        for label, values in lines.items():
+            _cdf(ax, values, label)
+        ax.set_title(panel)
+        ax.set_xlabel(f"job completion time ({unit})")
+        ax.set_ylabel("fraction of jobs")
+        ax.grid(alpha=0.3)
+        ax.set_ylim(0, 1.02)
+    axes[0][0].legend(loc="lower right", fontsize="small")
+    fig.suptitle(title)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def run_overview(
+    jcts_h: Sequence[float], usage: Sequence[UsagePoint], gpus: int, path: Path, *, title: str
+) -> Path:
+    """A single run: its JCT CDF beside GPUs in use and jobs in the system over time."""
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
+    _cdf(left, jcts_h, "jobs")
+    left.set_xlabel("job completion time (hours)")
+    left.set_ylabel("fraction of jobs")
+    left.grid(alpha=0.3)
+    times = [p.time / 3600 for p in usage]
+    right.step(times, [p.busy for p in usage], where="post", label="GPUs running workers")
+    right.step(times, [p.held for p in usage], where="post", label="GPUs held", alpha=0.6)
+    right.step(times, [p.jobs for p in usage], where="post", label="jobs in system", alpha=0.6)
+    right.axhline(gpus, color="grey", linestyle=":", label="cluster GPUs")
+    right.set_xlabel("time (hours)")
+    right.legend(fontsize="small")
+    right.grid(alpha=0.3)
+    fig.suptitle(title)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

@@ -1,0 +1,1 @@
+"""Scenarios: named, reproducible simulations that reproduce a seed's table."""

@@ -1,0 +1,23 @@
+"""The simulator: the policy core's plans played forward on a virtual clock."""
+
+from ringleader.sim.engine import (
+    DEFAULT_RESTART_DELAY_S,
+    DEFAULT_ROUND_S,
+    SimJob,
+    SimResult,
+    Simulator,
+)
+from ringleader.sim.errors import SimulationStalled
+from ringleader.sim.profiles import PROFILES, RESNET110_K40, TrueProfile
+
+__all__ = [
+    "DEFAULT_RESTART_DELAY_S",
+    "DEFAULT_ROUND_S",
+    "PROFILES",
+    "RESNET110_K40",
+    "SimJob",
+    "SimResult",
+    "SimulationStalled",
+    "Simulator",
+    "TrueProfile",
+]

@@ -1,0 +1,211 @@
+"""User-written workload files: a cluster, optional job models, and jobs.
+
+A file is YAML, validated by pydantic with unknown fields rejected, so a typo
+is an error rather than a silently ignored setting. Any problem is reported as
+``WorkloadFileError`` naming the file, the field path and what was expected.
+See ``docs/workload-files.md`` and ``examples/workload.yaml``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from ringleader.perf.allreduce import Algorithm
+from ringleader.perf.epochs import EpochsToConverge
+from ringleader.policy.views import ClusterView, JobShape
+from ringleader.sim.arrivals import poisson_arrivals
+from ringleader.sim.engine import DEFAULT_RESTART_DELAY_S, DEFAULT_ROUND_S, SimJob
+from ringleader.sim.profiles import PROFILES, TrueProfile
+
+MAX_FILE_BYTES = 10 * 1024 * 1024
+PositiveInt = Annotated[int, Field(gt=0)]
+PositiveFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+
+
+class WorkloadFileError(ValueError):
+    """A workload file that cannot be used; the message says where and why."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ClusterSpec(_Strict):
+    nodes: PositiveInt
+    gpus_per_node: PositiveInt
+
+
+class SimulationSpec(_Strict):
+    restart_delay_s: Annotated[float, Field(ge=0, allow_inf_nan=False)] = DEFAULT_RESTART_DELAY_S
+    round_s: PositiveFloat | None = DEFAULT_ROUND_S
+
+
+class ModelSpec(_Strict):
+    """A job model: measured step times and epochs to converge per worker count."""
+
+    step_time_s: dict[PositiveInt, PositiveFloat] = Field(min_length=2)
+    epochs: PositiveFloat | dict[PositiveInt, PositiveFloat]
+    examples_per_epoch: PositiveInt
+    batch_per_worker: PositiveInt
+    grad_bytes: PositiveFloat
+    allreduce: Algorithm = Algorithm.BINARY_BLOCKS
+
+
+class _JobFields(_Strict):
+    model: str
+    gpus: PositiveInt = 1
+    min_gpus: PositiveInt = 1
+    max_gpus: PositiveInt = 8
+    elastic: bool = True
+    work_scale: PositiveFloat = 1.0
+
+    @model_validator(mode="after")
+    def _sizes(self) -> _JobFields:
+        if self.min_gpus > self.max_gpus:
+            raise ValueError(f"min_gpus ({self.min_gpus}) exceeds max_gpus ({self.max_gpus})")
+        if not self.min_gpus <= self.gpus <= self.max_gpus:
+            raise ValueError(
+                f"gpus ({self.gpus}) must lie within min_gpus..max_gpus "
+                f"({self.min_gpus}..{self.max_gpus})"
+            )
+        return self
+
+
+class JobSpec(_JobFields):
+    name: str = Field(min_length=1, max_length=200)
+    submit_s: Annotated[float, Field(ge=0, allow_inf_nan=False)] = 0.0
+
+
+class PoissonSpec(_JobFields):
+    count: PositiveInt = Field(le=1_000_000)
+    mean_gap_s: PositiveFloat
+    seed: int = 0
+    start_s: Annotated[float, Field(ge=0, allow_inf_nan=False)] = 0.0
+    name_prefix: str = "job"
+
+
+class WorkloadSpec(_Strict):
+    version: Literal[1] = 1
+    cluster: ClusterSpec
+    simulation: SimulationSpec = SimulationSpec()
+    models: dict[str, ModelSpec] = {}
+    jobs: list[JobSpec] = []
+    poisson: list[PoissonSpec] = []
+
+    @model_validator(mode="after")
+    def _check(self) -> WorkloadSpec:
+        known = set(PROFILES) | set(self.models)
+        capacity = self.cluster.nodes * self.cluster.gpus_per_node
+        for kind, entries in (("jobs", self.jobs), ("poisson", self.poisson)):
+            for i, entry in enumerate(entries):
+                if entry.model not in known:
+                    raise ValueError(
+                        f"{kind}[{i}].model: unknown model {entry.model!r}; "
+                        f"known: {', '.join(sorted(known))} (or define it under 'models')"
+                    )
+                if entry.min_gpus > capacity:
+                    raise ValueError(
+                        f"{kind}[{i}].min_gpus: {entry.min_gpus} GPUs but the cluster has "
+                        f"only {capacity}"
+                    )
+        names = [j.name for j in self.jobs]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ValueError(f"jobs: duplicate names {duplicates}; give every job its own name")
+        if not self.jobs and not self.poisson:
+            raise ValueError("no jobs: add a 'jobs' list or a 'poisson' generator")
+        return self
+
+
+def _profile(name: str, spec: ModelSpec) -> TrueProfile:
+    epochs = (
+        EpochsToConverge.constant(spec.epochs)
+        if isinstance(spec.epochs, float | int)
+        else EpochsToConverge.from_mapping(spec.epochs)
+    )
+    shape = JobShape(
+        spec.examples_per_epoch, spec.batch_per_worker, spec.grad_bytes, spec.allreduce
+    )
+    return TrueProfile(name, shape, dict(spec.step_time_s), epochs)
+
+
+class Workload:
+    """A validated workload: the cluster, the jobs, the simulation settings."""
+
+    def __init__(self, spec: WorkloadSpec) -> None:
+        self.spec = spec
+        profiles: dict[str, TrueProfile] = dict(PROFILES)
+        profiles.update({n: _profile(n, m) for n, m in spec.models.items()})
+        self.cluster = ClusterView.uniform(spec.cluster.nodes, spec.cluster.gpus_per_node)
+        jobs = [_sim_job(j.name, j.submit_s, j, profiles) for j in spec.jobs]
+        for g in spec.poisson:
+            times = poisson_arrivals(g.count, g.mean_gap_s, g.seed, g.start_s)
+            width = len(str(g.count - 1))
+            jobs += [
+                _sim_job(f"{g.name_prefix}{i:0{width}d}", t, g, profiles)
+                for i, t in enumerate(times)
+            ]
+        ids = [j.id for j in jobs]
+        clash = sorted({i for i in ids if ids.count(i) > 1})
+        if clash:
+            raise WorkloadFileError(f"job names clash between 'jobs' and 'poisson': {clash[:5]}")
+        self.jobs = jobs
+
+
+def _sim_job(name: str, at: float, f: _JobFields, profiles: dict[str, TrueProfile]) -> SimJob:
+    return SimJob(
+        id=name,
+        submitted_at=at,
+        profile=profiles[f.model],
+        max_gpus=f.max_gpus,
+        min_gpus=f.min_gpus,
+        requested_gpus=f.gpus,
+        elastic=f.elastic,
+        work_scale=f.work_scale,
+    )
+
+
+def _where(loc: tuple[int | str, ...]) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "(top level)"
+
+
+def load_workload(path: Path) -> Workload:
+    """Read and validate a workload file; raises ``WorkloadFileError`` on any problem."""
+    try:
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            raise WorkloadFileError(f"{path}: {size} bytes is larger than the 10 MiB allowed")
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise WorkloadFileError(f"{path}: cannot read the file: {err}") from err
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f" line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise WorkloadFileError(f"{path}:{where}: not valid YAML: {err}") from err
+    if not isinstance(data, dict):
+        raise WorkloadFileError(
+            f"{path}: expected a mapping with 'cluster' and 'jobs' or 'poisson' at the top, "
+            f"got {type(data).__name__}"
+        )
+    try:
+        return Workload(WorkloadSpec.model_validate(data))
+    except ValidationError as err:
+        lines = []
+        for e in err.errors()[:10]:
+            shown = e["type"] not in ("missing", "value_error")
+            got = f" (got {e['input']!r})" if shown else ""
+            got = got if len(got) < 80 else got[:77] + "...)"
+            message = e["msg"].removeprefix("Value error, ")
+            lines.append(f"  {_where(e['loc'])}: {message}{got}")
+        more = len(err.errors()) - 10
+        tail = f"\n  ... and {more} more" if more > 0 else ""
+        raise WorkloadFileError(f"{path}: invalid workload\n" + "\n".join(lines) + tail) from err
