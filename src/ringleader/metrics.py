@@ -9,8 +9,9 @@ Definitions:
 * JCT: finish − submission, for jobs that finished.
 * Queueing time: first start − submission (time before the job first ran).
 * Makespan: last finish − first submission.
-* Utilisation: GPU-seconds spent running workers / (GPUs × makespan); GPUs held
-  but idle (e.g. exploratory reservations) do not count as used.
+* Utilisation: GPU-seconds given to workers / (GPUs × makespan). A worker's GPU
+  counts from the moment the plan gives it, restart time included; GPUs held
+  but idle (e.g. exploratory reservations) do not count.
 """
 
 from __future__ import annotations

@@ -120,7 +120,9 @@ def fit_convergence(
 
     upper = [np.inf, np.inf, max(float(loss.min()), 1e-12)]
     x0 = np.clip(x0, 0.0, upper)
-    result = least_squares(residual, x0, bounds=([0.0, 1e-12, 0.0], upper))
+    result = least_squares(
+        residual, x0, bounds=([0.0, 1e-12, 0.0], upper), xtol=1e-15, ftol=1e-15, gtol=1e-15
+    )
     b0, b1, b2 = (float(v) for v in result.x)
     beta = (b0 / k_scale, b1, b2)
     if not all(isfinite(b) for b in beta):

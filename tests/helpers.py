@@ -1,0 +1,35 @@
+"""Builders for hand-made snapshots."""
+
+from __future__ import annotations
+
+from ringleader.perf import Algorithm, EpochsToConverge, SpeedModel
+from ringleader.policy import JobShape, JobView
+from ringleader.sim.profiles import RESNET110_K40
+
+SHAPE = JobShape(50_000, 128, 7e6, Algorithm.BINARY_BLOCKS)
+
+
+def resnet_job(job_id: str, at: float = 0.0, remaining: float = 1.0, **kw: object) -> JobView:
+    p = RESNET110_K40
+    fields: dict[str, object] = {
+        "id": job_id,
+        "submitted_at": at,
+        "shape": p.shape,
+        "epochs": p.epochs,
+        "remaining_fraction": remaining,
+        "speed": p.speed_model,
+    }
+    fields.update(kw)
+    return JobView(**fields)  # type: ignore[arg-type]
+
+
+def latency_bound_model() -> SpeedModel:
+    """Compute = 7 message latencies: +1 worker helps up to 8, 8→9 hurts, 8→16 helps."""
+    alpha = 0.01
+    return SpeedModel(
+        (7 * alpha / 128, alpha, 0.0, 0.0, 0.0), Algorithm.BINARY_BLOCKS, 7e6, 128, 50_000
+    )
+
+
+def constant_epochs(e: float = 100.0) -> EpochsToConverge:
+    return EpochsToConverge.constant(e)

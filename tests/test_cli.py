@@ -1,0 +1,110 @@
+"""The CLI as a user meets it: a real subprocess, real files, real exit codes."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).parents[1]
+
+
+def ringleader(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "ringleader", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"COLUMNS": "120", "PATH": "/usr/bin:/bin"},
+    )
+
+
+def test_help_explains_simulate() -> None:
+    out = ringleader("simulate", "--help")
+    assert out.returncode == 0
+    assert "--scenario" in out.stdout and "--workload" in out.stdout
+
+
+def test_example_workload_runs_and_writes_json_and_plot(tmp_path: Path) -> None:
+    out = ringleader(
+        "simulate",
+        "--workload",
+        str(ROOT / "examples" / "workload.yaml"),
+        "--policy",
+        "precompute",
+        "--json",
+        str(tmp_path / "r.json"),
+        "--plot",
+        str(tmp_path / "r.png"),
+    )
+    assert out.returncode == 0, out.stderr
+    data = json.loads((tmp_path / "r.json").read_text())
+    assert data["summary"]["finished"] == 41
+    assert data["summary"]["avg_jct_s"] > 0
+    assert (tmp_path / "r.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def _bad(tmp_path: Path, text: str) -> subprocess.CompletedProcess[str]:
+    path = tmp_path / "w.yaml"
+    path.write_text(text)
+    return ringleader("simulate", "--workload", str(path), "--policy", "precompute")
+
+
+GOOD_CLUSTER = "cluster: {nodes: 1, gpus_per_node: 8}\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            GOOD_CLUSTER + "jobs: [{name: a, model: resnet110, max_gpus: -1}]",
+            "jobs[0].max_gpus: Input should be greater than 0",
+        ),
+        (
+            GOOD_CLUSTER + "jobs: [{name: a, model: resnet110, colour: red}]",
+            "jobs[0].colour: Extra inputs are not permitted",
+        ),
+        (GOOD_CLUSTER + "jobs: [{name: a, model: resnet999}]", "unknown model 'resnet999'"),
+        (
+            GOOD_CLUSTER
+            + "jobs: [{name: a, model: resnet110, min_gpus: 16, max_gpus: 16, gpus: 16}]",
+            "cluster has only 8",
+        ),
+        ("cluster: {nodes: two, gpus_per_node: 8}\njobs: []", "cluster.nodes"),
+        ("cluster: [1, 2\n", "not valid YAML"),
+        ("- just\n- a list\n", "expected a mapping"),
+        (GOOD_CLUSTER, "no jobs"),
+        (GOOD_CLUSTER + "jobs: [{name: a, model: resnet110, gpus: 9}]", "gpus (9) must lie"),
+    ],
+)
+def test_malformed_workloads_exit_2_naming_the_field(
+    tmp_path: Path, text: str, expected: str
+) -> None:
+    out = _bad(tmp_path, text)
+    assert out.returncode == 2
+    assert expected in out.stderr
+    assert "Traceback" not in out.stderr + out.stdout
+    assert str(tmp_path / "w.yaml") in out.stderr
+
+
+def test_garbage_file_exits_2(tmp_path: Path) -> None:
+    path = tmp_path / "junk.yaml"
+    path.write_bytes(bytes(range(256)) * 4096)
+    out = ringleader("simulate", "--workload", str(path), "--policy", "one")
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+
+
+def test_missing_file_and_unknown_policy_exit_2(tmp_path: Path) -> None:
+    out = ringleader("simulate", "--workload", str(tmp_path / "nope.yaml"), "--policy", "one")
+    assert out.returncode == 2 and "cannot read" in out.stderr
+    example = str(ROOT / "examples" / "workload.yaml")
+    out = ringleader("simulate", "--workload", example, "--policy", "fastest")
+    assert out.returncode == 2 and "unknown policy 'fastest'" in out.stderr
+
+
+def test_scenario_and_workload_are_exclusive() -> None:
+    out = ringleader("simulate")
+    assert out.returncode == 2 and "exactly one of" in out.stderr
+    out = ringleader("simulate", "--scenario", "table9")
+    assert out.returncode == 2 and "unknown scenario 'table9'" in out.stderr

@@ -1,0 +1,175 @@
+import ast
+import pathlib
+import random
+
+import pytest
+
+from ringleader.policy import (
+    ClusterView,
+    Device,
+    Doubling,
+    Exploratory,
+    FixedSize,
+    JobView,
+    Observation,
+    OptimusGreedy,
+    Policy,
+    PolicyInputError,
+    Precompute,
+    policy_named,
+)
+from ringleader.policy.catalog import UnknownPolicyError
+from ringleader.policy.placement import place
+from tests.helpers import SHAPE, constant_epochs, latency_bound_model, resnet_job
+
+
+def _counts(plan: object, jobs: list[JobView]) -> dict[str, int]:
+    return {j.id: plan.of(j.id).workers for j in jobs}  # type: ignore[attr-defined]
+
+
+def test_greedy_stalls_at_8_where_doubling_reaches_16() -> None:
+    job = JobView("big", 0.0, SHAPE, constant_epochs(), max_gpus=16, speed=latency_bound_model())
+    cluster = ClusterView.uniform(2, 8)
+    greedy = Policy("optimus", OptimusGreedy()).decide([job], cluster, 0.0)
+    doubling = Policy("doubling", Doubling()).decide([job], cluster, 0.0)
+    assert greedy.of("big").workers == 8
+    assert doubling.of("big").workers == 16
+
+
+def test_doubling_gives_spare_gpus_where_the_gain_per_gpu_is_largest() -> None:
+    # A has all its work left, B a tenth: after 1 GPU each, A doubles twice (1→2→4).
+    jobs = [resnet_job("a", remaining=1.0), resnet_job("b", at=1.0, remaining=0.1)]
+    plan = Policy("p", Doubling()).decide(jobs, ClusterView.uniform(1, 5), 0.0)
+    assert _counts(plan, jobs) == {"a": 4, "b": 1}
+
+
+def test_doubling_keeps_powers_of_two_of_the_start_size() -> None:
+    jobs = [resnet_job(f"j{i}", at=float(i)) for i in range(3)]
+    plan = Policy("p", Doubling()).decide(jobs, ClusterView.uniform(2, 8), 0.0)
+    assert all(plan.of(j.id).workers in (1, 2, 4, 8) for j in jobs)
+    assert plan.busy_gpus <= 16
+
+
+def test_more_jobs_than_gpus_the_oldest_run_first() -> None:
+    jobs = [resnet_job(f"j{i}", at=float(10 - i)) for i in range(10)]
+    plan = Policy("p", Doubling()).decide(jobs, ClusterView.uniform(1, 4), 0.0)
+    running = sorted(j.id for j in jobs if plan.of(j.id).running)
+    assert running == ["j6", "j7", "j8", "j9"]  # the four earliest submissions
+
+
+def test_fixed_size_fifo_blocks_behind_a_job_that_does_not_fit() -> None:
+    jobs = [
+        resnet_job("a", at=0, requested_gpus=4),
+        resnet_job("b", at=1, requested_gpus=8),
+        resnet_job("c", at=2, requested_gpus=1),
+    ]
+    plan = Policy("fifo", FixedSize(None)).decide(jobs, ClusterView.uniform(1, 8), 0.0)
+    assert _counts(plan, jobs) == {"a": 4, "b": 0, "c": 0}
+    plan = Policy("two", FixedSize(2)).decide(jobs, ClusterView.uniform(1, 8), 0.0)
+    assert _counts(plan, jobs) == {"a": 2, "b": 2, "c": 2}
+
+
+def test_exploration_walks_the_probe_sizes_holding_the_largest() -> None:
+    policy = Policy("x", Doubling(), Exploratory())
+    cluster = ClusterView.uniform(1, 8)
+    fresh = resnet_job("new", speed=None)
+    plan = policy.decide([fresh], cluster, 100.0)
+    assert (plan.of("new").workers, len(plan.of("new").devices)) == (1, 8)
+    assert plan.wake_at == pytest.approx(250.0)
+    seen = {1: Observation(0.4025, 150.0, 128)}
+    half = resnet_job("new", speed=None, observations=seen, workers=1)
+    plan = policy.decide([half], cluster, 250.0)
+    assert plan.of("new").workers == 2
+    done = {
+        w: Observation(t, 150.0, 128)
+        for w, t in {1: 0.4025, 2: 0.4272, 4: 0.4443, 8: 0.4702}.items()
+    }
+    profiled = resnet_job("new", speed=None, observations=done, workers=8)
+    plan = policy.decide([profiled], cluster, 700.0)
+    assert plan.of("new").workers == 8
+    assert plan.wake_at is None
+
+
+def test_new_explorations_wait_behind_profiled_jobs_minimum() -> None:
+    policy = Policy("x", Doubling(), Exploratory())
+    done = {
+        w: Observation(t, 150.0, 128)
+        for w, t in {1: 0.4025, 2: 0.4272, 4: 0.4443, 8: 0.4702}.items()
+    }
+    old = resnet_job("old", speed=None, observations=done)
+    new = resnet_job("new", at=5.0, speed=None)
+    plan = policy.decide([old, new], ClusterView.uniform(1, 8), 10.0)
+    assert plan.of("new").workers == 0  # 8 GPUs, 1 promised to "old": no room to hold 8
+    assert plan.of("old").workers == 8
+    plan = policy.decide([old, new], ClusterView.uniform(2, 8), 10.0)
+    assert plan.of("new").workers == 1 and len(plan.of("new").devices) == 8
+
+
+def test_precompute_without_a_model_names_the_job() -> None:
+    job = resnet_job("mystery", speed=None)
+    with pytest.raises(PolicyInputError, match="job mystery"):
+        Policy("p", Doubling(), Precompute()).decide([job], ClusterView.uniform(1, 8), 0.0)
+
+
+def test_decisions_are_deterministic_and_independent_of_input_order() -> None:
+    jobs = [resnet_job(f"j{i}", at=float(i % 4), remaining=1 - i / 20) for i in range(12)]
+    cluster = ClusterView.uniform(4, 8)
+    policy = policy_named("precompute")
+    first = policy.decide(jobs, cluster, 0.0)
+    shuffled = list(jobs)
+    random.Random(7).shuffle(shuffled)
+    assert policy.decide(shuffled, cluster, 0.0) == first
+
+
+def test_unknown_policy_lists_the_known_ones() -> None:
+    with pytest.raises(UnknownPolicyError, match="precompute"):
+        policy_named("fastest")
+
+
+def test_placement_uses_as_few_nodes_as_possible() -> None:
+    cluster = ClusterView.uniform(3, 8)
+    jobs = [resnet_job("a", at=0), resnet_job("b", at=1), resnet_job("c", at=2)]
+    placed = place({"a": 4, "b": 12, "c": 4}, jobs, cluster)
+    nodes = {k: {d.node for d in v} for k, v in placed.items()}
+    assert len(nodes["b"]) == 2
+    assert len(nodes["a"]) == 1 and len(nodes["c"]) == 1
+    every = [d for v in placed.values() for d in v]
+    assert len(every) == len(set(every)) == 20
+
+
+def test_small_jobs_fill_partly_used_nodes_first() -> None:
+    cluster = ClusterView.uniform(2, 8)
+    jobs = [resnet_job("a", at=0), resnet_job("b", at=1), resnet_job("c", at=2)]
+    placed = place({"a": 4, "b": 4, "c": 8}, jobs, cluster)
+    assert {d.node for d in placed["a"]} == {d.node for d in placed["b"]}
+    assert len({d.node for d in placed["c"]}) == 1
+
+
+def test_placement_keeps_gpus_of_jobs_whose_size_did_not_change() -> None:
+    cluster = ClusterView.uniform(2, 8)
+    mine = tuple(Device("node1", i) for i in (2, 3))
+    jobs = [resnet_job("a", devices=mine, workers=2), resnet_job("b", at=1)]
+    placed = place({"a": 2, "b": 8}, jobs, cluster)
+    assert placed["a"] == mine
+    assert {d.node for d in placed["b"]} == {"node0"}
+
+
+def test_growing_job_grows_on_its_own_node() -> None:
+    cluster = ClusterView.uniform(2, 8)
+    mine = tuple(Device("node1", i) for i in range(2))
+    placed = place({"a": 4}, [resnet_job("a", devices=mine, workers=2)], cluster)
+    assert set(mine) <= set(placed["a"]) and {d.node for d in placed["a"]} == {"node1"}
+
+
+def test_policy_core_imports_neither_simulator_nor_runtime() -> None:
+    root = pathlib.Path(__file__).parents[1] / "src" / "ringleader" / "policy"
+    for path in root.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = []
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            for name in names:
+                assert not name.startswith(("ringleader.sim", "ringleader.runtime")), path
+                assert name.split(".")[0] not in {"time", "os", "threading", "asyncio"}, path

@@ -1,0 +1,88 @@
+import pytest
+
+from ringleader.policy import ClusterView, policy_named
+from ringleader.sim import RESNET110_K40, SimJob, SimulationStalled, Simulator
+from ringleader.sim.arrivals import poisson_arrivals
+
+DELAY = 3.8
+P = RESNET110_K40
+
+
+def _run(policy: str, jobs: list[SimJob], nodes: int = 1, **kw: object):  # type: ignore[no-untyped-def]
+    return Simulator(policy_named(policy), ClusterView.uniform(nodes, 8), jobs, **kw).run()  # type: ignore[arg-type]
+
+
+def test_a_lone_job_takes_its_solo_time_plus_one_launch() -> None:
+    result = _run("eight", [SimJob("a", 100.0, P)])
+    (record,) = result.records
+    assert record.jct == pytest.approx(DELAY + P.seconds_alone(8))
+    assert record.started_at == 100.0
+
+
+def test_the_calibrated_job_reproduces_the_seeds_solo_hours() -> None:
+    for workers, hours in {1: 6.37, 2: 3.78, 4: 2.21, 8: 1.40}.items():
+        assert P.seconds_alone(workers) / 3600 == pytest.approx(hours, rel=1e-9)
+
+
+def test_exploration_of_a_lone_job_costs_what_the_seed_says() -> None:
+    result = _run("exploratory", [SimJob("a", 0.0, P)])
+    left = 1.0 - sum(150.0 / P.seconds_alone(w) for w in (1, 2, 4))
+    expected = 4 * DELAY + 3 * 150.0 + left * P.seconds_alone(8)
+    assert result.records[0].jct == pytest.approx(expected, rel=1e-9)
+    assert result.records[0].resizes == 3
+    # The seed: 1.47 h with exploration against 1.40 h without.
+    assert expected / 3600 == pytest.approx(1.47, abs=0.01)
+
+
+def test_a_resize_costs_the_restart_delay() -> None:
+    # b arrives while a runs on 8: a shrinks (a restart), later grows back (another).
+    jobs = [SimJob("a", 0.0, P), SimJob("b", 600.0, P)]
+    slow = _run("precompute", jobs, restart_delay_s=600.0, round_s=None)
+    fast = _run("precompute", jobs, restart_delay_s=0.0, round_s=None)
+    a_slow, a_fast = slow.records[0], fast.records[0]
+    assert a_slow.resizes >= 1
+    assert a_slow.jct - a_fast.jct >= 600.0 * (1 + a_slow.resizes) - 1e-6
+
+
+def test_utilisation_counts_gpus_given_to_workers_not_gpus_held_idle() -> None:
+    assert _run("one", [SimJob("a", 0.0, P)]).summary.utilization == pytest.approx(1 / 8)
+    # Exploration holds 8 GPUs while probing at 1, 2 and 4: held, not used.
+    explored = _run("exploratory", [SimJob("a", 0.0, P)])
+    assert explored.summary.utilization < 1.0
+    assert max(p.held for p in explored.usage) == 8
+
+
+def test_round_ticks_do_not_change_a_fixed_policy() -> None:
+    jobs = [SimJob(f"j{i}", t, P) for i, t in enumerate(poisson_arrivals(30, 400, 3))]
+    with_ticks = _run("four", jobs, nodes=2, round_s=60.0)
+    without = _run("four", jobs, nodes=2, round_s=None)
+    assert [r.jct for r in with_ticks.records] == pytest.approx([r.jct for r in without.records])
+    assert with_ticks.decisions > without.decisions
+
+
+def test_same_input_same_result() -> None:
+    jobs = [SimJob(f"j{i}", t, P) for i, t in enumerate(poisson_arrivals(40, 300, 11))]
+    first = _run("exploratory", jobs, nodes=4)
+    second = _run("exploratory", jobs, nodes=4)
+    assert first.records == second.records and first.usage == second.usage
+
+
+def test_every_job_finishes_and_gpus_are_never_oversubscribed() -> None:
+    jobs = [SimJob(f"j{i}", t, P) for i, t in enumerate(poisson_arrivals(60, 200, 5))]
+    for policy in ("precompute", "exploratory", "optimus", "two"):
+        result = _run(policy, jobs, nodes=2)
+        assert result.summary.finished == 60
+        assert max(p.held for p in result.usage) <= 16
+        assert all(p.busy <= p.held for p in result.usage)
+
+
+def test_a_job_that_can_never_fit_stalls_with_a_clear_error() -> None:
+    jobs = [SimJob("wide", 0.0, P, requested_gpus=16, max_gpus=16)]
+    with pytest.raises(SimulationStalled, match="wide"):
+        _run("fifo", jobs)
+
+
+def test_work_scale_scales_the_job() -> None:
+    single = _run("eight", [SimJob("a", 0.0, P)]).records[0].jct
+    double = _run("eight", [SimJob("a", 0.0, P, work_scale=2.0)]).records[0].jct
+    assert double - DELAY == pytest.approx(2 * (single - DELAY))
