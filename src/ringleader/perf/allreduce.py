@@ -27,6 +27,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from enum import StrEnum
+from functools import lru_cache
 
 
 class Algorithm(StrEnum):
@@ -95,6 +96,7 @@ def _binary_blocks(p: int) -> AllreduceCost:
     return AllreduceCost(latency, transfer, reduce)
 
 
+@lru_cache(maxsize=65536)
 def allreduce_cost(algorithm: Algorithm, p: int) -> AllreduceCost:
     """Coefficients of one allreduce over ``p`` workers with ``algorithm``.
 

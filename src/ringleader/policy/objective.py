@@ -7,10 +7,40 @@ allreduce cost, epochs through the global batch size.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import lru_cache
 
+from ringleader.perf.epochs import EpochsToConverge
 from ringleader.perf.speed import SpeedModel
 from ringleader.policy.views import JobView
+
+
+class SoloCurve:
+    """Predicted time to train a whole job at each worker count, memoised per size.
+
+    One curve per (epochs, speed model) pair, shared by every decision: the
+    allocators ask for the same few sizes of the same few job models thousands
+    of times per simulated day.
+    """
+
+    __slots__ = ("_cache", "_epochs", "_speed")
+
+    def __init__(self, epochs: EpochsToConverge, speed: SpeedModel) -> None:
+        self._epochs = epochs
+        self._speed = speed
+        self._cache: dict[int, float] = {}
+
+    def __call__(self, workers: int) -> float:
+        value = self._cache.get(workers)
+        if value is None:
+            value = self._epochs.at(workers) / self._speed.epochs_per_second(workers)
+            self._cache[workers] = value
+        return value
+
+
+@lru_cache(maxsize=1 << 14)
+def solo_curve(epochs: EpochsToConverge, speed: SpeedModel) -> SoloCurve:
+    return SoloCurve(epochs, speed)
 
 
 @dataclass(frozen=True, slots=True)
@@ -19,8 +49,13 @@ class Candidate:
 
     job: JobView
     speed: SpeedModel | None
+    _solo: SoloCurve | None = field(default=None, init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.speed is not None:
+            object.__setattr__(self, "_solo", solo_curve(self.job.epochs, self.speed))
 
     def remaining_seconds(self, workers: int) -> float:
-        if self.speed is None:
+        if self._solo is None:
             raise ValueError(f"job {self.job.id} has no speed model to predict from")
-        return self.job.remaining_epochs(workers) / self.speed.epochs_per_second(workers)
+        return self.job.remaining_fraction * self._solo(workers)

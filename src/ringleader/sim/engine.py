@@ -59,7 +59,7 @@ class _State:
     started_at: float | None = None
     finished_at: float | None = None
     resizes: int = 0
-    observed: dict[int, float] = field(default_factory=dict)
+    observations: dict[int, Observation] = field(default_factory=dict)
     epochs: EpochsToConverge = field(init=False)
 
     def __post_init__(self) -> None:
@@ -82,10 +82,7 @@ class _State:
             devices=self.devices,
             workers=self.workers,
             speed=profile.speed_model,
-            observations={
-                w: Observation(profile.step_time(w), s, shape.batch_per_worker)
-                for w, s in self.observed.items()
-            },
+            observations=self.observations,
         )
 
     def rate(self) -> float:
@@ -104,7 +101,14 @@ class _State:
         if productive <= 0:
             return
         self.remaining = max(0.0, self.remaining - productive * self.rate())
-        self.observed[self.workers] = self.observed.get(self.workers, 0.0) + productive
+        w = self.workers
+        seen = self.observations.get(w)
+        profile = self.job.profile
+        self.observations[w] = Observation(
+            profile.step_time(w),
+            productive + (seen.seconds if seen is not None else 0.0),
+            profile.shape.batch_per_worker,
+        )
 
 
 @dataclass(frozen=True, slots=True)

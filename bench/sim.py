@@ -1,0 +1,84 @@
+"""Simulator speed: simulated jobs per wall-clock second.
+
+Prints JSON and writes it to bench/results/sim.json. Two workloads:
+
+* ``table3``: the whole Table 3 scenario (6 strategies × 3 loads × 10 seeds,
+  in parallel processes, one per core), as ``ringleader simulate --scenario
+  table3`` runs it. Target: under 60 s on the project's 2-core machine.
+* ``poisson_10k_1024gpu``: 10,000 ResNet-110 jobs, Poisson arrivals with a mean
+  gap of 31.25 s (Table 3's moderate load scaled from 64 to 1,024 GPUs), on
+  128 nodes × 8 GPUs, under the doubling heuristic with precomputed profiles,
+  in one process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+from ringleader.policy import ClusterView, policy_named
+from ringleader.scenarios.table3 import LOADS, STRATEGIES, run_table3
+from ringleader.sim import RESNET110_K40, SimJob, Simulator
+from ringleader.sim.arrivals import poisson_arrivals
+
+OUT = Path(__file__).parent / "results" / "sim.json"
+
+
+def bench_table3(seeds: int = 10) -> dict[str, object]:
+    started = time.perf_counter()
+    result = run_table3(seeds)
+    wall = time.perf_counter() - started
+    jobs = seeds * len(STRATEGIES) * sum(count for _, count in LOADS.values())
+    return {
+        "simulations": seeds * len(STRATEGIES) * len(LOADS),
+        "jobs": jobs,
+        "wall_s": round(wall, 2),
+        "jobs_per_s": round(jobs / wall, 1),
+        "target_wall_s": 60,
+        "precompute_moderate_avg_jct_h": round(result.mean("precompute", "moderate"), 3),
+    }
+
+
+def bench_poisson(count: int = 10_000, nodes: int = 128) -> dict[str, object]:
+    jobs = [
+        SimJob(f"job{i:05d}", t, RESNET110_K40, max_gpus=8)
+        for i, t in enumerate(poisson_arrivals(count, 500.0 * 64 / (nodes * 8), seed=0))
+    ]
+    sim = Simulator(policy_named("precompute"), ClusterView.uniform(nodes, 8), jobs)
+    started = time.perf_counter()
+    result = sim.run()
+    wall = time.perf_counter() - started
+    return {
+        "jobs": count,
+        "gpus": nodes * 8,
+        "policy": "precompute (doubling heuristic)",
+        "decisions": result.decisions,
+        "wall_s": round(wall, 2),
+        "jobs_per_s": round(count / wall, 1),
+        "decisions_per_s": round(result.decisions / wall, 1),
+        "peak_jobs_in_system": result.summary.peak_jobs,
+        "avg_jct_h": round(result.summary.avg_jct_s / 3600, 3),
+    }
+
+
+def main() -> None:
+    report = {
+        "machine": {
+            "cpus": os.cpu_count(),
+            "python": sys.version.split()[0],
+            "platform": platform.platform(),
+        },
+        "table3": bench_table3(),
+        "poisson_10k_1024gpu": bench_poisson(),
+    }
+    OUT.parent.mkdir(parents=True, exist_ok=True)
+    OUT.write_text(json.dumps(report, indent=2) + "\n")
+    print(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()
