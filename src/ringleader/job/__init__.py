@@ -1,0 +1,11 @@
+"""The job library: what the seeds changed inside the DL toolkits, as a library.
+
+A training script calls it to restore-or-init from the latest good checkpoint,
+to scale its learning rate with the world size it was granted, and (next) to
+run a minibatch loop that reports progress and obeys the scheduler.
+"""
+
+from ringleader.job.checkpoint import CheckpointStore, CorruptCheckpoint, Restored
+from ringleader.job.lr import LearningRateSchedule
+
+__all__ = ["CheckpointStore", "CorruptCheckpoint", "LearningRateSchedule", "Restored"]

@@ -1,0 +1,131 @@
+"""Checkpoints a crash cannot half-write, and that say when they are damaged.
+
+A checkpoint is one file, ``ckpt-<step>.rlck``: a magic string, the SHA-256 of
+the payload, then the payload (``torch.save`` of the job's state). It is written
+to a temporary file in the same directory, fsynced, renamed into place and the
+directory fsynced, so a reader sees either the whole old file set or the whole
+new one. On restore the newest checkpoint whose checksum matches wins; a
+corrupt or truncated one is reported and the previous one used, which is why
+more than one is kept.
+
+Loading uses ``torch.load(weights_only=True)``: tensors, numbers, strings and
+containers of them — what model and optimizer ``state_dict``s hold — and never
+arbitrary pickled code.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import re
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+MAGIC = b"RLCKPT1\n"
+_DIGEST = 32
+_NAME = re.compile(r"^ckpt-(\d{12})\.rlck$")
+
+
+class CorruptCheckpoint(ValueError):
+    """A checkpoint file whose contents do not match its checksum."""
+
+
+@dataclass(frozen=True, slots=True)
+class Restored:
+    step: int
+    state: dict[str, Any]
+    path: Path
+    skipped: tuple[Path, ...] = ()
+    """Newer checkpoints passed over because they were corrupt."""
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class CheckpointStore:
+    """Atomic, checksummed checkpoints of one job in one directory."""
+
+    def __init__(self, directory: Path | str, keep: int = 2) -> None:
+        if keep < 2:
+            raise ValueError("keep at least 2 checkpoints, so a corrupt newest has a fallback")
+        self.directory = Path(directory)
+        self.keep = keep
+
+    def path_for(self, step: int) -> Path:
+        return self.directory / f"ckpt-{step:012d}.rlck"
+
+    def steps(self) -> list[int]:
+        """Steps that have a checkpoint file, oldest first (checksums not checked)."""
+        if not self.directory.is_dir():
+            return []
+        found = (_NAME.match(p.name) for p in self.directory.iterdir())
+        return sorted(int(m.group(1)) for m in found if m)
+
+    def save(self, step: int, state: dict[str, Any]) -> Path:
+        """Write ``state`` as the checkpoint of ``step``; prune beyond ``keep``."""
+        import torch
+
+        if step < 0:
+            raise ValueError(f"step must be non-negative, got {step}")
+        buffer = io.BytesIO()
+        torch.save(state, buffer)
+        payload = buffer.getvalue()
+        self.directory.mkdir(parents=True, exist_ok=True)
+        target = self.path_for(step)
+        fd, tmp = tempfile.mkstemp(prefix=".ckpt-", suffix=".tmp", dir=self.directory)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(MAGIC)
+                f.write(hashlib.sha256(payload).digest())
+                f.write(payload)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, target)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        _fsync_dir(self.directory)
+        for old in self.steps()[: -self.keep]:
+            self.path_for(old).unlink(missing_ok=True)
+        return target
+
+    @staticmethod
+    def read(path: Path) -> dict[str, Any]:
+        """One checkpoint's state; raises ``CorruptCheckpoint`` if it is damaged."""
+        import torch
+
+        blob = path.read_bytes()
+        head = len(MAGIC) + _DIGEST
+        if len(blob) < head or not blob.startswith(MAGIC):
+            raise CorruptCheckpoint(f"{path}: not a ringleader checkpoint or truncated header")
+        digest, payload = blob[len(MAGIC) : head], blob[head:]
+        if hashlib.sha256(payload).digest() != digest:
+            raise CorruptCheckpoint(f"{path}: checksum mismatch (partial or damaged write)")
+        state = torch.load(io.BytesIO(payload), weights_only=True)
+        if not isinstance(state, dict):
+            raise CorruptCheckpoint(f"{path}: payload is {type(state).__name__}, not a dict")
+        return state
+
+    def restore(self, on_skip: Callable[[Path, str], None] | None = None) -> Restored | None:
+        """The newest intact checkpoint, or ``None`` when there is none to resume from."""
+        skipped: list[Path] = []
+        for step in reversed(self.steps()):
+            path = self.path_for(step)
+            try:
+                state = self.read(path)
+            except (CorruptCheckpoint, OSError, RuntimeError, EOFError) as err:
+                skipped.append(path)
+                if on_skip is not None:
+                    on_skip(path, str(err))
+                continue
+            return Restored(step, state, path, tuple(skipped))
+        return None
