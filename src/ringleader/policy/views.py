@@ -69,8 +69,8 @@ class JobView:
     """One job as the policy sees it.
 
     ``remaining_fraction`` is the share of the job's training still to do
-    (1.0 at submission); with ``epochs`` it gives the remaining epochs at any
-    worker count. ``speed`` is a speed model known in advance (precomputed
+    (1.0 at submission); times ``epochs.at(w)`` it is the remaining epochs at
+    ``w`` workers (see ``ringleader.policy.objective``). ``speed`` is a speed model known in advance (precomputed
     profiling) or ``None``; ``observations`` are what the job has reported so
     far, per worker count.
     """
@@ -89,6 +89,3 @@ class JobView:
     workers: int = 0
     speed: SpeedModel | None = None
     observations: Mapping[int, Observation] = field(default_factory=dict)
-
-    def remaining_epochs(self, workers: int) -> float:
-        return self.remaining_fraction * self.epochs.at(workers)

@@ -68,11 +68,10 @@ class _State:
     def view(self) -> JobView:
         job = self.job
         profile = job.profile
-        shape = profile.shape
         return JobView(
             id=job.id,
             submitted_at=job.submitted_at,
-            shape=shape,
+            shape=profile.shape,
             epochs=self.epochs,
             remaining_fraction=self.remaining,
             min_gpus=job.min_gpus,
@@ -82,6 +81,7 @@ class _State:
             devices=self.devices,
             workers=self.workers,
             speed=profile.speed_model,
+            # Shared, not copied: the policy reads it only while deciding.
             observations=self.observations,
         )
 
