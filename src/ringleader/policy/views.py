@@ -70,9 +70,9 @@ class JobView:
 
     ``remaining_fraction`` is the share of the job's training still to do
     (1.0 at submission); times ``epochs.at(w)`` it is the remaining epochs at
-    ``w`` workers (see ``ringleader.policy.objective``). ``speed`` is a speed model known in advance (precomputed
-    profiling) or ``None``; ``observations`` are what the job has reported so
-    far, per worker count.
+    ``w`` workers (see ``ringleader.policy.objective``). ``speed`` is a speed
+    model known in advance (precomputed profiling) or ``None``;
+    ``observations`` are what the job has reported so far, per worker count.
     """
 
     id: str
