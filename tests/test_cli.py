@@ -108,3 +108,15 @@ def test_scenario_and_workload_are_exclusive() -> None:
     assert out.returncode == 2 and "exactly one of" in out.stderr
     out = ringleader("simulate", "--scenario", "table9")
     assert out.returncode == 2 and "unknown scenario 'table9'" in out.stderr
+
+
+def test_unwritable_outputs_exit_2(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    example = str(ROOT / "examples" / "workload.yaml")
+    for flag in ("--json", "--plot"):
+        out = ringleader(
+            "simulate", "--workload", example, "--policy", "one", flag, str(blocker / "x")
+        )
+        assert out.returncode == 2, out.stderr
+        assert flag in out.stderr and "Traceback" not in out.stderr

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
@@ -125,8 +126,8 @@ def _table3(seeds: int, json_path: Path | None, plot: Path | None, processes: in
             f"{load} (gap {LOADS[load][0]:.0f}s)": {s: result.jcts(s, load) for s in STRATEGIES}
             for load in LOADS
         }
-        jct_cdf_grid(panels, plot, title=f"Table 3 scenario: JCT CDFs, {seeds} seeds pooled")
-        console.print(f"wrote {plot}")
+        title = f"Table 3 scenario: JCT CDFs, {seeds} seeds pooled"
+        _write_plot(plot, lambda: jct_cdf_grid(panels, plot, title=title))
 
 
 def _workload(path: Path, policy_name: str, json_path: Path | None, plot: Path | None) -> None:
@@ -181,10 +182,17 @@ def _workload(path: Path, policy_name: str, json_path: Path | None, plot: Path |
         from ringleader.report.plots import run_overview
 
         jcts = [r.jct / 3600 for r in result.records if r.jct is not None]
-        run_overview(
-            jcts, result.usage, workload.cluster.capacity, plot, title=f"{path.name}: {policy_name}"
-        )
-        console.print(f"wrote {plot}")
+        title = f"{path.name}: {policy_name}"
+        gpus = workload.cluster.capacity
+        _write_plot(plot, lambda: run_overview(jcts, result.usage, gpus, plot, title=title))
+
+
+def _write_plot(path: Path, draw: Callable[[], object]) -> None:
+    try:
+        draw()
+    except (OSError, ValueError) as err:
+        fail(f"--plot {path}: cannot write the plot: {err}")
+    console.print(f"wrote {path}")
 
 
 def _print_summary(result: SimResult, gpus: int) -> None:
