@@ -7,5 +7,13 @@ run a minibatch loop that reports progress and obeys the scheduler.
 
 from ringleader.job.checkpoint import CheckpointStore, CorruptCheckpoint, Restored
 from ringleader.job.lr import LearningRateSchedule
+from ringleader.job.session import Launch, Session
 
-__all__ = ["CheckpointStore", "CorruptCheckpoint", "LearningRateSchedule", "Restored"]
+__all__ = [
+    "CheckpointStore",
+    "CorruptCheckpoint",
+    "Launch",
+    "LearningRateSchedule",
+    "Restored",
+    "Session",
+]

@@ -1,0 +1,283 @@
+"""The minibatch loop a training script runs under ringleader.
+
+```python
+from ringleader.job import Session
+
+with Session.from_env(examples_per_epoch=50_000, batch_per_worker=128, epochs=160) as s:
+    model, opt = build()
+    s.restore(model, opt)            # restore-or-init from the newest good checkpoint
+    model = s.distributed(model)     # DDP over the world size the scheduler granted
+    for step in s.steps():           # obeys checkpoint/stop/suspend at boundaries
+        s.set_lr(opt)                # linear scaling with world size, decay by epoch
+        loss = train_one_minibatch(model, opt, s.batch(step))
+        s.report(loss)
+```
+
+The scheduler launches every rank with ``RINGLEADER_*`` variables plus the
+usual ``RANK``/``WORLD_SIZE``/``MASTER_ADDR``/``MASTER_PORT``. Progress is
+measured in examples, so a job that changes world size keeps its place in the
+data: ``epoch = examples_seen / examples_per_epoch``; the global step counts
+minibatches and never goes back.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from ringleader.job.checkpoint import CheckpointStore
+from ringleader.job.control import (
+    ACTION_CODES,
+    CHECKPOINTS,
+    Action,
+    append_progress,
+    read_control,
+)
+from ringleader.job.lr import LearningRateSchedule
+
+_CODE_ACTIONS = {code: action for action, code in ACTION_CODES.items()}
+
+
+@dataclass(frozen=True, slots=True)
+class Launch:
+    """Where and as what this process runs, as the scheduler launched it."""
+
+    job_id: str
+    job_dir: Path
+    generation: int
+    rank: int
+    world_size: int
+    master_addr: str
+    master_port: int
+    device: str
+
+    @classmethod
+    def from_env(cls) -> Launch:
+        env = os.environ
+        missing = [k for k in ("RINGLEADER_JOB_DIR",) if k not in env]
+        if missing:
+            raise RuntimeError(
+                f"{', '.join(missing)} not set: run this script through ringleader "
+                "(ringleader submit), or set the variables by hand for a local try"
+            )
+        return cls(
+            job_id=env.get("RINGLEADER_JOB_ID", "local"),
+            job_dir=Path(env["RINGLEADER_JOB_DIR"]),
+            generation=int(env.get("RINGLEADER_GENERATION", "0")),
+            rank=int(env.get("RANK", "0")),
+            world_size=int(env.get("WORLD_SIZE", "1")),
+            master_addr=env.get("MASTER_ADDR", "127.0.0.1"),
+            master_port=int(env.get("MASTER_PORT", "29500")),
+            device=env.get("RINGLEADER_DEVICE", "cpu"),
+        )
+
+
+class Session:
+    """One launch of one job: see the module docstring."""
+
+    def __init__(
+        self,
+        launch: Launch,
+        *,
+        examples_per_epoch: int,
+        batch_per_worker: int,
+        epochs: float,
+        lr: LearningRateSchedule | None = None,
+        checkpoint_every_s: float = 30.0,
+        grad_bytes: float | None = None,
+    ) -> None:
+        self.launch = launch
+        self.examples_per_epoch = examples_per_epoch
+        self.batch_per_worker = batch_per_worker
+        self.epochs = epochs
+        self.schedule = lr or LearningRateSchedule()
+        self.checkpoint_every_s = checkpoint_every_s
+        self.grad_bytes = grad_bytes
+        self.store = CheckpointStore(launch.job_dir / CHECKPOINTS)
+        self.step = 0
+        self.examples_seen = 0
+        self.stopped = False
+        self._model: Any = None
+        self._optimizer: Any = None
+        self._extra: dict[str, Any] = {}
+        self._last_checkpoint = time.monotonic()
+        self._step_started = 0.0
+        self._dist = False
+
+    @classmethod
+    def from_env(cls, **kw: Any) -> Session:
+        return cls(Launch.from_env(), **kw)
+
+    # -- set-up ----------------------------------------------------------
+    @property
+    def rank(self) -> int:
+        return self.launch.rank
+
+    @property
+    def world_size(self) -> int:
+        return self.launch.world_size
+
+    @property
+    def epoch(self) -> float:
+        return self.examples_seen / self.examples_per_epoch
+
+    def __enter__(self) -> Session:
+        import torch
+        import torch.distributed as dist
+
+        threads = os.environ.get("RINGLEADER_THREADS")
+        if threads:
+            torch.set_num_threads(int(threads))
+        if self.world_size > 1:
+            backend = "nccl" if self.launch.device == "cuda" else "gloo"
+            dist.init_process_group(
+                backend,
+                init_method=f"tcp://{self.launch.master_addr}:{self.launch.master_port}",
+                rank=self.rank,
+                world_size=self.world_size,
+            )
+            self._dist = True
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._dist:
+            import torch.distributed as dist
+
+            if kind is None:
+                dist.barrier()
+            dist.destroy_process_group()
+
+    def device(self) -> Any:
+        import torch
+
+        if self.launch.device == "cuda":
+            return torch.device("cuda", 0)
+        return torch.device("cpu")
+
+    def restore(self, model: Any, optimizer: Any, **extra: Any) -> bool:
+        """Load the newest intact checkpoint into ``model``/``optimizer``, if any.
+
+        Returns whether one was found (False: a fresh start). ``extra`` names
+        more objects with ``state_dict``/``load_state_dict`` to save and load.
+        """
+        self._model, self._optimizer, self._extra = model, optimizer, extra
+        restored = self.store.restore(on_skip=self._skipped)
+        started = {"event": "started", "g": self.launch.generation, "world_size": self.world_size}
+        if restored is None:
+            self._log(started | {"restored_step": None})
+            return False
+        state = restored.state
+        model.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        for name, obj in extra.items():
+            obj.load_state_dict(state["extra"][name])
+        self.step = int(state["step"])
+        self.examples_seen = int(state["examples_seen"])
+        self._log(started | {"restored_step": self.step, "epoch": self.epoch})
+        return True
+
+    def distributed(self, model: Any) -> Any:
+        """Wrap ``model`` for data-parallel training when the world is larger than one."""
+        if not self._dist:
+            return model
+        from torch.nn.parallel import DistributedDataParallel
+
+        return DistributedDataParallel(model)
+
+    # -- the loop ----------------------------------------------------------
+    def lr(self) -> float:
+        return self.schedule.at(self.world_size, self.epoch)
+
+    def set_lr(self, optimizer: Any) -> float:
+        value = self.lr()
+        for group in optimizer.param_groups:
+            group["lr"] = value
+        return value
+
+    def steps(self) -> Iterator[int]:
+        """Global step numbers to train, until done or told to stop."""
+        while self.epoch < self.epochs:
+            action = self._agreed_action()
+            while action is Action.SUSPEND:
+                time.sleep(0.05)
+                action = self._agreed_action()
+            if action is Action.STOP:
+                self.checkpoint()
+                self.stopped = True
+                self._log({"event": "stopped", "g": self.launch.generation, "step": self.step})
+                return
+            self._step_started = time.perf_counter()
+            yield self.step
+            if time.monotonic() - self._last_checkpoint >= self.checkpoint_every_s:
+                self.checkpoint()
+        self.checkpoint()
+        self._log({"event": "done", "g": self.launch.generation, "step": self.step})
+
+    def report(self, loss: float) -> None:
+        """Record one finished minibatch: advances the step and the examples seen."""
+        elapsed = time.perf_counter() - self._step_started
+        self.step += 1
+        self.examples_seen += self.batch_per_worker * self.world_size
+        record = {
+            "g": self.launch.generation,
+            "step": self.step,
+            "epoch": round(self.epoch, 6),
+            "loss": float(loss),
+            "step_time": round(elapsed, 6),
+            "world_size": self.world_size,
+            "lr": self.lr(),
+            "batch_per_worker": self.batch_per_worker,
+            "examples_per_epoch": self.examples_per_epoch,
+            "t": time.time(),
+        }
+        if self.grad_bytes is not None:
+            record["grad_bytes"] = self.grad_bytes
+        self._log(record)
+
+    def checkpoint(self) -> None:
+        """Rank 0 writes a checkpoint of the registered model and optimizer."""
+        self._last_checkpoint = time.monotonic()
+        if self.rank != 0 or self._model is None:
+            return
+        model = getattr(self._model, "module", self._model)
+        state = {
+            "model": model.state_dict(),
+            "optimizer": self._optimizer.state_dict(),
+            "extra": {k: v.state_dict() for k, v in self._extra.items()},
+            "step": self.step,
+            "examples_seen": self.examples_seen,
+        }
+        self.store.save(self.step, state)
+
+    # -- internals ---------------------------------------------------------
+    def _agreed_action(self) -> Action:
+        action = Action.RUN
+        if self.rank == 0:
+            control = read_control(self.launch.job_dir)
+            if control is not None and control.generation == self.launch.generation:
+                action = control.action
+        if not self._dist:
+            return action
+        import torch
+        import torch.distributed as dist
+
+        code = torch.tensor([ACTION_CODES[action]], dtype=torch.int64)
+        dist.broadcast(code, src=0)
+        return _CODE_ACTIONS[int(code.item())]
+
+    def _log(self, record: dict[str, Any]) -> None:
+        if self.rank == 0:
+            append_progress(self.launch.job_dir, record)
+
+    def _skipped(self, path: Path, why: str) -> None:
+        self._log({"event": "checkpoint_skipped", "path": str(path), "why": why})
