@@ -7,6 +7,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ringleader import __version__
+from ringleader.cli.runtime import cancel, jobs, logs, server, show, submit
 from ringleader.cli.simulate import simulate
 
 app = typer.Typer(
@@ -21,6 +22,8 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.command()(simulate)
+for command in (server, submit, jobs, show, logs, cancel):
+    app.command()(command)
 
 
 @app.command()

@@ -18,11 +18,15 @@ usual ``RANK``/``WORLD_SIZE``/``MASTER_ADDR``/``MASTER_PORT``. Progress is
 measured in examples, so a job that changes world size keeps its place in the
 data: ``epoch = examples_seen / examples_per_epoch``; the global step counts
 minibatches and never goes back.
+
+With more than one worker, leaving the ``with`` block ends the process (exit
+status 0) after a final barrier: put nothing after it that must run.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -150,12 +154,22 @@ class Session:
         error: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        if self._dist:
-            import torch.distributed as dist
+        if not self._dist:
+            return
+        import torch.distributed as dist
 
-            if kind is None:
-                dist.barrier()
-            dist.destroy_process_group()
+        if kind is not None:
+            return  # let the error propagate; the scheduler sees a non-zero exit
+        # Every rank has checkpointed or finished: wait for all, then end the
+        # process here. Letting the interpreter tear down a DDP model and its
+        # gloo process group can deadlock (the group's destructor joins a gloo
+        # thread that needs the GIL the destructor holds); we met it here.
+        work = dist.barrier(async_op=True)
+        if work is not None:
+            work.wait()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
 
     def device(self) -> Any:
         import torch

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ringleader.policy.allocator import Doubling, FixedSize, OptimusGreedy
-from ringleader.policy.profiling import Exploratory, Precompute
+from ringleader.policy.profiling import Exploratory, Online, Precompute
 from ringleader.policy.stack import Policy
 
 _BUILDERS: dict[str, tuple[str, Callable[[], Policy]]] = {
@@ -16,6 +16,10 @@ _BUILDERS: dict[str, tuple[str, Callable[[], Policy]]] = {
     "exploratory": (
         "doubling heuristic, each new job probed 2.5 min at 1/2/4/8 GPUs first",
         lambda: Policy("exploratory", Doubling(), Exploratory()),
+    ),
+    "elastic": (
+        "doubling heuristic, speed models learned online from the job's own reports",
+        lambda: Policy("elastic", Doubling(), Online()),
     ),
     "optimus": (
         "Optimus greedy (+1 GPU at a time), speed models known on arrival",
@@ -42,6 +46,15 @@ POLICY_NAMES: tuple[str, ...] = tuple(_BUILDERS)
 
 def describe(name: str) -> str:
     return _BUILDERS[name][0]
+
+
+def policy_from_config(name: str, probe_window_s: float | None = None) -> Policy:
+    """A named policy, with the exploratory probe window overridden if given."""
+    policy = policy_named(name)
+    if probe_window_s is not None and isinstance(policy.profiling, Exploratory):
+        profiling = Exploratory(policy.profiling.probe_sizes, probe_window_s)
+        return Policy(policy.name, policy.allocator, profiling)
+    return policy
 
 
 def policy_named(name: str) -> Policy:

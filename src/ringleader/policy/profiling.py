@@ -112,4 +112,46 @@ class Exploratory:
         return known, exploring
 
 
-Profiling = Precompute | Exploratory
+@dataclass(frozen=True, slots=True)
+class Online:
+    """Learn as the job runs, with no probing phase: what a real cluster can know.
+
+    A model given with the job wins; otherwise one fitted from what the job
+    reported at two or more sizes; otherwise a prior that assumes perfect
+    scaling from its one measured step time (1 s per step before any). The
+    prior makes an unmeasured job look worth growing, so it is measured at a
+    second size soon, after which the fit takes over.
+    """
+
+    name: str = "online"
+
+    @staticmethod
+    def prior(job: JobView) -> SpeedModel:
+        step = next(iter(job.observations.values())).step_time if job.observations else 1.0
+        shape = job.shape
+        return SpeedModel(
+            (0.0, 0.0, 0.0, 0.0, step),
+            shape.algorithm,
+            shape.grad_bytes,
+            shape.batch_per_worker,
+            shape.examples_per_epoch,
+            rank=1,
+        )
+
+    def split(self, jobs: Sequence[JobView]) -> tuple[list[Candidate], list[JobView]]:
+        known = []
+        for job in jobs:
+            model = job.speed
+            if model is None and len(job.observations) >= 2:
+                try:
+                    model = fitted_model(job)
+                except ModelFitError:
+                    model = None
+            known.append(Candidate(job, model if model is not None else self.prior(job)))
+        return known, []
+
+    def probe(self, job: JobView) -> Probe | None:
+        return None
+
+
+Profiling = Precompute | Exploratory | Online

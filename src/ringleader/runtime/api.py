@@ -1,0 +1,122 @@
+"""The REST API: submit, list, inspect, cancel, read logs. OpenAPI at ``/docs``.
+
+Handlers only read the store or record a request in it; the controller does
+the work. Bad input gets 422 with ``{"detail": [{"field", "reason"}]}``, the
+same field names the CLI prints, and never reaches the controller.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI, HTTPException, Request
+from fastapi.responses import JSONResponse, PlainTextResponse
+
+from ringleader import __version__
+from ringleader.runtime.controller import Controller
+from ringleader.runtime.spec import SpecError, parse_spec
+from ringleader.runtime.store import JobRow, Store
+
+MAX_BODY = 1 << 20
+
+
+def _problems(problems: list[tuple[str, str]]) -> JSONResponse:
+    detail = [{"field": f, "reason": r} for f, r in problems]
+    return JSONResponse(status_code=422, content={"detail": detail})
+
+
+def create_app(store: Store, controller: Controller) -> FastAPI:
+    app = FastAPI(
+        title="ringleader",
+        version=__version__,
+        description="Scheduler for deep-learning training jobs on shared GPU clusters.",
+    )
+    capacity = controller.cluster.capacity
+
+    @app.get("/health")
+    def health() -> dict[str, Any]:
+        return {"ok": True, "version": __version__, "policy": controller.config.policy.name}
+
+    @app.get("/cluster")
+    def cluster() -> dict[str, Any]:
+        nodes = [{"name": n.name, "gpus": n.gpus} for n in controller.cluster.nodes]
+        return {"executor": controller.executor.name, "gpus": capacity, "nodes": nodes}
+
+    @app.post("/jobs", status_code=201, response_model=None)
+    async def submit(request: Request) -> JSONResponse | dict[str, Any]:
+        body = await request.body()
+        if len(body) > MAX_BODY:
+            return _problems([("(body)", f"{len(body)} bytes is over the 1 MiB limit")])
+        try:
+            data = json.loads(body)
+        except (ValueError, UnicodeDecodeError) as err:
+            return _problems([("(body)", f"not valid JSON: {err}")])
+        try:
+            spec = parse_spec(data, capacity=capacity)
+        except SpecError as err:
+            return _problems(err.problems)
+        row = store.add(spec)
+        controller.poke()
+        return row.public()
+
+    @app.get("/jobs")
+    def jobs() -> list[dict[str, Any]]:
+        return [row.public() for row in store.all()]
+
+    def _get(job_id: str) -> JobRow:
+        row = store.get(job_id)
+        if row is None:
+            raise HTTPException(404, detail=f"no job {job_id!r}")
+        return row
+
+    @app.get("/jobs/{job_id}")
+    def show(job_id: str) -> dict[str, Any]:
+        public: dict[str, Any] = _get(job_id).public()
+        return public | {"events": store.events(job_id)}
+
+    @app.delete("/jobs/{job_id}")
+    def cancel(job_id: str) -> dict[str, Any]:
+        row = store.request_cancel(job_id)
+        if row is None:
+            raise HTTPException(404, detail=f"no job {job_id!r}")
+        controller.poke()
+        return row.public()
+
+    @app.get("/jobs/{job_id}/logs", response_class=PlainTextResponse)
+    def logs(job_id: str, rank: int = 0, offset: int = 0) -> PlainTextResponse:
+        _get(job_id)
+        path = controller.job_dir(job_id) / "logs" / f"rank{rank}.log"
+        text, end = _read_from(path, offset)
+        return PlainTextResponse(text, headers={"X-Log-Offset": str(end)})
+
+    @app.get("/jobs/{job_id}/progress")
+    def progress(job_id: str, every: int = 1) -> list[dict[str, Any]]:
+        _get(job_id)
+        path = controller.job_dir(job_id) / "progress.jsonl"
+        out = []
+        try:
+            lines = path.read_text().splitlines()
+        except OSError:
+            return []
+        for i, line in enumerate(lines):
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                continue
+            if "event" in rec or i % max(every, 1) == 0:
+                out.append(rec)
+        return out
+
+    return app
+
+
+def _read_from(path: Path, offset: int) -> tuple[str, int]:
+    try:
+        with open(path, "rb") as f:
+            f.seek(max(offset, 0))
+            data = f.read(1 << 20)
+            return data.decode(errors="replace"), max(offset, 0) + len(data)
+    except OSError:
+        return "", offset

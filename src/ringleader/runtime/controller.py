@@ -1,0 +1,310 @@
+"""The controller: one loop that turns the policy's Plans into process actions.
+
+Each tick (default 0.5 s) it reads what every running job reported, checks its
+workers, and settles finished gangs (succeeded, stopped for a resize,
+cancelled, crashed). On an event — a submission, a gang settling, a cancel —
+or every ``round_s``, it builds the snapshot, calls the same
+``Policy.decide`` the simulator calls, and diffs the Plan against what runs:
+
+* a running job whose target differs (size, GPUs, or none) is asked to
+  checkpoint and stop at its next minibatch boundary;
+* a queued job with a target is launched once its GPUs are free, so two
+  generations of a job never run at once and no GPU is given twice.
+
+All state is in the store; a controller started after a crash adopts the
+workers that are still alive (they run in their own sessions) and settles
+those that died meanwhile.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ringleader.job.control import PROGRESS, Action, Control, ProgressReader, write_control
+from ringleader.perf.epochs import EpochsToConverge
+from ringleader.policy.plan import Assignment, Plan
+from ringleader.policy.stack import Policy
+from ringleader.policy.views import Device, JobShape, JobView, Observation
+from ringleader.runtime.executor.base import Executor
+from ringleader.runtime.store import JobRow, State, Store
+
+log = logging.getLogger("ringleader.controller")
+
+WARMUP_STEPS = 2
+"""Steps after each launch left out of the step-time profile (start-up, first allreduce)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ControllerConfig:
+    state_dir: Path
+    policy: Policy
+    round_s: float = 30.0
+    tick_s: float = 0.5
+    stop_timeout_s: float = 60.0
+    launch_timeout_s: float = 120.0
+
+
+def log_tail(job_dir: Path, lines: int = 20) -> str:
+    """The last lines of every rank's log, for a failed job's error message."""
+    out = []
+    for path in sorted((job_dir / "logs").glob("rank*.log")):
+        try:
+            text = path.read_text(errors="replace").splitlines()
+        except OSError:
+            continue
+        out.append(f"[{path.stem}] " + "\n".join(text[-lines:]))
+    return "\n".join(out)[-4000:]
+
+
+class Controller:
+    def __init__(self, store: Store, executor: Executor, config: ControllerConfig) -> None:
+        self.store = store
+        self.executor = executor
+        self.config = config
+        self.cluster = executor.cluster()
+        self._readers: dict[str, ProgressReader] = {}
+        self._warm: dict[tuple[str, int], int] = {}
+        self._stop_sent: dict[str, float] = {}
+        self._launched: dict[str, float] = {}
+        self._targets: dict[str, Assignment] = {}
+        self._need_decision = True
+        self._last_decision = 0.0
+        self._wake_at: float | None = None
+        self._running = False
+        self.decisions = 0
+
+    def job_dir(self, job_id: str) -> Path:
+        return self.config.state_dir / "jobs" / job_id
+
+    def poke(self) -> None:
+        """Something changed outside the loop (a submission, a cancel): decide soon."""
+        self._need_decision = True
+
+    # -- the loop ------------------------------------------------------------
+    async def run(self) -> None:
+        self._running = True
+        while self._running:
+            try:
+                self.tick()
+            except Exception:  # keep serving; the next tick retries from the store
+                log.exception("controller tick failed")
+            await asyncio.sleep(self.config.tick_s)
+
+    def stop(self) -> None:
+        self._running = False
+
+    def tick(self, now: float | None = None) -> None:
+        now = time.time() if now is None else now
+        for row in self.store.all():
+            if not row.state.finished:
+                self._observe(row, now)
+        due = now - self._last_decision >= self.config.round_s
+        woken = self._wake_at is not None and now >= self._wake_at
+        if self._need_decision or due or woken:
+            self._decide(now)
+        self._launch_ready(now)
+
+    # -- observing -----------------------------------------------------------
+    def _observe(self, row: JobRow, now: float) -> None:
+        if row.cancel_requested and row.state is State.QUEUED:
+            row.state, row.finished_at = State.CANCELLED, now
+            self.store.save(row, "cancelled")
+            self._need_decision = True
+            return
+        if row.state not in (State.RUNNING, State.SUSPENDED):
+            return
+        self._ingest(row)
+        if row.cancel_requested and row.stopping != "cancel":
+            self._request_stop(row, "cancel", now)
+        status = self.executor.status(self.job_dir(row.id), row.generation, row.workers)
+        if status.failed and not status.finished:
+            log.warning("job %s: a worker failed, stopping the rest", row.id)
+            self.executor.kill(self.job_dir(row.id), row.generation)
+            return
+        if (
+            row.stopping
+            and now - self._stop_sent.setdefault(row.id, now) > self.config.stop_timeout_s
+        ):
+            log.warning("job %s: no clean stop in time, killing it", row.id)
+            self.executor.kill(self.job_dir(row.id), row.generation)
+        if not status.finished:
+            self._launched.pop(row.id, None)
+            return
+        if (
+            not status.exits
+            and now - self._launched.setdefault(row.id, now) < self.config.launch_timeout_s
+        ):
+            return  # launched, not yet started
+        self._settle(row, failed=status.failed, codes=dict(status.exits), now=now)
+
+    def _ingest(self, row: JobRow) -> None:
+        reader = self._readers.get(row.id)
+        if reader is None:
+            reader = ProgressReader(self.job_dir(row.id) / PROGRESS, row.progress_offset)
+            self._readers[row.id] = reader
+        records = reader.read_new()
+        if not records and reader.offset == row.progress_offset:
+            return
+        for rec in records:
+            if rec.get("g") != row.generation or "step" not in rec or "event" in rec:
+                continue
+            row.step = max(row.step, int(rec["step"]))
+            row.epoch = float(rec.get("epoch", row.epoch))
+            row.loss = rec.get("loss")
+            for key in ("examples_per_epoch", "batch_per_worker", "grad_bytes"):
+                if key in rec:
+                    row.shape[key] = float(rec[key])
+            seen = self._warm.get((row.id, row.generation), 0) + 1
+            self._warm[(row.id, row.generation)] = seen
+            if seen > WARMUP_STEPS and "step_time" in rec:
+                key = str(int(rec.get("world_size", row.workers)))
+                mean, seconds, n, batch = row.observations.get(key, [0.0, 0.0, 0, 0])
+                t = float(rec["step_time"])
+                row.observations[key] = [
+                    (mean * n + t) / (n + 1),
+                    seconds + t,
+                    n + 1,
+                    float(rec.get("batch_per_worker", batch)),
+                ]
+        row.progress_offset = reader.offset
+        self.store.save(row)
+
+    def _settle(self, row: JobRow, *, failed: bool, codes: dict[int, int], now: float) -> None:
+        reason, gen = row.stopping, row.generation
+        row.stopping = None
+        row.workers, row.devices = 0, []
+        self._stop_sent.pop(row.id, None)
+        self._launched.pop(row.id, None)
+        self._need_decision = True
+        done = row.epoch >= row.spec.epochs - 1e-9
+        if reason == "cancel":
+            row.state, row.finished_at = State.CANCELLED, now
+            self.store.save(row, "cancelled", generation=gen)
+        elif not failed and (done or reason is None):
+            row.state, row.finished_at = State.SUCCEEDED, now
+            self.store.save(row, "succeeded", generation=gen, step=row.step)
+        elif not failed:
+            row.state = State.QUEUED
+            self.store.save(row, "stopped", generation=gen, reason=reason, step=row.step)
+        else:
+            row.attempts += 1
+            tail = log_tail(self.job_dir(row.id))
+            row.error = f"generation {gen} exited with codes {codes or 'unknown'}\n{tail}"
+            if row.attempts <= row.spec.retries:
+                row.state = State.QUEUED
+                self.store.save(
+                    row, "restarting", generation=gen, codes=codes, attempt=row.attempts
+                )
+            else:
+                row.state, row.finished_at = State.FAILED, now
+                self.store.save(row, "failed", generation=gen, codes=codes)
+
+    # -- deciding ------------------------------------------------------------
+    def view(self, row: JobRow) -> JobView:
+        spec, shape = row.spec, row.shape
+        observations = {
+            int(w): Observation(v[0], v[1], int(v[3]) or 1)
+            for w, v in row.observations.items()
+            if v[2] > 0
+        }
+        return JobView(
+            id=row.id,
+            submitted_at=row.submitted_at,
+            shape=JobShape(
+                int(shape.get("examples_per_epoch", 1)),
+                int(shape.get("batch_per_worker", 1)),
+                float(shape.get("grad_bytes", 1e7)),
+            ),
+            epochs=EpochsToConverge.constant(spec.epochs),
+            remaining_fraction=max(1e-3, 1.0 - row.epoch / spec.epochs),
+            min_gpus=spec.lowest,
+            max_gpus=min(spec.highest, self.cluster.capacity),
+            requested_gpus=spec.gpus,
+            elastic=spec.elastic,
+            priority=spec.priority,
+            devices=tuple(Device(n, i) for n, i in row.devices),
+            workers=row.workers,
+            observations=observations,
+        )
+
+    def _decide(self, now: float) -> None:
+        rows = [
+            r
+            for r in self.store.all()
+            if r.state in (State.QUEUED, State.RUNNING, State.SUSPENDED) and not r.cancel_requested
+        ]
+        self._need_decision = False
+        self._last_decision = now
+        try:
+            plan = self.config.policy.decide([self.view(r) for r in rows], self.cluster, now)
+        except Exception:
+            log.exception("policy %s failed; keeping the current state", self.config.policy.name)
+            return
+        self.decisions += 1
+        self._wake_at = plan.wake_at
+        self._targets = dict(plan.assignments)
+        for row in rows:
+            if row.state is not State.RUNNING or row.stopping:
+                continue
+            target = plan.of(row.id)
+            current = tuple(Device(n, i) for n, i in row.devices)
+            if not target.running:
+                self._request_stop(row, "preempt", now)
+            elif target.active_devices != current:
+                self._request_stop(row, "resize", now)
+        self._log_plan(plan, rows)
+
+    def _log_plan(self, plan: Plan, rows: Sequence[JobRow]) -> None:
+        if log.isEnabledFor(logging.INFO):
+            sizes = {r.id: plan.of(r.id).workers for r in rows}
+            log.info("plan (%s): %s", self.config.policy.name, sizes)
+
+    def _request_stop(self, row: JobRow, reason: str, now: float) -> None:
+        write_control(self.job_dir(row.id), Control(row.generation, Action.STOP))
+        row.stopping = reason
+        self._stop_sent[row.id] = now
+        self.store.save(row, "stop_requested", reason=reason, generation=row.generation)
+
+    # -- acting --------------------------------------------------------------
+    def _launch_ready(self, now: float) -> None:
+        rows = self.store.all()
+        busy = {
+            tuple(d) for r in rows if r.state in (State.RUNNING, State.SUSPENDED) for d in r.devices
+        }
+        for row in rows:
+            if row.state is not State.QUEUED or row.cancel_requested:
+                continue
+            target = self._targets.get(row.id)
+            if target is None or not target.running:
+                continue
+            wanted = {(d.node, d.index) for d in target.active_devices}
+            if wanted & busy:
+                continue  # its GPUs are still being given back by a stopping job
+            self._launch(row, target, now)
+            busy |= wanted
+
+    def _launch(self, row: JobRow, target: Assignment, now: float) -> None:
+        job_dir = self.job_dir(row.id)
+        devices = target.active_devices
+        row.generation += 1
+        if row.last_workers and row.last_workers != len(devices):
+            row.resizes += 1
+        row.last_workers = len(devices)
+        row.state = State.RUNNING
+        row.workers = len(devices)
+        row.devices = [(d.node, d.index) for d in devices]
+        row.started_at = row.started_at if row.started_at is not None else now
+        write_control(job_dir, Control(row.generation, Action.RUN))
+        # Saved before the processes exist: a crash in between leaves a job that
+        # looks launched and is settled by the launch timeout, never a second copy.
+        self.store.save(row, "launched", generation=row.generation, workers=len(devices))
+        self._launched[row.id] = now
+        self.executor.launch(
+            row.id, job_dir, row.generation, row.spec.command, devices, row.spec.env
+        )
+        log.info("launched %s generation %d on %d workers", row.id, row.generation, len(devices))

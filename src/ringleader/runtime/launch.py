@@ -1,0 +1,66 @@
+"""``python -m ringleader.runtime.launch``: the small parent of every worker.
+
+It records its identity (pid and start time) before the worker starts and the
+worker's exit status when it ends, in the job's run directory, so a controller
+that was restarted meanwhile can still tell a live worker from a dead one and a
+clean exit from a crash. It pins the worker to its CPU cores and forwards
+SIGTERM/SIGINT.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from ringleader.runtime.procs import start_ticks
+
+
+def run_dir(job_dir: Path, generation: int) -> Path:
+    return job_dir / "run" / f"gen{generation:06d}"
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--job-dir", type=Path, required=True)
+    parser.add_argument("--generation", type=int, required=True)
+    parser.add_argument("--rank", type=int, required=True)
+    parser.add_argument("--cpus", default="")
+    parser.add_argument("command", nargs=argparse.REMAINDER)
+    args = parser.parse_args(argv)
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if not command:
+        parser.error("no command given after --")
+    here = run_dir(args.job_dir, args.generation)
+    here.mkdir(parents=True, exist_ok=True)
+    _write_atomic(here / f"rank{args.rank}.pid", f"{os.getpid()} {start_ticks(os.getpid())}\n")
+    if args.cpus:
+        os.sched_setaffinity(0, {int(c) for c in args.cpus.split(",")})
+    try:
+        child = subprocess.Popen(command)
+    except OSError as err:
+        print(f"ringleader: cannot start {command[0]!r}: {err}", file=sys.stderr, flush=True)
+        _write_atomic(here / f"rank{args.rank}.exit", "127\n")
+        return 127
+
+    def forward(signum: int, _frame: object) -> None:
+        child.send_signal(signum)
+
+    signal.signal(signal.SIGTERM, forward)
+    signal.signal(signal.SIGINT, forward)
+    code = child.wait()
+    _write_atomic(here / f"rank{args.rank}.exit", f"{code}\n")
+    return 0 if code == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,41 @@
+"""Process identity that survives a controller restart: pid plus kernel start time.
+
+A bare pid can be reused by an unrelated process after the original exits; the
+pair (pid, start time in clock ticks since boot) cannot. Linux only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+from pathlib import Path
+
+
+def start_ticks(pid: int) -> int | None:
+    """The process' start time from /proc, or None if no such process."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat[stat.rfind(")") + 2 :].split()
+    state = fields[0]
+    if state in ("Z", "X"):
+        return None
+    return int(fields[19])
+
+
+def alive(pid: int, ticks: int) -> bool:
+    return start_ticks(pid) == ticks
+
+
+def kill_group(pid: int, ticks: int, sig: int = signal.SIGKILL) -> None:
+    """Signal the process group led by ``pid``.
+
+    Also when the leader itself is gone: its worker may still run in the group.
+    A reused pid would lead a group only if it called setsid, which a fresh
+    process rarely does; we accept that risk to leave no orphan training.
+    """
+    del ticks  # identity matters for liveness, not for reaching the group
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, sig)

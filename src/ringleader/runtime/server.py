@@ -1,0 +1,73 @@
+"""``ringleader server``: the API and the controller in one process and one event loop."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import uvicorn
+
+from ringleader.policy.catalog import policy_from_config
+from ringleader.runtime.api import create_app
+from ringleader.runtime.controller import Controller, ControllerConfig
+from ringleader.runtime.executor.local import LocalExecutor
+from ringleader.runtime.store import Store
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8765
+
+
+def default_state_dir() -> Path:
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "ringleader"
+
+
+@dataclass(frozen=True, slots=True)
+class ServerConfig:
+    state_dir: Path
+    host: str = DEFAULT_HOST
+    port: int = DEFAULT_PORT
+    gpus: int | None = None
+    policy: str = "elastic"
+    probe_window_s: float | None = None
+    round_s: float = 30.0
+    tick_s: float = 0.5
+
+
+def build(config: ServerConfig) -> tuple[Store, Controller]:
+    store = Store(config.state_dir / "ringleader.db")
+    executor = LocalExecutor(config.gpus)
+    policy = policy_from_config(config.policy, config.probe_window_s)
+    controller = Controller(
+        store,
+        executor,
+        ControllerConfig(config.state_dir, policy, round_s=config.round_s, tick_s=config.tick_s),
+    )
+    return store, controller
+
+
+async def serve(config: ServerConfig) -> None:
+    store, controller = build(config)
+    app = create_app(store, controller)
+    server = uvicorn.Server(
+        uvicorn.Config(app, host=config.host, port=config.port, log_level="warning")
+    )
+    loop_task = asyncio.create_task(controller.run())
+    logging.getLogger("ringleader").info(
+        "serving on http://%s:%d, %d GPUs (%s), policy %s, state in %s",
+        config.host,
+        config.port,
+        controller.cluster.capacity,
+        "real" if getattr(controller.executor, "cuda", False) else "virtual on CPU",
+        controller.config.policy.name,
+        config.state_dir,
+    )
+    try:
+        await server.serve()
+    finally:
+        controller.stop()
+        await loop_task
+        store.close()

@@ -1,0 +1,99 @@
+"""What a user submits: a job spec, validated before anything is stored or run.
+
+Unknown fields are rejected, and every problem is reported with its field and
+reason, so the CLI can exit 2 and the API answer 422 with the same words.
+"""
+
+from __future__ import annotations
+
+import shlex
+from enum import StrEnum
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+
+class Arch(StrEnum):
+    ALLREDUCE = "allreduce"
+    PS = "ps"
+
+
+class JobSpec(BaseModel):
+    """A training job. ``command`` runs once per worker, with the job library's variables set."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: Annotated[str, Field(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9_.\-]+$")]
+    command: list[Annotated[str, Field(max_length=4096)]] = Field(min_length=1, max_length=512)
+    gpus: Annotated[int, Field(ge=1, le=4096)] = 1
+    min_gpus: Annotated[int, Field(ge=1, le=4096)] | None = None
+    max_gpus: Annotated[int, Field(ge=1, le=4096)] | None = None
+    elastic: bool = False
+    arch: Arch = Arch.ALLREDUCE
+    priority: Annotated[int, Field(ge=-1000, le=1000)] = 0
+    user: Annotated[str, Field(min_length=1, max_length=100)] = "anonymous"
+    epochs: Annotated[float, Field(gt=0, le=1e7, allow_inf_nan=False)] = 1.0
+    retries: Annotated[int, Field(ge=0, le=100)] = 2
+    env: dict[Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")], str] = {}
+
+    @field_validator("command", mode="before")
+    @classmethod
+    def _split(cls, value: Any) -> Any:
+        return shlex.split(value) if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _sizes(self) -> JobSpec:
+        low = self.min_gpus if self.min_gpus is not None else (1 if self.elastic else self.gpus)
+        high = self.max_gpus if self.max_gpus is not None else self.gpus
+        if low > high:
+            raise ValueError(f"min_gpus ({low}) exceeds max_gpus ({high})")
+        if not self.elastic and (self.min_gpus or self.max_gpus) and not low == high == self.gpus:
+            raise ValueError("min_gpus/max_gpus differ from gpus: set elastic: true for a range")
+        if not low <= self.gpus <= high:
+            raise ValueError(
+                f"gpus ({self.gpus}) must lie within min_gpus..max_gpus ({low}..{high})"
+            )
+        return self
+
+    @property
+    def lowest(self) -> int:
+        if self.min_gpus is not None:
+            return self.min_gpus
+        return 1 if self.elastic else self.gpus
+
+    @property
+    def highest(self) -> int:
+        return self.max_gpus if self.max_gpus is not None else self.gpus
+
+
+class SpecError(ValueError):
+    """A rejected spec; ``problems`` lists ``(field, reason)`` pairs."""
+
+    def __init__(self, problems: list[tuple[str, str]]) -> None:
+        self.problems = problems
+        super().__init__("; ".join(f"{f}: {r}" for f, r in problems))
+
+
+def _field(loc: tuple[int | str, ...]) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "(spec)"
+
+
+def parse_spec(data: Any, *, capacity: int | None = None) -> JobSpec:
+    """Validate ``data`` as a job spec; raises ``SpecError`` naming each bad field."""
+    if not isinstance(data, dict):
+        raise SpecError([("(spec)", f"expected a mapping of fields, got {type(data).__name__}")])
+    try:
+        spec = JobSpec.model_validate(data)
+    except ValidationError as err:
+        problems = []
+        for e in err.errors()[:20]:
+            message = e["msg"].removeprefix("Value error, ")
+            problems.append((_field(e["loc"]), message))
+        raise SpecError(problems) from None
+    if capacity is not None and spec.lowest > capacity:
+        field = "min_gpus" if spec.elastic or spec.min_gpus else "gpus"
+        raise SpecError([(field, f"needs {spec.lowest} GPUs but the cluster has {capacity}")])
+    return spec

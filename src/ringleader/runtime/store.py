@@ -1,0 +1,257 @@
+"""Job state in SQLite (WAL): the controller's memory across crashes and restarts.
+
+One row per job. Every change is a committed transaction, so a ``kill -9`` of
+the server loses at most the change it was making, and a restarted server picks
+up exactly where the last committed state says. WAL lets the API read while the
+controller writes.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from ringleader.runtime.spec import JobSpec
+
+
+class State(StrEnum):
+    QUEUED = "queued"
+    RUNNING = "running"
+    SUSPENDED = "suspended"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+    @property
+    def finished(self) -> bool:
+        return self in (State.SUCCEEDED, State.FAILED, State.CANCELLED)
+
+
+@dataclass
+class JobRow:
+    id: str
+    seq: int
+    spec: JobSpec
+    state: State
+    submitted_at: float
+    started_at: float | None = None
+    finished_at: float | None = None
+    step: int = 0
+    epoch: float = 0.0
+    loss: float | None = None
+    workers: int = 0
+    devices: list[tuple[str, int]] = field(default_factory=list)
+    generation: int = 0
+    attempts: int = 0
+    error: str | None = None
+    stopping: str | None = None
+    """Why a stop was requested of the current generation (resize, preempt, cancel)."""
+    cancel_requested: bool = False
+    progress_offset: int = 0
+    observations: dict[str, list[float]] = field(default_factory=dict)
+    """Per world size: [mean step time, seconds observed, steps, batch per worker]."""
+    shape: dict[str, float] = field(default_factory=dict)
+    resizes: int = 0
+    last_workers: int = 0
+    """World size of the most recent launch (survives the job going back to the queue)."""
+
+    def public(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "name": self.spec.name,
+            "user": self.spec.user,
+            "state": self.state.value,
+            "gpus": self.workers,
+            "devices": [f"{n}:{i}" for n, i in self.devices],
+            "step": self.step,
+            "epoch": round(self.epoch, 4),
+            "epochs": self.spec.epochs,
+            "loss": self.loss,
+            "submitted_at": self.submitted_at,
+            "started_at": self.started_at,
+            "finished_at": self.finished_at,
+            "attempts": self.attempts,
+            "resizes": self.resizes,
+            "error": self.error,
+            "spec": self.spec.model_dump(mode="json"),
+        }
+
+
+_COLUMNS = (
+    "id",
+    "seq",
+    "spec",
+    "state",
+    "submitted_at",
+    "started_at",
+    "finished_at",
+    "step",
+    "epoch",
+    "loss",
+    "workers",
+    "devices",
+    "generation",
+    "attempts",
+    "error",
+    "stopping",
+    "cancel_requested",
+    "progress_offset",
+    "observations",
+    "shape",
+    "resizes",
+    "last_workers",
+)
+_JSON = {"spec", "devices", "observations", "shape"}
+_SELECT = f"SELECT {', '.join(_COLUMNS)} FROM jobs"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS jobs (
+    id TEXT PRIMARY KEY,
+    seq INTEGER NOT NULL,
+    spec TEXT NOT NULL,
+    state TEXT NOT NULL,
+    submitted_at REAL NOT NULL,
+    started_at REAL,
+    finished_at REAL,
+    step INTEGER NOT NULL DEFAULT 0,
+    epoch REAL NOT NULL DEFAULT 0,
+    loss REAL,
+    workers INTEGER NOT NULL DEFAULT 0,
+    devices TEXT NOT NULL DEFAULT '[]',
+    generation INTEGER NOT NULL DEFAULT 0,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    error TEXT,
+    stopping TEXT,
+    cancel_requested INTEGER NOT NULL DEFAULT 0,
+    progress_offset INTEGER NOT NULL DEFAULT 0,
+    observations TEXT NOT NULL DEFAULT '{}',
+    shape TEXT NOT NULL DEFAULT '{}',
+    resizes INTEGER NOT NULL DEFAULT 0,
+    last_workers INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS events (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    job_id TEXT NOT NULL,
+    t REAL NOT NULL,
+    kind TEXT NOT NULL,
+    detail TEXT NOT NULL DEFAULT '{}'
+);
+CREATE INDEX IF NOT EXISTS events_job ON events(job_id);
+"""
+
+
+class Store:
+    """Thread-safe access to the jobs database (API threads and the controller)."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.executescript(_SCHEMA)
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    @contextmanager
+    def _tx(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+    @staticmethod
+    def _row(values: tuple[Any, ...]) -> JobRow:
+        data = dict(zip(_COLUMNS, values, strict=True))
+        for key in _JSON:
+            data[key] = json.loads(data[key])
+        data["spec"] = JobSpec.model_validate(data["spec"])
+        data["state"] = State(data["state"])
+        data["devices"] = [tuple(d) for d in data["devices"]]
+        data["cancel_requested"] = bool(data["cancel_requested"])
+        return JobRow(**data)
+
+    def add(self, spec: JobSpec, now: float | None = None) -> JobRow:
+        job_id = f"{spec.name[:40]}-{uuid.uuid4().hex[:8]}"
+        with self._tx() as db:
+            seq = db.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM jobs").fetchone()[0]
+            row = JobRow(job_id, seq, spec, State.QUEUED, now if now is not None else time.time())
+            self._write(db, row)
+            self._event(db, job_id, "submitted", {})
+        return row
+
+    def _write(self, db: sqlite3.Connection, row: JobRow) -> None:
+        data = asdict(row)
+        data["spec"] = row.spec.model_dump(mode="json")
+        data["state"] = row.state.value
+        for key in _JSON:
+            data[key] = json.dumps(data[key])
+        data["cancel_requested"] = int(row.cancel_requested)
+        placeholders = ", ".join("?" for _ in _COLUMNS)
+        db.execute(
+            f"INSERT OR REPLACE INTO jobs ({', '.join(_COLUMNS)}) VALUES ({placeholders})",
+            [data[c] for c in _COLUMNS],
+        )
+
+    @staticmethod
+    def _event(db: sqlite3.Connection, job_id: str, kind: str, detail: dict[str, Any]) -> None:
+        db.execute(
+            "INSERT INTO events (job_id, t, kind, detail) VALUES (?, ?, ?, ?)",
+            (job_id, time.time(), kind, json.dumps(detail)),
+        )
+
+    def save(self, row: JobRow, event: str | None = None, **detail: Any) -> None:
+        with self._tx() as db:
+            self._write(db, row)
+            if event is not None:
+                self._event(db, row.id, event, detail)
+
+    def get(self, job_id: str) -> JobRow | None:
+        with self._lock:
+            cur = self._db.execute(
+                f"SELECT {', '.join(_COLUMNS)} FROM jobs WHERE id = ?", (job_id,)
+            )
+            values = cur.fetchone()
+        return None if values is None else self._row(values)
+
+    def all(self) -> list[JobRow]:
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT {', '.join(_COLUMNS)} FROM jobs ORDER BY seq"
+            ).fetchall()
+        return [self._row(v) for v in rows]
+
+    def request_cancel(self, job_id: str) -> JobRow | None:
+        with self._tx() as db:
+            values = db.execute(f"{_SELECT} WHERE id = ?", (job_id,)).fetchone()
+            if values is None:
+                return None
+            row = self._row(values)
+            if not row.state.finished and not row.cancel_requested:
+                row.cancel_requested = True
+                self._write(db, row)
+                self._event(db, job_id, "cancel_requested", {})
+        return row
+
+    def events(self, job_id: str) -> list[dict[str, Any]]:
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT t, kind, detail FROM events WHERE job_id = ? ORDER BY id", (job_id,)
+            ).fetchall()
+        return [{"t": t, "kind": k, **json.loads(d)} for t, k, d in rows]
