@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-fast lint bench clean
+.PHONY: demo table3 test test-fast lint bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -13,8 +13,12 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev,job]'
 	touch $(STAMP)
 
-# Until the runtime lands, the main job is the Table 3 reproduction.
+# The main job: a scheduler on this machine running real training jobs, end to end.
 demo: $(STAMP)
+	$(BIN)/ringleader demo --out demo-output
+
+# The ring-allreduce paper's Table 3 on the simulator.
+table3: $(STAMP)
 	$(BIN)/ringleader simulate --scenario table3 --seeds 10 \
 		--json demo-output/table3.json --plot demo-output/table3.png
 

@@ -75,7 +75,8 @@ def percentile(values: Sequence[float], q: float) -> float:
 
 def busy_gpu_seconds(usage: Sequence[UsagePoint], until: float) -> float:
     total = 0.0
-    for point, nxt in zip(usage, [*usage[1:], None], strict=True):
+    nexts: list[UsagePoint | None] = [*usage[1:], None]
+    for point, nxt in zip(usage, nexts, strict=True):
         end = until if nxt is None else min(nxt.time, until)
         if end > point.time:
             total += point.busy * (end - point.time)

@@ -7,6 +7,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ringleader import __version__
+from ringleader.cli.demo import demo
 from ringleader.cli.runtime import cancel, jobs, logs, server, show, submit
 from ringleader.cli.simulate import simulate
 
@@ -22,7 +23,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.command()(simulate)
-for command in (server, submit, jobs, show, logs, cancel):
+for command in (server, submit, jobs, show, logs, cancel, demo):
     app.command()(command)
 
 

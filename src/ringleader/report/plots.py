@@ -71,3 +71,50 @@ def run_overview(
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+def training_curves(
+    jobs: Sequence[Mapping[str, object]],
+    progress: Mapping[str, Sequence[Mapping[str, object]]],
+    path: Path,
+) -> Path:
+    """Loss against global step per job (resizes marked), and workers over time."""
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
+    t0 = min((float(str(j["submitted_at"])) for j in jobs), default=0.0)
+    for row, job in enumerate(jobs):
+        recs = [r for r in progress.get(str(job["id"]), []) if "loss" in r]
+        if not recs:
+            continue
+        steps = [float(str(r["step"])) for r in recs]
+        line = left.plot(steps, [float(str(r["loss"])) for r in recs], label=str(job["name"]))[0]
+        changes = [
+            i for i in range(1, len(recs)) if recs[i]["world_size"] != recs[i - 1]["world_size"]
+        ]
+        left.plot(
+            [steps[i] for i in changes],
+            [float(str(recs[i]["loss"])) for i in changes],
+            "o",
+            color=line.get_color(),
+        )
+        times = [float(str(r["t"])) - t0 for r in recs]
+        right.step(
+            times,
+            [row + 0.8 * float(str(r["world_size"])) / 4 for r in recs],
+            where="post",
+            color=line.get_color(),
+        )
+        right.text(times[0], row + 0.85, str(job["name"]), fontsize="small")
+    left.set_xlabel("global step")
+    left.set_ylabel("training loss")
+    left.set_title("loss by step (dots: resized)")
+    left.legend(fontsize="small")
+    left.grid(alpha=0.3)
+    right.set_xlabel("seconds since first submission")
+    right.set_yticks([])
+    right.set_title("workers over time (height ∝ workers, max 4)")
+    right.grid(alpha=0.3)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

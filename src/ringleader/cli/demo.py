@@ -1,0 +1,246 @@
+"""``ringleader demo``: the scheduler on this machine running real training jobs.
+
+Starts a server on a free port with 4 devices (virtual CPU devices here),
+submits a mixed workload of real PyTorch jobs at staggered times, shows live
+progress, then prints each job's completion and queueing times and the
+summary from ``ringleader.metrics``, writes a plot, and stops the server.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Annotated, Any
+
+import httpx
+import typer
+from rich.console import Console
+from rich.live import Live
+from rich.table import Table
+
+from ringleader.cli.errors import fail
+from ringleader.metrics import JobRecord, summarize
+from ringleader.runtime.executor.local import free_port
+from ringleader.runtime.history import usage_from_events
+
+console = Console(highlight=False)
+
+RESNET = (
+    "python -m ringleader.workloads.resnet --depth {depth} --epochs {epochs} "
+    "--examples-per-epoch 1024 --batch 32 --checkpoint-every-s 5"
+)
+LM = (
+    "python -m ringleader.workloads.transformer --epochs {epochs} --examples-per-epoch 2048 "
+    "--batch 16 --length 32 --width 64 --checkpoint-every-s 5"
+)
+
+# (seconds after start, spec): elastic and fixed-size jobs of two model families.
+WORKLOAD: list[tuple[float, dict[str, Any]]] = [
+    (
+        0,
+        {
+            "name": "resnet20-a",
+            "command": RESNET.format(depth=20, epochs=6),
+            "elastic": True,
+            "max_gpus": 4,
+            "epochs": 6,
+            "user": "alice",
+        },
+    ),
+    (
+        8,
+        {
+            "name": "lm-b",
+            "command": LM.format(epochs=3),
+            "elastic": True,
+            "max_gpus": 2,
+            "epochs": 3,
+            "user": "bob",
+        },
+    ),
+    (
+        14,
+        {
+            "name": "resnet8-c",
+            "command": RESNET.format(depth=8, epochs=4),
+            "gpus": 1,
+            "epochs": 4,
+            "user": "carol",
+        },
+    ),
+    (
+        20,
+        {
+            "name": "resnet20-d",
+            "command": RESNET.format(depth=20, epochs=3),
+            "elastic": True,
+            "max_gpus": 2,
+            "epochs": 3,
+            "user": "alice",
+        },
+    ),
+    (26, {"name": "lm-e", "command": LM.format(epochs=2), "gpus": 2, "epochs": 2, "user": "dave"}),
+    (
+        32,
+        {
+            "name": "resnet14-f",
+            "command": RESNET.format(depth=14, epochs=3),
+            "elastic": True,
+            "max_gpus": 4,
+            "epochs": 3,
+            "user": "bob",
+        },
+    ),
+]
+
+
+def _table(jobs: list[dict[str, Any]], elapsed: float) -> Table:
+    table = Table(title=f"ringleader demo — {elapsed:.0f} s")
+    for col in ("job", "state", "gpus", "epoch", "step", "loss", "resizes"):
+        table.add_column(col)
+    for j in jobs:
+        loss = "-" if j["loss"] is None else f"{j['loss']:.3f}"
+        table.add_row(
+            j["name"],
+            j["state"],
+            str(j["gpus"]),
+            f"{j['epoch']:.2f}/{j['epochs']:g}",
+            str(j["step"]),
+            loss,
+            str(j["resizes"]),
+        )
+    return table
+
+
+def _wait_healthy(url: str, server: subprocess.Popen[bytes], timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            fail(f"the demo server exited early with status {server.returncode}")
+        try:
+            if httpx.get(url + "/health", timeout=1).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    fail(f"the demo server did not answer at {url} within {timeout:.0f} s")
+
+
+def demo(
+    out: Annotated[Path, typer.Option(help="Where to write results and the plot.")] = Path(
+        "demo-output"
+    ),
+    gpus: Annotated[int, typer.Option(min=1, help="Devices for the demo server.")] = 4,
+    timeout: Annotated[float, typer.Option(help="Give up after this many seconds.")] = 900,
+) -> None:
+    """Run the scheduler on this machine with real training jobs, end to end."""
+    out.mkdir(parents=True, exist_ok=True)
+    state = Path(tempfile.mkdtemp(prefix="ringleader-demo-"))
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    server_log = open(out / "server.log", "wb")  # noqa: SIM115 - lives as long as the server
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "ringleader",
+            "server",
+            "--gpus",
+            str(gpus),
+            "--state-dir",
+            str(state),
+            "--port",
+            str(port),
+            "--round-s",
+            "10",
+        ],
+        stdout=server_log,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        _wait_healthy(url, server)
+        console.print(f"server at {url}, {gpus} devices, state in {state}; log in {out}/server.log")
+        jobs = _run(url, timeout)
+        _report(url, jobs, out, gpus, state)
+    finally:
+        server.send_signal(signal.SIGTERM)
+        try:
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            server.kill()
+        server_log.close()
+
+
+def _run(url: str, timeout: float) -> list[dict[str, Any]]:
+    start = time.monotonic()
+    pending = list(WORKLOAD)
+    jobs: list[dict[str, Any]] = []
+    with Live(_table(jobs, 0), console=console, refresh_per_second=2) as live:
+        while True:
+            elapsed = time.monotonic() - start
+            while pending and pending[0][0] <= elapsed:
+                _, spec = pending.pop(0)
+                httpx.post(url + "/jobs", json=spec, timeout=10).raise_for_status()
+            jobs = httpx.get(url + "/jobs", timeout=10).json()
+            live.update(_table(jobs, elapsed))
+            done = all(j["state"] in ("succeeded", "failed", "cancelled") for j in jobs)
+            if not pending and done:
+                return jobs
+            if elapsed > timeout:
+                fail(f"the demo did not finish within {timeout:.0f} s")
+            time.sleep(1)
+
+
+def _report(url: str, jobs: list[dict[str, Any]], out: Path, gpus: int, state: Path) -> None:
+    records = [
+        JobRecord(j["id"], j["submitted_at"], j["started_at"], j["finished_at"], j["resizes"])
+        for j in jobs
+    ]
+    table = Table(title="jobs")
+    for col in ("job", "state", "JCT (s)", "queueing (s)", "resizes", "final loss"):
+        table.add_column(col)
+    for j, r in zip(jobs, records, strict=True):
+        table.add_row(
+            j["name"],
+            j["state"],
+            f"{r.jct or 0:.1f}",
+            f"{r.queueing or 0:.1f}",
+            str(j["resizes"]),
+            "-" if j["loss"] is None else f"{j['loss']:.3f}",
+        )
+    console.print(table)
+    events = {
+        j["id"]: httpx.get(f"{url}/jobs/{j['id']}", timeout=10).json()["events"] for j in jobs
+    }
+    usage = usage_from_events(events)
+    summary = summarize(records, usage, gpus)
+    console.print(
+        f"average JCT {summary.avg_jct_s:.1f} s, p95 {summary.p95_jct_s:.1f} s, "
+        f"average queueing {summary.avg_queueing_s:.1f} s, makespan {summary.makespan_s:.1f} s, "
+        f"device utilisation {summary.utilization:.0%}"
+    )
+    resized = [j["name"] for j in jobs if j["resizes"] > 0]
+    console.print(f"resized while running: {', '.join(resized) or 'none'}")
+    progress = {j["id"]: _progress(state / "jobs" / j["id"] / "progress.jsonl") for j in jobs}
+    (out / "runtime.json").write_text(
+        json.dumps({"jobs": jobs, "summary": summary.as_dict()}, indent=2, default=str) + "\n"
+    )
+    from ringleader.report.plots import training_curves
+
+    training_curves(jobs, progress, out / "runtime.png")
+    console.print(f"wrote {out}/runtime.json and {out}/runtime.png")
+    failed = [j["name"] for j in jobs if j["state"] != "succeeded"]
+    if failed:
+        fail(f"jobs did not succeed: {', '.join(failed)}")
+
+
+def _progress(path: Path) -> list[dict[str, Any]]:
+    try:
+        return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    except (OSError, ValueError):
+        return []
