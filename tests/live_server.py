@@ -1,0 +1,131 @@
+"""A real ``ringleader server`` in a subprocess, for tests that need the whole runtime."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from ringleader.runtime.executor.local import free_port
+
+TINY_RESNET = (
+    "python -m ringleader.workloads.resnet --depth 8 --image-size 8 --batch 16 "
+    "--examples-per-epoch 256 --epochs {epochs} --checkpoint-every-s {ckpt}"
+)
+
+
+def tiny_job(name: str, epochs: float = 2, ckpt: float = 1.0, **fields: Any) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "name": name,
+        "command": TINY_RESNET.format(epochs=epochs, ckpt=ckpt),
+        "epochs": epochs,
+    }
+    spec.update(fields)
+    return spec
+
+
+def wait_for(check: Callable[[], bool], timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+
+
+class LiveServer:
+    def __init__(self, state_dir: Path, gpus: int = 4, round_s: float = 2.0) -> None:
+        self.state_dir = state_dir
+        self.gpus = gpus
+        self.round_s = round_s
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> LiveServer:
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        log = open(self.state_dir / "server.log", "ab")  # noqa: SIM115
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "ringleader",
+                "server",
+                "--gpus",
+                str(self.gpus),
+                "--state-dir",
+                str(self.state_dir),
+                "--port",
+                str(self.port),
+                "--round-s",
+                str(self.round_s),
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        log.close()
+        wait_for(self._healthy, 30, "the server to answer /health")
+        return self
+
+    def _healthy(self) -> bool:
+        assert self.proc is not None
+        if self.proc.poll() is not None:
+            raise AssertionError(f"server exited: {(self.state_dir / 'server.log').read_text()}")
+        try:
+            return httpx.get(self.url + "/health", timeout=1).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    def kill9(self) -> None:
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait()
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+    def kill_workers(self) -> None:
+        """Leave no training process behind, whatever the test did."""
+        for pid_file in self.state_dir.glob("jobs/*/run/*/rank*.pid"):
+            try:
+                pid = int(pid_file.read_text().split()[0])
+                os.killpg(pid, signal.SIGKILL)
+            except (OSError, ValueError):
+                pass
+
+    # -- API helpers --------------------------------------------------------
+    def submit(self, spec: dict[str, Any]) -> str:
+        r = httpx.post(self.url + "/jobs", json=spec, timeout=10)
+        assert r.status_code == 201, r.text
+        job_id: str = r.json()["id"]
+        return job_id
+
+    def job(self, job_id: str) -> dict[str, Any]:
+        r = httpx.get(f"{self.url}/jobs/{job_id}", timeout=10)
+        r.raise_for_status()
+        data: dict[str, Any] = r.json()
+        return data
+
+    def wait_state(self, job_id: str, states: set[str], timeout: float = 120) -> dict[str, Any]:
+        wait_for(lambda: self.job(job_id)["state"] in states, timeout, f"{job_id} in {states}")
+        return self.job(job_id)
+
+    def progress(self, job_id: str) -> list[dict[str, Any]]:
+        r = httpx.get(f"{self.url}/jobs/{job_id}/progress", timeout=10)
+        r.raise_for_status()
+        data: list[dict[str, Any]] = r.json()
+        return data
