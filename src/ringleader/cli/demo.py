@@ -8,6 +8,7 @@ summary from ``ringleader.metrics``, writes a plot, and stops the server.
 
 from __future__ import annotations
 
+import itertools
 import json
 import signal
 import subprocess
@@ -224,9 +225,11 @@ def _report(url: str, jobs: list[dict[str, Any]], out: Path, gpus: int, state: P
         f"average queueing {summary.avg_queueing_s:.1f} s, makespan {summary.makespan_s:.1f} s, "
         f"device utilisation {summary.utilization:.0%}"
     )
-    resized = [j["name"] for j in jobs if j["resizes"] > 0]
-    console.print(f"resized while running: {', '.join(resized) or 'none'}")
     progress = {j["id"]: _progress(state / "jobs" / j["id"] / "progress.jsonl") for j in jobs}
+    resized = [j for j in jobs if j["resizes"] > 0]
+    console.print(f"resized while running: {', '.join(j['name'] for j in resized) or 'none'}")
+    for j in resized:
+        console.print(f"  {j['name']}: {continuity(progress[j['id']])}")
     (out / "runtime.json").write_text(
         json.dumps({"jobs": jobs, "summary": summary.as_dict()}, indent=2, default=str) + "\n"
     )
@@ -237,6 +240,21 @@ def _report(url: str, jobs: list[dict[str, Any]], out: Path, gpus: int, state: P
     failed = [j["name"] for j in jobs if j["state"] != "succeeded"]
     if failed:
         fail(f"jobs did not succeed: {', '.join(failed)}")
+
+
+def continuity(progress: list[dict[str, Any]]) -> str:
+    """Check a resized job's training went on: steps only forward, lr ∝ world size."""
+    steps = [r for r in progress if "loss" in r]
+    forward = all(b["step"] == a["step"] + 1 for a, b in itertools.pairwise(steps))
+    per_worker = {round(r["lr"] / r["world_size"], 12) for r in steps}
+    sizes = sorted({r["world_size"] for r in steps})
+    restored = [r["restored_step"] for r in progress if r.get("event") == "started"][1:]
+    return (
+        f"world sizes {sizes}; global step "
+        f"{'never went back' if forward else 'WENT BACK'}; learning rate "
+        f"{'followed the world size' if len(per_worker) == 1 else 'did NOT follow the world size'}"
+        f"; restored at steps {restored}"
+    )
 
 
 def _progress(path: Path) -> list[dict[str, Any]]:

@@ -19,8 +19,9 @@ measured in examples, so a job that changes world size keeps its place in the
 data: ``epoch = examples_seen / examples_per_epoch``; the global step counts
 minibatches and never goes back.
 
-With more than one worker, leaving the ``with`` block ends the process (exit
-status 0) after a final barrier: put nothing after it that must run.
+With more than one worker, or after the scheduler asked the job to stop,
+leaving the ``with`` block ends the process (exit status 0) after a final
+barrier: put nothing after it that must run.
 """
 
 from __future__ import annotations
@@ -94,6 +95,7 @@ class Session:
         lr: LearningRateSchedule | None = None,
         checkpoint_every_s: float = 30.0,
         grad_bytes: float | None = None,
+        data_ranks: int | None = None,
     ) -> None:
         self.launch = launch
         self.examples_per_epoch = examples_per_epoch
@@ -102,6 +104,8 @@ class Session:
         self.schedule = lr or LearningRateSchedule()
         self.checkpoint_every_s = checkpoint_every_s
         self.grad_bytes = grad_bytes
+        self.data_ranks = data_ranks if data_ranks is not None else launch.world_size
+        """Ranks that consume a minibatch per step (all but the PS in a PS job)."""
         self.store = CheckpointStore(launch.job_dir / CHECKPOINTS)
         self.step = 0
         self.examples_seen = 0
@@ -112,6 +116,12 @@ class Session:
         self._last_checkpoint = time.monotonic()
         self._step_started = 0.0
         self._dist = False
+        # Wall-clock marks of this launch, reported in the "started" event so
+        # resize latency can be split into its phases (bench/resize.py).
+        self._marks: dict[str, float] = {"t_session": time.time()}
+        launched = os.environ.get("RINGLEADER_LAUNCH_T")
+        if launched:
+            self._marks["t_launch"] = float(launched)
 
     @classmethod
     def from_env(cls, **kw: Any) -> Session:
@@ -146,6 +156,7 @@ class Session:
                 world_size=self.world_size,
             )
             self._dist = True
+        self._marks["t_rendezvous"] = time.time()
         return self
 
     def __exit__(
@@ -154,22 +165,23 @@ class Session:
         error: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        if not self._dist:
-            return
-        import torch.distributed as dist
-
         if kind is not None:
             return  # let the error propagate; the scheduler sees a non-zero exit
-        # Every rank has checkpointed or finished: wait for all, then end the
-        # process here. Letting the interpreter tear down a DDP model and its
-        # gloo process group can deadlock (the group's destructor joins a gloo
-        # thread that needs the GIL the destructor holds); we met it here.
-        work = dist.barrier(async_op=True)
-        if work is not None:
-            work.wait()
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(0)
+        if self._dist:
+            import torch.distributed as dist
+
+            work = dist.barrier(async_op=True)
+            if work is not None:
+                work.wait()
+        if self._dist or self.stopped:
+            # Every rank has checkpointed or finished: end the process now.
+            # Interpreter teardown of torch costs ~0.7 s of every resize here,
+            # and tearing down a DDP model with its gloo group can deadlock (the
+            # group's destructor joins a gloo thread that needs the GIL the
+            # destructor holds); we met both.
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(0)
 
     def device(self) -> Any:
         import torch
@@ -187,8 +199,9 @@ class Session:
         self._model, self._optimizer, self._extra = model, optimizer, extra
         restored = self.store.restore(on_skip=self._skipped)
         started = {"event": "started", "g": self.launch.generation, "world_size": self.world_size}
+        started |= self._marks
         if restored is None:
-            self._log(started | {"restored_step": None})
+            self._log(started | {"t_restored": time.time(), "restored_step": None})
             return False
         state = restored.state
         model.load_state_dict(state["model"])
@@ -197,7 +210,8 @@ class Session:
             obj.load_state_dict(state["extra"][name])
         self.step = int(state["step"])
         self.examples_seen = int(state["examples_seen"])
-        self._log(started | {"restored_step": self.step, "epoch": self.epoch})
+        restored_at = {"t_restored": time.time()}
+        self._log(started | restored_at | {"restored_step": self.step, "epoch": self.epoch})
         return True
 
     def distributed(self, model: Any) -> Any:
@@ -226,9 +240,18 @@ class Session:
                 time.sleep(0.05)
                 action = self._agreed_action()
             if action is Action.STOP:
+                began = time.time()
                 self.checkpoint()
                 self.stopped = True
-                self._log({"event": "stopped", "g": self.launch.generation, "step": self.step})
+                self._log(
+                    {
+                        "event": "stopped",
+                        "g": self.launch.generation,
+                        "step": self.step,
+                        "t_stop_seen": began,
+                        "t": time.time(),
+                    }
+                )
                 return
             self._step_started = time.perf_counter()
             yield self.step
@@ -241,7 +264,7 @@ class Session:
         """Record one finished minibatch: advances the step and the examples seen."""
         elapsed = time.perf_counter() - self._step_started
         self.step += 1
-        self.examples_seen += self.batch_per_worker * self.world_size
+        self.examples_seen += self.batch_per_worker * self.data_ranks
         record = {
             "g": self.launch.generation,
             "step": self.step,

@@ -14,6 +14,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -104,6 +105,7 @@ class LocalExecutor:
                 "RINGLEADER_THREADS": str(len(cpus)),
                 "OMP_NUM_THREADS": str(len(cpus)),
                 "PYTHONUNBUFFERED": "1",
+                "RINGLEADER_LAUNCH_T": repr(time.time()),
             }
             log = open(logs / f"rank{rank}.log", "ab")  # noqa: SIM115 - handed to the child
             log.write(
