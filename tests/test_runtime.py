@@ -157,7 +157,12 @@ def _rank0_worker_pid(state_dir: Path, job_id: str, generation: int) -> int:
 
 def test_a_killed_worker_restarts_from_its_last_checkpoint(server: LiveServer) -> None:
     job_id = server.submit(tiny_job("victim", epochs=30, ckpt=1.0, gpus=2, retries=2))
-    wait_for(lambda: server.job(job_id)["step"] > 20, 90, "progress before the kill")
+    checkpoints = server.state_dir / "jobs" / job_id / "checkpoints"
+    wait_for(
+        lambda: server.job(job_id)["step"] > 20 and any(checkpoints.glob("ckpt-*")),
+        90,
+        "progress and a checkpoint before the kill",
+    )
     before = server.job(job_id)
     os.kill(
         _rank0_worker_pid(server.state_dir, job_id, before["events"][-1]["generation"]),
