@@ -79,3 +79,79 @@ def test_learning_rate_rejects_nonsense() -> None:
         LearningRateSchedule(0.1, decay_epochs=(150, 100))
     with pytest.raises(ValueError):
         LearningRateSchedule(0.1).at(0, 1)
+
+
+def _progress(job_dir: Path) -> list[dict[str, object]]:
+    import json
+
+    path = job_dir / "progress.jsonl"
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def _last_step(job_dir: Path) -> int:
+    steps = [int(str(r["step"])) for r in _progress(job_dir) if "loss" in r]
+    return steps[-1] if steps else 0
+
+
+def test_a_running_job_suspends_resumes_checkpoints_and_stops_on_request(tmp_path: Path) -> None:
+    """A real training process obeying the control file at minibatch boundaries."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    from ringleader.job.control import Action, Control, write_control
+
+    def wait(check, what: str, timeout: float = 60) -> None:  # type: ignore[no-untyped-def]
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if check():
+                return
+            time.sleep(0.05)
+        raise AssertionError(f"timed out waiting for {what}")
+
+    write_control(tmp_path, Control(1, Action.RUN))
+    env = {**os.environ, "RINGLEADER_JOB_DIR": str(tmp_path), "RINGLEADER_GENERATION": "1"}
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "ringleader.workloads.resnet",
+            "--depth",
+            "8",
+            "--image-size",
+            "8",
+            "--batch",
+            "8",
+            "--epochs",
+            "1000",
+            "--checkpoint-every-s",
+            "1e9",
+        ],
+        env=env,
+    )
+    try:
+        wait(lambda: _last_step(tmp_path) >= 3, "training to start")
+        write_control(tmp_path, Control(1, Action.SUSPEND))
+        time.sleep(0.5)
+        paused_at = _last_step(tmp_path)
+        time.sleep(1.0)
+        assert _last_step(tmp_path) == paused_at  # no minibatch while suspended
+        assert proc.poll() is None
+        write_control(tmp_path, Control(1, Action.RUN))
+        wait(lambda: _last_step(tmp_path) > paused_at + 3, "training to resume")
+        assert not list((tmp_path / "checkpoints").glob("ckpt-*"))
+        write_control(tmp_path, Control(1, Action.RUN, checkpoint=1))
+        wait(lambda: any((tmp_path / "checkpoints").glob("ckpt-*")), "a requested checkpoint")
+        assert proc.poll() is None  # a checkpoint does not stop the job
+        write_control(tmp_path, Control(1, Action.STOP))
+        assert proc.wait(timeout=60) == 0
+        events = [r["event"] for r in _progress(tmp_path) if "event" in r]
+        assert events == ["started", "checkpointed", "stopped"]
+        stopped = next(r for r in _progress(tmp_path) if r.get("event") == "stopped")
+        newest = CheckpointStore(tmp_path / "checkpoints").restore()
+        assert newest is not None and newest.step == stopped["step"] == _last_step(tmp_path)
+    finally:
+        proc.kill()

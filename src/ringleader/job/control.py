@@ -45,12 +45,20 @@ ACTION_CODES = {Action.RUN: 0, Action.SUSPEND: 1, Action.STOP: 2}
 class Control:
     generation: int
     action: Action
+    checkpoint: int = 0
+    """Raise it to ask for a checkpoint at the next boundary, without stopping."""
 
 
 def write_control(job_dir: Path, control: Control) -> None:
     """Atomically replace the job's control file."""
     job_dir.mkdir(parents=True, exist_ok=True)
-    payload = json.dumps({"generation": control.generation, "action": control.action.value})
+    payload = json.dumps(
+        {
+            "generation": control.generation,
+            "action": control.action.value,
+            "checkpoint": control.checkpoint,
+        }
+    )
     fd, tmp = tempfile.mkstemp(prefix=".control-", dir=job_dir)
     with os.fdopen(fd, "w") as f:
         f.write(payload)
@@ -62,7 +70,9 @@ def write_control(job_dir: Path, control: Control) -> None:
 def read_control(job_dir: Path) -> Control | None:
     try:
         data = json.loads((job_dir / CONTROL).read_text())
-        return Control(int(data["generation"]), Action(data["action"]))
+        return Control(
+            int(data["generation"]), Action(data["action"]), int(data.get("checkpoint", 0))
+        )
     except (OSError, ValueError, KeyError, TypeError):
         return None
 

@@ -116,6 +116,7 @@ class Session:
         self._last_checkpoint = time.monotonic()
         self._step_started = 0.0
         self._dist = False
+        self._checkpoint_asked = 0
         # Wall-clock marks of this launch, reported in the "started" event so
         # resize latency can be split into its phases (bench/resize.py).
         self._marks: dict[str, float] = {"t_session": time.time()}
@@ -298,19 +299,28 @@ class Session:
 
     # -- internals ---------------------------------------------------------
     def _agreed_action(self) -> Action:
-        action = Action.RUN
+        """The action every rank takes at this boundary (rank 0 decides, all follow).
+
+        A raised checkpoint counter in the control file is honoured here too:
+        the checkpoint is written before the action is returned.
+        """
+        code, asked = ACTION_CODES[Action.RUN], self._checkpoint_asked
         if self.rank == 0:
             control = read_control(self.launch.job_dir)
             if control is not None and control.generation == self.launch.generation:
-                action = control.action
-        if not self._dist:
-            return action
-        import torch
-        import torch.distributed as dist
+                code, asked = ACTION_CODES[control.action], control.checkpoint
+        if self._dist:
+            import torch
+            import torch.distributed as dist
 
-        code = torch.tensor([ACTION_CODES[action]], dtype=torch.int64)
-        dist.broadcast(code, src=0)
-        return _CODE_ACTIONS[int(code.item())]
+            message = torch.tensor([code, asked], dtype=torch.int64)
+            dist.broadcast(message, src=0)
+            code, asked = int(message[0].item()), int(message[1].item())
+        if asked > self._checkpoint_asked:
+            self._checkpoint_asked = asked
+            self.checkpoint()
+            self._log({"event": "checkpointed", "g": self.launch.generation, "step": self.step})
+        return _CODE_ACTIONS[code]
 
     def _log(self, record: dict[str, Any]) -> None:
         if self.rank == 0:
