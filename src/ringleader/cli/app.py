@@ -8,6 +8,7 @@ from rich.table import Table
 
 from ringleader import __version__
 from ringleader.cli.demo import demo
+from ringleader.cli.netlab import netlab
 from ringleader.cli.runtime import cancel, jobs, logs, server, show, submit
 from ringleader.cli.simulate import simulate
 
@@ -23,7 +24,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.command()(simulate)
-for command in (server, submit, jobs, show, logs, cancel, demo):
+for command in (server, submit, jobs, show, logs, cancel, demo, netlab):
     app.command()(command)
 
 

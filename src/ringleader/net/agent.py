@@ -1,0 +1,205 @@
+"""The per-host TensorLights agent: job priorities → htb classes and u32 filters.
+
+On the egress interface it installs (once, idempotently):
+
+```
+1:    htb root, unclassified traffic to 1:ff
+1:1   rate = ceil = link rate
+1:10 … 1:17   leaf classes, prio 0 … 7, small guaranteed rate, ceil = link
+1:ff  default leaf, prio 7
+1:fe  marker class: "this tree is ringleader's"
+```
+
+A job's PS traffic is classified by the PS's TCP source port (the PS listens
+on it, so every model update to a worker leaves with that source port); a u32
+filter per job points at the leaf of its priority rank. Changing priorities —
+including every RoundRobin rotation — only re-points filters with
+``tc filter replace``: the root qdisc is never rebuilt (that would let traffic
+through unshaped) and no busy class's prio is changed in place (that does not
+take effect until the class goes idle). FIFO is the same tree with no filters:
+one queue, the same link rate, so only the ordering differs between policies.
+
+htb has eight priority levels: ranks beyond 7 share the lowest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from ringleader.net.tc import NetCommandError, run
+
+LEVELS = 8
+MARKER = "1:fe"
+DEFAULT = "1:ff"
+
+
+def _leaf(rank: int) -> str:
+    return f"1:{0x10 + min(rank, LEVELS - 1):x}"
+
+
+@dataclass
+class TrafficAgent:
+    """Priorities for PS traffic leaving ``device`` (in ``netns`` if given)."""
+
+    device: str
+    link_mbit: float
+    netns: str | None = None
+    _handles: dict[int, int] = field(default_factory=dict)
+
+    def _tc(self, *args: str, check: bool = True) -> str:
+        return run(["tc", *args], netns=self.netns, check=check)
+
+    def installed(self) -> bool:
+        """Whether our tree is on the device (the marker class is there)."""
+        out = self._tc("class", "show", "dev", self.device, check=False)
+        return f"class htb {MARKER} " in out
+
+    def install(self) -> None:
+        if self.installed():
+            return
+        qdiscs = self._tc("qdisc", "show", "dev", self.device)
+        if "qdisc htb 1: root" in qdiscs:
+            raise NetCommandError(
+                ["tc", "qdisc", "show", "dev", self.device],
+                "an htb root qdisc that ringleader did not create is installed; "
+                "remove it first (tc qdisc del dev DEV root)",
+            )
+        link = f"{self.link_mbit}mbit"
+        floor = f"{max(self.link_mbit / 1000, 0.01)}mbit"
+        dev = ("dev", self.device)
+        self._tc("qdisc", "replace", *dev, "root", "handle", "1:", "htb", "default", "ff")
+        self._tc(
+            "class",
+            "add",
+            *dev,
+            "parent",
+            "1:",
+            "classid",
+            "1:1",
+            "htb",
+            "rate",
+            link,
+            "ceil",
+            link,
+        )
+        for rank in range(LEVELS):
+            self._tc(
+                "class",
+                "add",
+                *dev,
+                "parent",
+                "1:1",
+                "classid",
+                _leaf(rank),
+                "htb",
+                "rate",
+                floor,
+                "ceil",
+                link,
+                "prio",
+                str(rank),
+            )
+        self._tc(
+            "class",
+            "add",
+            *dev,
+            "parent",
+            "1:1",
+            "classid",
+            DEFAULT,
+            "htb",
+            "rate",
+            floor,
+            "ceil",
+            link,
+            "prio",
+            str(LEVELS - 1),
+        )
+        self._tc(
+            "class",
+            "add",
+            *dev,
+            "parent",
+            "1:1",
+            "classid",
+            MARKER,
+            "htb",
+            "rate",
+            floor,
+            "ceil",
+            floor,
+            "prio",
+            str(LEVELS - 1),
+        )
+
+    def apply(self, priorities: Mapping[int, int]) -> None:
+        """Point each PS port's traffic at the class of its rank; drop ports not listed.
+
+        ``priorities`` maps a PS's TCP port to its rank (0 first). Safe to call
+        again with the same or new ranks: filters are replaced, never rebuilt.
+        """
+        self.install()
+        for port in sorted(set(self._handles) - set(priorities)):
+            handle = self._handles.pop(port)
+            self._tc(
+                "filter",
+                "del",
+                "dev",
+                self.device,
+                "parent",
+                "1:",
+                "protocol",
+                "ip",
+                "prio",
+                "1",
+                "handle",
+                f"800::{handle:x}",
+                "u32",
+            )
+        for port, rank in sorted(priorities.items()):
+            if not 0 < port < 65536:
+                raise ValueError(f"not a TCP port: {port}")
+            handle = self._handles.setdefault(port, 0x100 + len(self._handles))
+            self._tc(
+                "filter",
+                "replace",
+                "dev",
+                self.device,
+                "parent",
+                "1:",
+                "protocol",
+                "ip",
+                "prio",
+                "1",
+                "handle",
+                f"800::{handle:x}",
+                "u32",
+                "match",
+                "ip",
+                "sport",
+                str(port),
+                "0xffff",
+                "flowid",
+                _leaf(rank),
+            )
+
+    def filters(self) -> dict[int, str]:
+        """Port → class currently installed (read back from the kernel)."""
+        out = self._tc("filter", "show", "dev", self.device, "parent", "1:")
+        found: dict[int, str] = {}
+        flow = None
+        for line in out.splitlines():
+            if "flowid" in line:
+                flow = line.split("flowid")[1].split()[0]
+            elif "match" in line and flow is not None:
+                word = line.split()[1].split("/")[0]
+                found[int(word, 16) >> 16] = flow
+                flow = None
+        return found
+
+    def remove(self) -> None:
+        """Delete everything this agent (or a crashed one before it) created."""
+        if self.installed():
+            self._tc("qdisc", "del", "dev", self.device, "root", check=False)
+        self._handles.clear()
