@@ -19,7 +19,7 @@ from ringleader.sim.engine import SimResult, Simulator
 from ringleader.sim.errors import SimulationStalled
 from ringleader.sim.workload_file import WorkloadFileError, load_workload
 
-SCENARIOS = ("table3",)
+SCENARIOS = ("table3", "tensorlights")
 console = Console(highlight=False)
 
 
@@ -79,6 +79,9 @@ def simulate(
             fail(
                 f"--scenario: unknown scenario {scenario!r}; choose one of: {', '.join(SCENARIOS)}"
             )
+        if scenario == "tensorlights":
+            _tensorlights(min(seeds, 3), json_path, plot)
+            return
         _table3(seeds, json_path, plot, processes)
         return
     assert workload is not None
@@ -128,6 +131,52 @@ def _table3(seeds: int, json_path: Path | None, plot: Path | None, processes: in
         }
         title = f"Table 3 scenario: JCT CDFs, {seeds} seeds pooled"
         _write_plot(plot, lambda: jct_cdf_grid(panels, plot, title=title))
+
+
+def _tensorlights(seeds: int, json_path: Path | None, plot: Path | None) -> None:
+    from ringleader.scenarios.tensorlights import HOSTS_PER_PLACEMENT, run_tensorlights
+
+    with console.status(f"tensorlights: 21 jobs x 8 placements x 3 policies x {seeds} seeds"):
+        result = run_tensorlights(seeds)
+    ours, paper = result["ours"], result["paper"]
+    assert isinstance(ours, dict) and isinstance(paper, dict)
+    table = Table(title="TensorLights: 21 PS jobs (1 PS + 20 workers), 10 Gbps, skewed -> uniform")
+    for col in (
+        "placement",
+        "PS hosts",
+        "FIFO JCT s",
+        "paper",
+        "One norm",
+        "paper",
+        "RR norm",
+        "paper",
+    ):
+        table.add_column(col, justify="right")
+    for i, hosts in enumerate(HOSTS_PER_PLACEMENT):
+
+        def p(key: str, i: int = i) -> str:
+            values = paper[key]
+            return f"{values[i]:g}" if i < len(values) else "-"
+
+        table.add_row(
+            f"#{i + 1}",
+            str(hosts),
+            f"{ours['fifo_jct_s'][i]:.0f}",
+            p("fifo_jct_s"),
+            f"{ours['one_norm'][i]:.2f}",
+            p("one_norm"),
+            f"{ours['rr_norm'][i]:.2f}",
+            p("rr_norm"),
+        )
+    console.print(table)
+    console.print("model and what differs from the seed: docs/tensorlights.md")
+    if json_path is not None:
+        _write_json(json_path, result)
+        console.print(f"wrote {json_path}")
+    if plot is not None:
+        from ringleader.report.plots import tensorlights_plot
+
+        _write_plot(plot, lambda: tensorlights_plot(result, plot))
 
 
 def _workload(path: Path, policy_name: str, json_path: Path | None, plot: Path | None) -> None:

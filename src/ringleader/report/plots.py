@@ -118,3 +118,37 @@ def training_curves(
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+def tensorlights_plot(result: Mapping[str, object], path: Path) -> Path:
+    """FIFO JCT by placement, and One/RoundRobin normalised to FIFO, ours beside the seed's."""
+    ours = result["ours"]
+    paper = result["paper"]
+    assert isinstance(ours, dict) and isinstance(paper, dict)
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
+    xs = list(range(1, len(ours["fifo_jct_s"]) + 1))
+    left.plot(xs, ours["fifo_jct_s"], "o-", label="ours (FIFO)")
+    left.plot(xs[: len(paper["fifo_jct_s"])], paper["fifo_jct_s"], "s--", label="paper (FIFO)")
+    left.set_xlabel("placement (#1 skewed ... #8 uniform)")
+    left.set_ylabel("average JCT (s)")
+    left.legend()
+    left.grid(alpha=0.3)
+    for key, label in (("one_norm", "One"), ("rr_norm", "RoundRobin")):
+        line = right.plot(xs, ours[key], "o-", label=f"ours ({label})")[0]
+        right.plot(
+            xs[: len(paper[key])],
+            paper[key],
+            "s--",
+            color=line.get_color(),
+            label=f"paper ({label})",
+        )
+    right.axhline(1.0, color="grey", linestyle=":")
+    right.set_xlabel("placement")
+    right.set_ylabel("JCT normalised to FIFO")
+    right.legend(fontsize="small")
+    right.grid(alpha=0.3)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
