@@ -189,9 +189,21 @@ def _rates(
     return rates
 
 
-def fifo_curve(cal: Calibration, steps: int = SIM_STEPS) -> list[float]:
+def mean_jct(
+    policy: TrafficPolicy,
+    placement: int,
+    cal: Calibration,
+    seeds: int = 3,
+    steps: int = SIM_STEPS,
+) -> float:
+    """Average JCT over all jobs and ``seeds`` runs."""
+    runs = [np.mean(simulate(policy, placement, cal, steps=steps, seed=s)) for s in range(seeds)]
+    return float(np.mean(runs))
+
+
+def fifo_curve(cal: Calibration, seeds: int = 3, steps: int = SIM_STEPS) -> list[float]:
     return [
-        float(np.mean(simulate(TrafficPolicy.FIFO, p, cal, steps=steps)))
+        mean_jct(TrafficPolicy.FIFO, p, cal, seeds, steps)
         for p in range(1, len(HOSTS_PER_PLACEMENT) + 1)
     ]
 
@@ -219,12 +231,15 @@ def run_tensorlights(seeds: int = 3) -> dict[str, object]:
     cal = calibrate()
     placements = range(1, len(HOSTS_PER_PLACEMENT) + 1)
 
-    def avg(policy: TrafficPolicy, p: int) -> float:
-        return float(np.mean([np.mean(simulate(policy, p, cal, seed=s)) for s in range(seeds)]))
-
-    fifo = [avg(TrafficPolicy.FIFO, p) for p in placements]
-    one = [avg(TrafficPolicy.ONE, p) / f for p, f in zip(placements, fifo, strict=True)]
-    rr = [avg(TrafficPolicy.ROUND_ROBIN, p) / f for p, f in zip(placements, fifo, strict=True)]
+    fifo = fifo_curve(cal, seeds)
+    one = [
+        mean_jct(TrafficPolicy.ONE, p, cal, seeds) / f
+        for p, f in zip(placements, fifo, strict=True)
+    ]
+    rr = [
+        mean_jct(TrafficPolicy.ROUND_ROBIN, p, cal, seeds) / f
+        for p, f in zip(placements, fifo, strict=True)
+    ]
     return {
         "ours": {
             "fifo_jct_s": [round(x, 1) for x in fifo],
