@@ -51,9 +51,20 @@ def simulate(
         Path | None,
         typer.Option(help="A workload YAML file (cluster, models, jobs); see examples/."),
     ] = None,
+    trace: Annotated[
+        str | None,
+        typer.Option(help="A trace file, or a bundled one: itp:cluster07, gavel:0e4a51, ..."),
+    ] = None,
+    trace_format: Annotated[
+        str | None, typer.Option("--format", help="itp | itp-elasticflow | gavel (guessed).")
+    ] = None,
+    gpus: Annotated[
+        int | None,
+        typer.Option(min=1, help="Cluster GPUs for --trace (default: sized to ~80% load)."),
+    ] = None,
     policy: Annotated[
         str | None,
-        typer.Option(help=f"Policy for --workload: {', '.join(POLICY_NAMES)}."),
+        typer.Option(help=f"Policy for --workload/--trace: {', '.join(POLICY_NAMES)}."),
     ] = None,
     seeds: Annotated[int, typer.Option(min=1, help="Arrival seeds per scenario cell.")] = 10,
     json_path: Annotated[
@@ -70,8 +81,13 @@ def simulate(
     Table 3: six strategies × three loads × --seeds arrival seeds, printed beside
     the paper's numbers) or --workload FILE --policy NAME.
     """
-    if (scenario is None) == (workload is None):
-        fail("give exactly one of --scenario NAME or --workload FILE")
+    if sum(x is not None for x in (scenario, workload, trace)) != 1:
+        fail("give exactly one of --scenario NAME, --workload FILE or --trace TRACE")
+    if trace is not None:
+        if policy is None:
+            fail(f"--trace needs --policy NAME; choose one of: {', '.join(POLICY_NAMES)}")
+        _trace(trace, trace_format, gpus, policy, json_path, plot)
+        return
     if scenario is not None:
         if policy is not None:
             fail("--policy applies to --workload; a scenario runs its own strategies")
@@ -131,6 +147,79 @@ def _table3(seeds: int, json_path: Path | None, plot: Path | None, processes: in
         }
         title = f"Table 3 scenario: JCT CDFs, {seeds} seeds pooled"
         _write_plot(plot, lambda: jct_cdf_grid(panels, plot, title=title))
+
+
+def _trace(
+    name: str,
+    fmt: str | None,
+    gpus: int | None,
+    policy_name: str,
+    json_path: Path | None,
+    plot: Path | None,
+) -> None:
+    from ringleader.policy.views import ClusterView
+    from ringleader.traces.jobs import ASSUMPTION, GPUS_PER_NODE, recommended_gpus, to_sim_jobs
+    from ringleader.traces.load import FORMATS, TraceError, load_trace, resolve_trace
+
+    if fmt is not None and fmt not in FORMATS:
+        fail(f"--format: {fmt!r} is not one of {', '.join(FORMATS)}")
+    try:
+        chosen = policy_named(policy_name)
+    except UnknownPolicyError as err:
+        fail(f"--policy: {err}")
+    try:
+        path, kind = resolve_trace(name, fmt)  # type: ignore[arg-type,unused-ignore]
+        rows = load_trace(path, kind)
+        size = gpus if gpus is not None else recommended_gpus(rows)
+        if size < max(r.gpus for r in rows):
+            fail(f"--gpus: {size} is fewer than the largest job's {max(r.gpus for r in rows)}")
+        jobs = to_sim_jobs(rows)
+    except TraceError as err:
+        fail(str(err))
+    nodes, extra = divmod(size, GPUS_PER_NODE)
+    cluster = (
+        ClusterView.uniform(nodes, GPUS_PER_NODE) if extra == 0 else ClusterView.uniform(1, size)
+    )
+    console.print(
+        f"{path.name} ({kind}): {len(jobs)} jobs on {size} GPUs; speed model: {ASSUMPTION}"
+    )
+    with _progress() as bar:
+        task = bar.add_task(f"{policy_name}: simulating", total=len(jobs))
+        try:
+            result = Simulator(
+                chosen,
+                cluster,
+                jobs,
+                on_finish=lambda done, _: bar.update(task, completed=done),
+            ).run()
+        except (SimulationStalled, PolicyInputError) as err:
+            fail(f"{path}: {err}")
+    _print_summary(result, size)
+    s = result.summary
+    if json_path is not None:
+        _write_json(
+            json_path,
+            {
+                "trace": str(path),
+                "format": kind,
+                "policy": policy_name,
+                "gpus": size,
+                "speed_model": ASSUMPTION,
+                "avg_jct_s": s.avg_jct_s,
+                "p99_jct_s": s.p99_jct_s,
+                "makespan_s": s.makespan_s,
+                "utilization": s.utilization,
+                "jobs": s.jobs,
+                "wall_s": round(result.wall_s, 3),
+            },
+        )
+        console.print(f"wrote {json_path}")
+    if plot is not None:
+        from ringleader.report.plots import run_overview
+
+        jcts = [r.jct / 3600 for r in result.records if r.jct is not None]
+        title = f"{path.name}: {policy_name}"
+        _write_plot(plot, lambda: run_overview(jcts, result.usage, size, plot, title=title))
 
 
 def _tensorlights(seeds: int, json_path: Path | None, plot: Path | None) -> None:
