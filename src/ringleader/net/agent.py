@@ -10,6 +10,9 @@ On the egress interface it installs (once, idempotently):
 1:fe  marker class: "this tree is ringleader's"
 ```
 
+Every leaf (and the default) gets a deep pfifo (``LEAF_PACKETS``), the same
+for all policies.
+
 A job's PS traffic is classified by the PS's TCP source port (the PS listens
 on it, so every model update to a worker leaves with that source port); a u32
 filter per job points at the leaf of its priority rank. Changing priorities —
@@ -30,6 +33,10 @@ from dataclasses import dataclass, field
 from ringleader.net.tc import NetCommandError, run
 
 LEVELS = 8
+LEAF_PACKETS = 20_000
+"""Queue per leaf: deep enough that a starved job's packets wait instead of being
+dropped — a drop costs a TCP retransmission timeout (≥ 200 ms) and makes the
+very straggler priorities are meant to prevent."""
 MARKER = "1:fe"
 DEFAULT = "1:ff"
 

@@ -65,9 +65,13 @@ def run_ps(
     model = b"m" * model_bytes
     _wait_until(start_at)
     started = time.time()
-    for _step in range(steps):
+    for step in range(steps):
         for conn in conns:  # the barrier: every gradient before any update
             _recv_exact(conn, grad_bytes)
+        print(
+            json.dumps({"role": "ps", "port": port, "step": step, "release": time.time()}),
+            flush=True,
+        )
         senders = [threading.Thread(target=_send, args=(c, model)) for c in conns]
         for t in senders:
             t.start()
@@ -108,11 +112,11 @@ def run_worker(
     _wait_until(start_at)
     for step in range(steps):
         time.sleep(compute_ms / 1000 * (1 + rng.uniform(-jitter, jitter)))
+        sent = time.time()
         sock.sendall(grad)
         _recv_exact(sock, model_bytes)
-        print(
-            json.dumps({"role": "worker", "rank": rank, "step": step, "t": time.time()}), flush=True
-        )
+        record = {"role": "worker", "rank": rank, "step": step, "sent": sent, "t": time.time()}
+        print(json.dumps(record), flush=True)
     sock.close()
 
 

@@ -269,19 +269,22 @@ def run_once(config: NetlabConfig, timeout_s: float = 300.0) -> NetlabRun:
             raise RuntimeError(
                 f"emulator failed: {failed[0].stderr.read() if failed[0].stderr else ''}"
             )
-        jcts = []
+        jcts: list[float] = []
+        releases: list[dict[int, float]] = []
         for proc in ps_procs:
-            out = json.loads(proc.stdout.read().strip().splitlines()[-1]) if proc.stdout else {}
-            jcts.append(float(out["end"]) - start_at)
+            assert proc.stdout is not None
+            records = [json.loads(line) for line in proc.stdout.read().splitlines()]
+            jcts.append(float(records[-1]["end"]) - start_at)
+            releases.append({int(r["step"]): float(r["release"]) for r in records if "step" in r})
+        # Barrier wait: how long each worker, having pushed its gradient, waits
+        # for the rest of its job's gradients before the PS releases the step.
         waits: list[float] = []
-        for procs in workers.values():
-            arrivals: dict[int, list[float]] = {}
+        for j, procs in workers.items():
             for proc in procs:
                 assert proc.stdout is not None
                 for line in proc.stdout.read().splitlines():
                     rec = json.loads(line)
-                    arrivals.setdefault(int(rec["step"]), []).append(float(rec["t"]))
-            waits += [max(ts) - min(ts) for ts in arrivals.values()]
+                    waits.append(max(0.0, releases[j][int(rec["step"])] - float(rec["sent"])))
         return NetlabRun(tuple(jcts), tuple(waits))
 
 

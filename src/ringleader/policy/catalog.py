@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ringleader.policy.allocator import Doubling, FixedSize, OptimusGreedy
+from ringleader.policy.baselines import SRTFOracle, Tiresias
 from ringleader.policy.profiling import Exploratory, Online, Precompute
 from ringleader.policy.stack import Policy
 
@@ -28,6 +29,14 @@ _BUILDERS: dict[str, tuple[str, Callable[[], Policy]]] = {
     "fifo": (
         "every job gets exactly the GPUs it requests, first come first served",
         lambda: Policy("fifo", FixedSize(None)),
+    ),
+    "tiresias": (
+        "Tiresias: discretised 2D least-attained-service queues, preemptive, no durations",
+        lambda: Policy("tiresias", Tiresias()),
+    ),
+    "srtf-oracle": (
+        "ORACLE: shortest true remaining time first, preemptive (a bound, not a scheduler)",
+        lambda: Policy("srtf-oracle", SRTFOracle(), Precompute()),
     ),
     "one": ("every job runs on 1 GPU, FIFO", lambda: Policy("one", FixedSize(1))),
     "two": ("every job runs on 2 GPUs, FIFO", lambda: Policy("two", FixedSize(2))),

@@ -89,3 +89,5 @@ class JobView:
     workers: int = 0
     speed: SpeedModel | None = None
     observations: Mapping[int, Observation] = field(default_factory=dict)
+    attained_gpu_s: float = 0.0
+    """GPU-seconds the job has held so far (Tiresias' attained service)."""

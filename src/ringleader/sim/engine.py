@@ -60,6 +60,7 @@ class _State:
     finished_at: float | None = None
     resizes: int = 0
     observations: dict[int, Observation] = field(default_factory=dict)
+    attained_gpu_s: float = 0.0
     epochs: EpochsToConverge = field(init=False)
 
     def __post_init__(self) -> None:
@@ -83,6 +84,7 @@ class _State:
             speed=profile.speed_model,
             # Shared, not copied: the policy reads it only while deciding.
             observations=self.observations,
+            attained_gpu_s=self.attained_gpu_s,
         )
 
     def rate(self) -> float:
@@ -97,6 +99,7 @@ class _State:
     def advance(self, start: float, end: float) -> None:
         if self.workers == 0:
             return
+        self.attained_gpu_s += self.workers * (end - start)
         productive = end - max(start, self.ready_at)
         if productive <= 0:
             return
