@@ -173,3 +173,29 @@ def test_policy_core_imports_neither_simulator_nor_runtime() -> None:
             for name in names:
                 assert not name.startswith(("ringleader.sim", "ringleader.runtime")), path
                 assert name.split(".")[0] not in {"time", "os", "threading", "asyncio"}, path
+
+
+def test_tiresias_serves_least_attained_service_first_and_backfills() -> None:
+    cluster = ClusterView.uniform(1, 8)
+    jobs = [
+        resnet_job("veteran", at=0, requested_gpus=4, attained_gpu_s=50_000.0),
+        resnet_job("middle", at=1, requested_gpus=4, attained_gpu_s=5_000.0),
+        resnet_job("newcomer", at=2, requested_gpus=4),
+        resnet_job("tiny", at=3, requested_gpus=1),
+    ]
+    plan = policy_named("tiresias").decide(jobs, cluster, 0.0)
+    got = {j.id: plan.of(j.id).workers for j in jobs}
+    # Queue 0 (< 1 GPU-h): newcomer and tiny; queue 1: middle; queue 2: veteran.
+    assert got == {"veteran": 0, "middle": 0, "newcomer": 4, "tiny": 1}
+    plan = policy_named("tiresias").decide(jobs[:2], cluster, 0.0)
+    assert plan.of("middle").workers == 4 and plan.of("veteran").workers == 4
+
+
+def test_srtf_oracle_runs_the_shortest_remaining_first() -> None:
+    cluster = ClusterView.uniform(1, 4)
+    jobs = [
+        resnet_job("long", at=0, remaining=1.0, requested_gpus=4),
+        resnet_job("short", at=5, remaining=0.1, requested_gpus=4),
+    ]
+    plan = policy_named("srtf-oracle").decide(jobs, cluster, 0.0)
+    assert (plan.of("short").workers, plan.of("long").workers) == (4, 0)
