@@ -199,3 +199,24 @@ def test_srtf_oracle_runs_the_shortest_remaining_first() -> None:
     ]
     plan = policy_named("srtf-oracle").decide(jobs, cluster, 0.0)
     assert (plan.of("short").workers, plan.of("long").workers) == (4, 0)
+
+
+def test_ringleader_default_needs_no_durations_and_widens_the_least_served() -> None:
+    cluster = ClusterView.uniform(1, 8)
+    # Two jobs that differ only in how much work is left: the default stack
+    # must not care (it cannot know), only in what they have already received.
+    jobs = [
+        resnet_job("old", at=0, remaining=0.05, max_gpus=8, attained_gpu_s=40_000.0, speed=None),
+        resnet_job("new", at=1, remaining=1.0, max_gpus=8, speed=None),
+    ]
+    plan = policy_named("ringleader").decide(jobs, cluster, 0.0)
+    assert plan.of("new").workers >= plan.of("old").workers >= 1
+    assert plan.busy_gpus == 8
+    swapped = [
+        resnet_job("old", at=0, remaining=1.0, max_gpus=8, attained_gpu_s=40_000.0, speed=None),
+        resnet_job("new", at=1, remaining=0.05, max_gpus=8, speed=None),
+    ]
+    again = policy_named("ringleader").decide(swapped, cluster, 0.0)
+    assert {j.id: again.of(j.id).workers for j in swapped} == {
+        j.id: plan.of(j.id).workers for j in jobs
+    }

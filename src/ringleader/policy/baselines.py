@@ -64,3 +64,44 @@ class SRTFOracle:
 
     def grow(self, jobs: Sequence[Candidate], counts: Counts, free: int) -> Counts:
         return dict(counts)
+
+
+@dataclass(frozen=True, slots=True)
+class LasDoubling:
+    """ringleader's default: Tiresias' queues decide who runs, doubling decides how wide.
+
+    Base: jobs in least-attained-service order (Tiresias' queues, FIFO within
+    one) get their minimum, backfilling past jobs that do not fit. Grow: the
+    doubling heuristic, scoring each doubling by the time per epoch it saves
+    per GPU — every job's remaining work counted as one epoch, because a real
+    scheduler does not know how long a job will run.
+    """
+
+    thresholds_gpu_s: tuple[float, ...] = (3600.0, 36_000.0)
+    name: str = "ringleader"
+    needs_speed: bool = True
+
+    def _queue(self, c: Candidate) -> int:
+        return sum(1 for t in self.thresholds_gpu_s if c.job.attained_gpu_s >= t)
+
+    def base(self, jobs: Sequence[Candidate], capacity: int) -> Counts:
+        counts: Counts = {}
+        free = capacity
+        for c in sorted(jobs, key=lambda c: (self._queue(c), c.job.submitted_at)):
+            need = c.job.min_gpus if c.job.elastic else c.job.requested_gpus
+            if need <= free:
+                counts[c.job.id] = need
+                free -= need
+        return counts
+
+    def grow(self, jobs: Sequence[Candidate], counts: Counts, free: int) -> Counts:
+        from ringleader.policy.allocator import _greedy
+
+        def step(c: Candidate, w: int) -> tuple[int, float] | None:
+            if 2 * w > c.job.max_gpus or c.speed is None:
+                return None
+            per_epoch = 1.0 / c.speed.epochs_per_second(w) - 1.0 / c.speed.epochs_per_second(2 * w)
+            return w, per_epoch / w
+
+        ordered = sorted(jobs, key=lambda c: (self._queue(c), c.job.submitted_at))
+        return _greedy(ordered, counts, free, step)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ringleader.policy.allocator import Doubling, FixedSize, OptimusGreedy
-from ringleader.policy.baselines import SRTFOracle, Tiresias
+from ringleader.policy.baselines import LasDoubling, SRTFOracle, Tiresias
 from ringleader.policy.profiling import Exploratory, Online, Precompute
 from ringleader.policy.stack import Policy
 
@@ -29,6 +29,11 @@ _BUILDERS: dict[str, tuple[str, Callable[[], Policy]]] = {
     "fifo": (
         "every job gets exactly the GPUs it requests, first come first served",
         lambda: Policy("fifo", FixedSize(None)),
+    ),
+    "ringleader": (
+        "least-attained-service queues pick who runs, doubling picks how wide; "
+        "models learned online; no durations",
+        lambda: Policy("ringleader", LasDoubling(), Online()),
     ),
     "tiresias": (
         "Tiresias: discretised 2D least-attained-service queues, preemptive, no durations",
