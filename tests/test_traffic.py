@@ -66,6 +66,10 @@ def test_agent_installs_once_repoints_filters_and_removes_everything(netns: str)
     assert agent.filters() == {5001: "1:11", 5002: "1:10"}
     after = run(["tc", "-s", "qdisc", "show", "dev", "eth0"], netns=netns)
     assert before.splitlines()[0].split()[:3] == after.splitlines()[0].split()[:3]
+    agent.apply({5002: 0, 5003: 1})  # 5001 leaves while 5002 stays: no live handle reused
+    assert agent.filters() == {5002: "1:10", 5003: "1:11"}
+    agent.apply({5001: 0, 5002: 1, 5003: 2})
+    assert agent.filters() == {5001: "1:10", 5002: "1:11", 5003: "1:12"}
     agent.apply({5001: 9})  # beyond htb's 8 levels: the lowest class
     assert agent.filters() == {5001: "1:17"}
     agent.remove()

@@ -148,48 +148,34 @@ class TrafficAgent:
         """
         self.install()
         for port in sorted(set(self._handles) - set(priorities)):
-            handle = self._handles.pop(port)
-            self._tc(
-                "filter",
-                "del",
-                "dev",
-                self.device,
-                "parent",
-                "1:",
-                "protocol",
-                "ip",
-                "prio",
-                "1",
-                "handle",
-                f"800::{handle:x}",
-                "u32",
-            )
+            self._filter("del", self._handles.pop(port))
         for port, rank in sorted(priorities.items()):
             if not 0 < port < 65536:
                 raise ValueError(f"not a TCP port: {port}")
-            handle = self._handles.setdefault(port, 0x100 + len(self._handles))
-            self._tc(
-                "filter",
-                "replace",
-                "dev",
-                self.device,
-                "parent",
-                "1:",
-                "protocol",
-                "ip",
-                "prio",
-                "1",
-                "handle",
-                f"800::{handle:x}",
-                "u32",
-                "match",
-                "ip",
-                "sport",
-                str(port),
-                "0xffff",
-                "flowid",
-                _leaf(rank),
-            )
+            if port not in self._handles:
+                # Never reuse a live handle: take one past the highest in use.
+                self._handles[port] = max(self._handles.values(), default=0xFF) + 1
+            match = ("match", "ip", "sport", str(port), "0xffff", "flowid", _leaf(rank))
+            self._filter("replace", self._handles[port], *match)
+
+    def _filter(self, verb: str, handle: int, *rest: str) -> None:
+        """One u32 filter of ours, addressed by its stable handle ``800::handle``."""
+        self._tc(
+            "filter",
+            verb,
+            "dev",
+            self.device,
+            "parent",
+            "1:",
+            "protocol",
+            "ip",
+            "prio",
+            "1",
+            "handle",
+            f"800::{handle:x}",
+            "u32",
+            *rest,
+        )
 
     def filters(self) -> dict[int, str]:
         """Port → class currently installed (read back from the kernel)."""
