@@ -71,7 +71,10 @@ class LasDoubling:
     """ringleader's default: Tiresias' queues decide who runs, doubling decides how wide.
 
     Base: jobs in least-attained-service order (Tiresias' queues, FIFO within
-    one) get their minimum, backfilling past jobs that do not fit. Grow: the
+    one) get their minimum, backfilling past jobs that do not fit. The
+    ``ringleader`` policy uses one threshold, 10 GPU-hours: on the ITP traces it
+    beat both Tiresias' two thresholds (1 and 10 GPU-hours) and plain FIFO
+    order (bench/traces.py, docs/traces.md). Grow: the
     doubling heuristic, scoring each doubling by the time per epoch it saves
     per GPU — every job's remaining work counted as one epoch, because a real
     scheduler does not know how long a job will run.

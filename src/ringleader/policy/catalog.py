@@ -33,7 +33,7 @@ _BUILDERS: dict[str, tuple[str, Callable[[], Policy]]] = {
     "ringleader": (
         "least-attained-service queues pick who runs, doubling picks how wide; "
         "models learned online; no durations",
-        lambda: Policy("ringleader", LasDoubling(), Online()),
+        lambda: Policy("ringleader", LasDoubling(thresholds_gpu_s=(36_000.0,)), Online()),
     ),
     "tiresias": (
         "Tiresias: discretised 2D least-attained-service queues, preemptive, no durations",
