@@ -37,7 +37,9 @@ test-fast: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python bench/sim.py
+	$(BIN)/python bench/decision.py
 	$(BIN)/python bench/resize.py
+	$(BIN)/python bench/traces.py
 
 clean:
 	rm -rf $(VENV) demo-output .pytest_cache .mypy_cache .ruff_cache

@@ -9,7 +9,8 @@ the nodes a job already uses, so a resize moves as little as possible.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import heapq
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 from ringleader.policy.views import ClusterView, Device, JobView
 
@@ -26,57 +27,114 @@ def _keep_subset(devices: Sequence[Device], count: int) -> tuple[Device, ...]:
     return tuple(sorted(ranked[:count]))
 
 
+class _FreeGPUs:
+    """Free GPUs per node, indexed by how many are free, for best-fit in O(GPUs per node).
+
+    One heap per free count holds (cluster order, node); entries go stale when a
+    node's count changes and are skipped lazily.
+    """
+
+    def __init__(self, cluster: ClusterView) -> None:
+        self.free: dict[str, set[int]] = {n.name: set(range(n.gpus)) for n in cluster.nodes}
+        self.order = {n.name: i for i, n in enumerate(cluster.nodes)}
+        self.widest = max((n.gpus for n in cluster.nodes), default=0)
+        self.heaps: list[list[tuple[int, str]]] = [[] for _ in range(self.widest + 1)]
+        self.total = 0
+        for name, gpus in self.free.items():
+            self.total += len(gpus)
+            heapq.heappush(self.heaps[len(gpus)], (self.order[name], name))
+
+    def has(self, device: Device) -> bool:
+        return device.index in self.free.get(device.node, ())
+
+    def take(self, node: str, indices: Iterable[int]) -> None:
+        gpus = self.free[node]
+        before = len(gpus)
+        gpus.difference_update(indices)
+        self.total -= before - len(gpus)
+        if len(gpus) != before:
+            heapq.heappush(self.heaps[len(gpus)], (self.order[node], node))
+
+    def _bucket(self, count: int) -> Iterator[str]:
+        """Nodes with exactly ``count`` free GPUs, in cluster order (drops stale entries)."""
+        heap = self.heaps[count]
+        while heap and len(self.free[heap[0][1]]) != count:
+            heapq.heappop(heap)
+        seen = set()
+        for _, name in sorted(heap):
+            if len(self.free[name]) == count and name not in seen:
+                seen.add(name)
+                yield name
+
+    def _own_with(self, own: set[str], count: int) -> list[str]:
+        return sorted((n for n in own if len(self.free[n]) == count), key=self.order.__getitem__)
+
+    def best_fit(self, want: int, own: set[str]) -> str | None:
+        """The node with the fewest free GPUs that still fits ``want`` (own nodes first)."""
+        for count in range(want, self.widest + 1):
+            owned = self._own_with(own, count)
+            if owned:
+                return owned[0]
+            heap = self.heaps[count]
+            while heap and len(self.free[heap[0][1]]) != count:
+                heapq.heappop(heap)
+            if heap:
+                return heap[0][1]
+        return None
+
+    def widest_first(self, own: set[str]) -> Iterator[str]:
+        """Nodes with free GPUs, most free first (own nodes first among equals)."""
+        for count in range(self.widest, 0, -1):
+            owned = self._own_with(own, count)
+            yield from owned
+            yield from (n for n in self._bucket(count) if n not in own)
+
+
 def place(
     counts: Mapping[str, int], jobs: Sequence[JobView], cluster: ClusterView
 ) -> dict[str, tuple[Device, ...]]:
     """Devices for every job with a non-zero count in ``counts``."""
-    free: dict[str, set[int]] = {n.name: set(range(n.gpus)) for n in cluster.nodes}
+    free = _FreeGPUs(cluster)
     placed: dict[str, tuple[Device, ...]] = {}
     to_place: list[JobView] = []
     for job in jobs:
         want = counts.get(job.id, 0)
-        current = tuple(d for d in job.devices if d.index in free.get(d.node, ()))
         if want == 0:
             continue
+        current = tuple(d for d in job.devices if free.has(d))
         if current and len(current) >= want:
             kept = current if len(current) == want else _keep_subset(current, want)
             for d in kept:
-                free[d.node].discard(d.index)
+                free.take(d.node, (d.index,))
             placed[job.id] = kept
         else:
             to_place.append(job)
-    order = {n.name: i for i, n in enumerate(cluster.nodes)}
     to_place.sort(key=lambda j: (-counts[j.id], j.submitted_at, j.id))
     for job in to_place:
-        placed[job.id] = _place_one(job, counts[job.id], free, order)
+        placed[job.id] = _place_one(job, counts[job.id], free)
     return placed
 
 
-def _place_one(
-    job: JobView, want: int, free: dict[str, set[int]], order: Mapping[str, int]
-) -> tuple[Device, ...]:
+def _place_one(job: JobView, want: int, free: _FreeGPUs) -> tuple[Device, ...]:
     own = {d.node for d in job.devices}
-    if sum(len(f) for f in free.values()) < want:
+    if free.total < want:
         raise PlacementError(f"job {job.id} needs {want} GPUs but fewer are free")
-    fits = [n for n, f in free.items() if len(f) >= want]
-    if fits:
-        best = min(fits, key=lambda n: (len(free[n]), n not in own, order[n]))
+    best = free.best_fit(want, own)
+    chosen: list[str] = []
+    if best is not None:
         chosen = [best]
     else:
-        chosen = []
         total = 0
-        for n in sorted(free, key=lambda n: (-len(free[n]), n not in own, order[n])):
+        for n in free.widest_first(own):
             if total >= want:
                 break
-            if free[n]:
-                chosen.append(n)
-                total += len(free[n])
+            chosen.append(n)
+            total += len(free.free[n])
     previous = {(d.node, d.index) for d in job.devices}
     devices: list[Device] = []
     for n in chosen:
-        take = min(want - len(devices), len(free[n]))
-        indices = sorted(free[n], key=lambda i: ((n, i) not in previous, i))[:take]
-        for i in indices:
-            free[n].discard(i)
-            devices.append(Device(n, i))
+        take = min(want - len(devices), len(free.free[n]))
+        indices = sorted(free.free[n], key=lambda i: ((n, i) not in previous, i))[:take]
+        free.take(n, indices)
+        devices.extend(Device(n, i) for i in indices)
     return tuple(sorted(devices))
