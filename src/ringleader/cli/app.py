@@ -11,6 +11,7 @@ from ringleader.cli.demo import demo
 from ringleader.cli.netlab import netlab
 from ringleader.cli.runtime import cancel, jobs, logs, server, show, submit
 from ringleader.cli.simulate import simulate
+from ringleader.cli.sweep import sweep
 
 app = typer.Typer(
     name="ringleader",
@@ -24,7 +25,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.command()(simulate)
-for command in (server, submit, jobs, show, logs, cancel, demo, netlab):
+for command in (server, submit, jobs, show, logs, cancel, demo, netlab, sweep):
     app.command()(command)
 
 

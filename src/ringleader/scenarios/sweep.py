@@ -1,0 +1,202 @@
+"""``ringleader sweep``: a grid of trace simulations, in parallel, into one tidy table.
+
+The grid is every combination of trace × cluster size × load scale × policy ×
+seed from a YAML file. A load scale ``s`` compresses arrival times by ``s``
+(2.0 = twice the arrival rate, same jobs); a cluster size of ``null`` is the
+trace's recommended size; seed 0 keeps the trace's arrivals exact, any other
+seed jitters each arrival by up to ±60 s to show how much the result depends
+on exact arrival order. Output: ``results.csv`` (one row per run) and plots.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import time
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Annotated, Any
+
+import numpy as np
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from ringleader.policy.catalog import POLICY_NAMES, policy_named
+from ringleader.policy.views import ClusterView
+from ringleader.sim.engine import Simulator
+from ringleader.traces.jobs import GPUS_PER_NODE, recommended_gpus, to_sim_jobs
+from ringleader.traces.load import TraceError, load_trace, resolve_trace
+
+
+class SweepError(ValueError):
+    """A sweep file that cannot be run; names the field and the fix."""
+
+
+class SweepSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    traces: list[str] = Field(min_length=1)
+    policies: list[str] = Field(min_length=1)
+    gpus: list[Annotated[int, Field(ge=1)] | None] = [None]
+    load_scale: list[Annotated[float, Field(gt=0, le=100)]] = [1.0]
+    seeds: list[Annotated[int, Field(ge=0)]] = [0]
+    out: str = "sweep-output"
+    processes: Annotated[int, Field(ge=1, le=64)] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Cell:
+    trace: str
+    gpus: int | None
+    load_scale: float
+    policy: str
+    seed: int
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    trace: str
+    gpus: int
+    load_scale: float
+    policy: str
+    seed: int
+    jobs: int
+    avg_jct_s: float
+    p50_jct_s: float
+    p95_jct_s: float
+    p99_jct_s: float
+    avg_queueing_s: float
+    makespan_s: float
+    utilization: float
+    wall_s: float
+
+
+def load_sweep(path: Path) -> SweepSpec:
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
+        raise SweepError(f"{path}: cannot read: {err}") from err
+    try:
+        spec = SweepSpec.model_validate(data)
+    except ValidationError as err:
+        lines = [f"  {'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in err.errors()]
+        raise SweepError(f"{path}: invalid sweep\n" + "\n".join(lines)) from None
+    unknown = [p for p in spec.policies if p not in POLICY_NAMES]
+    if unknown:
+        raise SweepError(f"{path}: policies: unknown {unknown}; known: {', '.join(POLICY_NAMES)}")
+    for trace in spec.traces:
+        try:
+            resolve_trace(trace)
+        except TraceError as err:
+            raise SweepError(f"{path}: traces: {err}") from err
+    return spec
+
+
+def run_cell(cell: Cell) -> tuple[Row, list[float]]:
+    path, fmt = resolve_trace(cell.trace)
+    rows = load_trace(path, fmt)
+    gpus = cell.gpus if cell.gpus is not None else recommended_gpus(rows)
+    jobs = to_sim_jobs(rows)
+    start = min(j.submitted_at for j in jobs)
+    rng = np.random.default_rng(cell.seed)
+    shifted = []
+    for j in jobs:
+        at = start + (j.submitted_at - start) / cell.load_scale
+        if cell.seed:
+            at = max(start, at + float(rng.uniform(-60, 60)))
+        shifted.append(replace(j, submitted_at=at))
+    nodes, extra = divmod(gpus, GPUS_PER_NODE)
+    cluster = (
+        ClusterView.uniform(nodes, GPUS_PER_NODE) if extra == 0 else ClusterView.uniform(1, gpus)
+    )
+    started = time.perf_counter()
+    result = Simulator(policy_named(cell.policy), cluster, shifted).run()
+    s = result.summary
+    row = Row(
+        cell.trace,
+        gpus,
+        cell.load_scale,
+        cell.policy,
+        cell.seed,
+        s.jobs,
+        s.avg_jct_s,
+        s.p50_jct_s,
+        s.p95_jct_s,
+        s.p99_jct_s,
+        s.avg_queueing_s,
+        s.makespan_s,
+        s.utilization,
+        time.perf_counter() - started,
+    )
+    return row, [r.jct for r in result.records if r.jct is not None]
+
+
+def run_sweep(spec: SweepSpec, on_done: Callable[[Row], None] | None = None) -> list[Row]:
+    cells = [
+        Cell(t, g, ls, p, s)
+        for t in spec.traces
+        for g in spec.gpus
+        for ls in spec.load_scale
+        for p in spec.policies
+        for s in spec.seeds
+    ]
+    out = Path(spec.out)
+    out.mkdir(parents=True, exist_ok=True)
+    workers = spec.processes or min(len(cells), os.cpu_count() or 1)
+    rows: list[Row] = []
+    jcts: dict[tuple[str, str, float], list[float]] = {}
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        futures = {pool.submit(run_cell, c): c for c in cells}
+        for future in as_completed(futures):
+            row, values = future.result()
+            rows.append(row)
+            jcts.setdefault((row.trace, row.policy, row.load_scale), []).extend(values)
+            if on_done is not None:
+                on_done(row)
+    rows.sort(key=lambda r: (r.trace, r.gpus, r.load_scale, r.policy, r.seed))
+    with open(out / "results.csv", "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(Row.__dataclass_fields__))
+        writer.writeheader()
+        for row in rows:
+            writer.writerow(asdict(row))
+    _plots(rows, jcts, out)
+    return rows
+
+
+def _plots(rows: list[Row], jcts: dict[tuple[str, str, float], list[float]], out: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from ringleader.report.plots import jct_cdf_grid
+
+    traces = sorted({r.trace for r in rows})
+    fig, axes = plt.subplots(1, len(traces), figsize=(5 * len(traces), 4), squeeze=False)
+    for ax, trace in zip(axes[0], traces, strict=True):
+        for policy in sorted({r.policy for r in rows}):
+            mine = [r for r in rows if r.trace == trace and r.policy == policy]
+            loads = sorted({r.load_scale for r in mine})
+            means = [
+                np.mean([r.avg_jct_s for r in mine if r.load_scale == x]) / 3600 for x in loads
+            ]
+            ax.plot(loads, means, "o-", label=policy)
+        ax.set_title(trace)
+        ax.set_xlabel("load scale (arrival rate ×)")
+        ax.set_ylabel("average JCT (hours)")
+        ax.grid(alpha=0.3)
+    axes[0][0].legend(fontsize="small")
+    fig.tight_layout()
+    fig.savefig(out / "jct_vs_load.png", dpi=110)
+    plt.close(fig)
+    base = min({r.load_scale for r in rows}, key=lambda x: abs(x - 1.0))
+    panels: dict[str, dict[str, Any]] = {
+        trace: {
+            p: [v / 3600 for v in jcts.get((trace, p, base), [])]
+            for p in sorted({r.policy for r in rows})
+        }
+        for trace in traces
+    }
+    jct_cdf_grid(panels, out / "jct_cdf.png", title=f"JCT CDFs at load scale {base:g}")
