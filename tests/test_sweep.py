@@ -36,7 +36,7 @@ def test_a_grid_becomes_one_row_per_run_and_plots(tmp_path: Path) -> None:
     by = {(r["load_scale"], r["policy"], r["seed"]): float(r["avg_jct_s"]) for r in rows}
     assert by[("2.0", "fifo", "0")] > by[("1.0", "fifo", "0")]  # more load, longer JCT
     assert by[("1.0", "fifo", "3")] != by[("1.0", "fifo", "0")]  # a seed jitters arrivals
-    for plot in ("jct_vs_load.png", "jct_cdf.png"):
+    for plot in ("jct_vs_load.png", "jct_cdf.png", "utilization.png"):
         assert (out / plot).read_bytes()[:4] == b"\x89PNG"
 
 

@@ -21,7 +21,7 @@ def sweep(
 
     Writes OUT/results.csv (one row per run: JCT mean and percentiles,
     queueing, makespan, utilisation, wall time) and OUT/jct_vs_load.png,
-    OUT/jct_cdf.png.
+    OUT/jct_cdf.png, OUT/utilization.png.
     """
     from ringleader.scenarios.sweep import SweepError, load_sweep, run_sweep
 
@@ -47,4 +47,7 @@ def sweep(
     with progress:
         task = progress.add_task(f"sweep: {total} simulations", total=total)
         rows = run_sweep(spec, on_done=lambda _: progress.advance(task))
-    console.print(f"{len(rows)} runs; wrote {spec.out}/results.csv, jct_vs_load.png, jct_cdf.png")
+    console.print(
+        f"{len(rows)} runs; wrote {spec.out}/results.csv, jct_vs_load.png, jct_cdf.png, "
+        "utilization.png"
+    )

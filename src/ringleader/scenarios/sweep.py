@@ -5,7 +5,8 @@ seed from a YAML file. A load scale ``s`` compresses arrival times by ``s``
 (2.0 = twice the arrival rate, same jobs); a cluster size of ``null`` is the
 trace's recommended size; seed 0 keeps the trace's arrivals exact, any other
 seed jitters each arrival by up to ±60 s to show how much the result depends
-on exact arrival order. Output: ``results.csv`` (one row per run) and plots.
+on exact arrival order. Output: ``results.csv`` (one row per run) and plots:
+average JCT against load, JCT CDFs and GPU utilisation over time.
 """
 
 from __future__ import annotations
@@ -94,7 +95,7 @@ def load_sweep(path: Path) -> SweepSpec:
     return spec
 
 
-def run_cell(cell: Cell) -> tuple[Row, list[float]]:
+def run_cell(cell: Cell) -> tuple[Row, list[float], list[tuple[float, int]]]:
     path, fmt = resolve_trace(cell.trace)
     rows = load_trace(path, fmt)
     gpus = cell.gpus if cell.gpus is not None else recommended_gpus(rows)
@@ -130,7 +131,11 @@ def run_cell(cell: Cell) -> tuple[Row, list[float]]:
         s.utilization,
         time.perf_counter() - started,
     )
-    return row, [r.jct for r in result.records if r.jct is not None]
+    jcts = [r.jct for r in result.records if r.jct is not None]
+    usage = [(p.time - start, p.busy) for p in result.usage]
+    if len(usage) > 2000:  # enough for a plot
+        usage = usage[:: len(usage) // 2000]
+    return row, jcts, usage
 
 
 def run_sweep(spec: SweepSpec, on_done: Callable[[Row], None] | None = None) -> list[Row]:
@@ -147,12 +152,16 @@ def run_sweep(spec: SweepSpec, on_done: Callable[[Row], None] | None = None) -> 
     workers = spec.processes or min(len(cells), os.cpu_count() or 1)
     rows: list[Row] = []
     jcts: dict[tuple[str, str, float], list[float]] = {}
+    usage: dict[tuple[str, str, float], list[tuple[float, int]]] = {}
     with ProcessPoolExecutor(max_workers=workers) as pool:
         futures = {pool.submit(run_cell, c): c for c in cells}
         for future in as_completed(futures):
-            row, values = future.result()
+            row, values, busy = future.result()
             rows.append(row)
-            jcts.setdefault((row.trace, row.policy, row.load_scale), []).extend(values)
+            key = (row.trace, row.policy, row.load_scale)
+            jcts.setdefault(key, []).extend(values)
+            if row.seed == min(spec.seeds):
+                usage[key] = busy
             if on_done is not None:
                 on_done(row)
     rows.sort(key=lambda r: (r.trace, r.gpus, r.load_scale, r.policy, r.seed))
@@ -161,11 +170,16 @@ def run_sweep(spec: SweepSpec, on_done: Callable[[Row], None] | None = None) -> 
         writer.writeheader()
         for row in rows:
             writer.writerow(asdict(row))
-    _plots(rows, jcts, out)
+    _plots(rows, jcts, usage, out)
     return rows
 
 
-def _plots(rows: list[Row], jcts: dict[tuple[str, str, float], list[float]], out: Path) -> None:
+def _plots(
+    rows: list[Row],
+    jcts: dict[tuple[str, str, float], list[float]],
+    usage: dict[tuple[str, str, float], list[tuple[float, int]]],
+    out: Path,
+) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -200,3 +214,25 @@ def _plots(rows: list[Row], jcts: dict[tuple[str, str, float], list[float]], out
         for trace in traces
     }
     jct_cdf_grid(panels, out / "jct_cdf.png", title=f"JCT CDFs at load scale {base:g}")
+    gpus = {r.trace: r.gpus for r in rows}
+    fig, axes = plt.subplots(1, len(traces), figsize=(5 * len(traces), 4), squeeze=False)
+    for ax, trace in zip(axes[0], traces, strict=True):
+        for policy in sorted({r.policy for r in rows}):
+            series = usage.get((trace, policy, base), [])
+            if series:
+                ax.step(
+                    [t / 3600 for t, _ in series],
+                    [b / gpus[trace] for _, b in series],
+                    where="post",
+                    label=policy,
+                    alpha=0.8,
+                )
+        ax.set_title(f"{trace} (load {base:g})")
+        ax.set_xlabel("hours since first arrival")
+        ax.set_ylabel("GPUs busy (fraction)")
+        ax.set_ylim(0, 1.05)
+        ax.grid(alpha=0.3)
+    axes[0][0].legend(fontsize="small")
+    fig.tight_layout()
+    fig.savefig(out / "utilization.png", dpi=110)
+    plt.close(fig)
