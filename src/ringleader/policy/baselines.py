@@ -87,10 +87,17 @@ class LasDoubling:
     def _queue(self, c: Candidate) -> int:
         return sum(1 for t in self.thresholds_gpu_s if c.job.attained_gpu_s >= t)
 
+    def _order(self, jobs: Sequence[Candidate]) -> list[Candidate]:
+        """Least-attained-service queues first, FIFO within a queue (stable sort)."""
+        by_arrival = sorted(jobs, key=lambda c: c.job.submitted_at)
+        if not self.thresholds_gpu_s:
+            return by_arrival
+        return sorted(by_arrival, key=self._queue)
+
     def base(self, jobs: Sequence[Candidate], capacity: int) -> Counts:
         counts: Counts = {}
         free = capacity
-        for c in sorted(jobs, key=lambda c: (self._queue(c), c.job.submitted_at)):
+        for c in self._order(jobs):
             need = c.job.min_gpus if c.job.elastic else c.job.requested_gpus
             if need <= free:
                 counts[c.job.id] = need
@@ -106,5 +113,4 @@ class LasDoubling:
             per_epoch = 1.0 / c.speed.epochs_per_second(w) - 1.0 / c.speed.epochs_per_second(2 * w)
             return w, per_epoch / w
 
-        ordered = sorted(jobs, key=lambda c: (self._queue(c), c.job.submitted_at))
-        return _greedy(ordered, counts, free, step)
+        return _greedy(self._order(jobs), counts, free, step)

@@ -67,6 +67,8 @@ class _FreeGPUs:
                 yield name
 
     def _own_with(self, own: set[str], count: int) -> list[str]:
+        if not own:
+            return []
         return sorted((n for n in own if len(self.free[n]) == count), key=self.order.__getitem__)
 
     def best_fit(self, want: int, own: set[str]) -> str | None:
