@@ -209,3 +209,32 @@ def test_server_kill9_and_restart_loses_nothing(tmp_path: Path) -> None:
     finally:
         live.stop()
         live.kill_workers()
+
+
+def test_an_old_database_gains_the_new_columns(tmp_path: Path) -> None:
+    import sqlite3
+
+    from ringleader.runtime.spec import parse_spec
+    from ringleader.runtime.store import Store
+
+    db = tmp_path / "old.db"
+    old = sqlite3.connect(db)
+    old.execute(
+        "CREATE TABLE jobs (id TEXT PRIMARY KEY, seq INTEGER NOT NULL, spec TEXT NOT NULL, "
+        "state TEXT NOT NULL, submitted_at REAL NOT NULL, started_at REAL, finished_at REAL, "
+        "step INTEGER NOT NULL DEFAULT 0, epoch REAL NOT NULL DEFAULT 0, loss REAL, "
+        "workers INTEGER NOT NULL DEFAULT 0, devices TEXT NOT NULL DEFAULT '[]', "
+        "generation INTEGER NOT NULL DEFAULT 0, attempts INTEGER NOT NULL DEFAULT 0, "
+        "error TEXT, stopping TEXT, cancel_requested INTEGER NOT NULL DEFAULT 0, "
+        "progress_offset INTEGER NOT NULL DEFAULT 0, observations TEXT NOT NULL DEFAULT '{}', "
+        "shape TEXT NOT NULL DEFAULT '{}', resizes INTEGER NOT NULL DEFAULT 0)"
+    )
+    old.commit()
+    old.close()
+    store = Store(db)
+    row = store.add(parse_spec({"name": "x", "command": ["true"]}))
+    row.attained_gpu_s = 12.5
+    store.save(row)
+    again = store.get(row.id)
+    assert again is not None and again.attained_gpu_s == 12.5
+    store.close()

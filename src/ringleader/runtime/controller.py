@@ -72,6 +72,7 @@ class Controller:
         self._stop_sent: dict[str, float] = {}
         self._launched: dict[str, float] = {}
         self._targets: dict[str, Assignment] = {}
+        self._held_since: dict[str, float] = {}
         self._need_decision = True
         self._last_decision = 0.0
         self._wake_at: float | None = None
@@ -118,7 +119,10 @@ class Controller:
             return
         if row.state not in (State.RUNNING, State.SUSPENDED):
             return
-        self._ingest(row)
+        since = self._held_since.get(row.id, now)
+        row.attained_gpu_s += row.workers * max(0.0, now - since)
+        self._held_since[row.id] = now
+        self._ingest(row, force=True)
         if row.cancel_requested and row.stopping != "cancel":
             self._request_stop(row, "cancel", now)
         status = self.executor.status(self.job_dir(row.id), row.generation, row.workers)
@@ -142,13 +146,13 @@ class Controller:
             return  # launched, not yet started
         self._settle(row, failed=status.failed, codes=dict(status.exits), now=now)
 
-    def _ingest(self, row: JobRow) -> None:
+    def _ingest(self, row: JobRow, force: bool = False) -> None:
         reader = self._readers.get(row.id)
         if reader is None:
             reader = ProgressReader(self.job_dir(row.id) / PROGRESS, row.progress_offset)
             self._readers[row.id] = reader
         records = reader.read_new()
-        if not records and reader.offset == row.progress_offset:
+        if not records and reader.offset == row.progress_offset and not force:
             return
         for rec in records:
             if rec.get("g") != row.generation or "step" not in rec or "event" in rec:
@@ -178,6 +182,7 @@ class Controller:
         reason, gen = row.stopping, row.generation
         row.stopping = None
         row.workers, row.devices = 0, []
+        self._held_since.pop(row.id, None)
         self._stop_sent.pop(row.id, None)
         self._launched.pop(row.id, None)
         self._need_decision = True
@@ -230,6 +235,7 @@ class Controller:
             devices=tuple(Device(n, i) for n, i in row.devices),
             workers=row.workers,
             observations=observations,
+            attained_gpu_s=row.attained_gpu_s,
         )
 
     def _decide(self, now: float) -> None:

@@ -63,6 +63,8 @@ class JobRow:
     resizes: int = 0
     last_workers: int = 0
     """World size of the most recent launch (survives the job going back to the queue)."""
+    attained_gpu_s: float = 0.0
+    """GPU-seconds the job has held so far (least-attained-service policies use it)."""
 
     def public(self) -> dict[str, Any]:
         return {
@@ -109,6 +111,7 @@ _COLUMNS = (
     "shape",
     "resizes",
     "last_workers",
+    "attained_gpu_s",
 )
 _JSON = {"spec", "devices", "observations", "shape"}
 _SELECT = f"SELECT {', '.join(_COLUMNS)} FROM jobs"
@@ -136,7 +139,8 @@ CREATE TABLE IF NOT EXISTS jobs (
     observations TEXT NOT NULL DEFAULT '{}',
     shape TEXT NOT NULL DEFAULT '{}',
     resizes INTEGER NOT NULL DEFAULT 0,
-    last_workers INTEGER NOT NULL DEFAULT 0
+    last_workers INTEGER NOT NULL DEFAULT 0,
+    attained_gpu_s REAL NOT NULL DEFAULT 0
 );
 CREATE TABLE IF NOT EXISTS events (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -160,6 +164,17 @@ class Store:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(_SCHEMA)
+        self._migrate()
+
+    def _migrate(self) -> None:
+        """Add columns that newer versions keep, to a database an older one created."""
+        have = {row[1] for row in self._db.execute("PRAGMA table_info(jobs)")}
+        for column, ddl in (
+            ("last_workers", "INTEGER NOT NULL DEFAULT 0"),
+            ("attained_gpu_s", "REAL NOT NULL DEFAULT 0"),
+        ):
+            if column not in have:
+                self._db.execute(f"ALTER TABLE jobs ADD COLUMN {column} {ddl}")
 
     def close(self) -> None:
         with self._lock:
