@@ -12,6 +12,8 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from ringleader.inputs import field_path
+
 
 class Arch(StrEnum):
     ALLREDUCE = "allreduce"
@@ -74,13 +76,6 @@ class SpecError(ValueError):
         super().__init__("; ".join(f"{f}: {r}" for f, r in problems))
 
 
-def _field(loc: tuple[int | str, ...]) -> str:
-    out = ""
-    for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out or "(spec)"
-
-
 def parse_spec(data: Any, *, capacity: int | None = None) -> JobSpec:
     """Validate ``data`` as a job spec; raises ``SpecError`` naming each bad field."""
     if not isinstance(data, dict):
@@ -91,7 +86,7 @@ def parse_spec(data: Any, *, capacity: int | None = None) -> JobSpec:
         problems = []
         for e in err.errors()[:20]:
             message = e["msg"].removeprefix("Value error, ")
-            problems.append((_field(e["loc"]), message))
+            problems.append((field_path(e["loc"], "(spec)"), message))
         raise SpecError(problems) from None
     if capacity is not None and spec.lowest > capacity:
         field = "min_gpus" if spec.elastic or spec.min_gpus else "gpus"

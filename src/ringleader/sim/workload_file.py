@@ -14,6 +14,7 @@ from typing import Annotated, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from ringleader.inputs import field_path, read_capped
 from ringleader.perf.allreduce import Algorithm
 from ringleader.perf.epochs import EpochsToConverge
 from ringleader.policy.views import ClusterView, JobShape
@@ -169,22 +170,9 @@ def _sim_job(name: str, at: float, f: _JobFields, profiles: dict[str, TrueProfil
     )
 
 
-def _where(loc: tuple[int | str, ...]) -> str:
-    out = ""
-    for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out or "(top level)"
-
-
 def load_workload(path: Path) -> Workload:
     """Read and validate a workload file; raises ``WorkloadFileError`` on any problem."""
-    try:
-        size = path.stat().st_size
-        if size > MAX_FILE_BYTES:
-            raise WorkloadFileError(f"{path}: {size} bytes is larger than the 10 MiB allowed")
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as err:
-        raise WorkloadFileError(f"{path}: cannot read the file: {err}") from err
+    text = read_capped(path, MAX_FILE_BYTES, "workload file", WorkloadFileError)
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as err:
@@ -205,7 +193,7 @@ def load_workload(path: Path) -> Workload:
             got = f" (got {e['input']!r})" if shown else ""
             got = got if len(got) < 80 else got[:77] + "...)"
             message = e["msg"].removeprefix("Value error, ")
-            lines.append(f"  {_where(e['loc'])}: {message}{got}")
+            lines.append(f"  {field_path(e['loc'], '(top level)')}: {message}{got}")
         more = len(err.errors()) - 10
         tail = f"\n  ... and {more} more" if more > 0 else ""
         raise WorkloadFileError(f"{path}: invalid workload\n" + "\n".join(lines) + tail) from err

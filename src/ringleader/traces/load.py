@@ -22,6 +22,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Literal
 
+from ringleader.inputs import read_capped
+
 TraceFormat = Literal["itp", "itp-elasticflow", "gavel"]
 FORMATS: tuple[TraceFormat, ...] = ("itp", "itp-elasticflow", "gavel")
 _DIRS: dict[TraceFormat, str] = {
@@ -63,13 +65,7 @@ def _number(text: str, where: str, *, integer: bool = False, minimum: float = 0.
 
 
 def _read(path: Path) -> str:
-    try:
-        size = path.stat().st_size
-        if size > MAX_BYTES:
-            raise TraceError(f"{path}: {size} bytes is larger than the {MAX_BYTES} allowed")
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as err:
-        raise TraceError(f"{path}: cannot read the trace: {err}") from err
+    text = read_capped(path, MAX_BYTES, "trace", TraceError)
     if not text.strip():
         raise TraceError(f"{path}: the trace is empty")
     return text
