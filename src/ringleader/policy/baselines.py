@@ -17,21 +17,31 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from ringleader.policy.allocator import Counts
+from ringleader.policy.allocator import Counts, _elastic_start, _greedy
 from ringleader.policy.objective import Candidate
 
 
+def _requested(c: Candidate) -> int:
+    return c.job.requested_gpus
+
+
 def _backfill(
-    jobs: Sequence[Candidate], capacity: int, key: Callable[[Candidate], tuple[float, ...]]
+    ordered: Sequence[Candidate], capacity: int, size_of: Callable[[Candidate], int] = _requested
 ) -> Counts:
+    """Give each job, in the order given, ``size_of(job)`` GPUs if that many are still free."""
     counts: Counts = {}
     free = capacity
-    for c in sorted(jobs, key=key):
-        need = c.job.requested_gpus
+    for c in ordered:
+        need = size_of(c)
         if need <= free:
             counts[c.job.id] = need
             free -= need
     return counts
+
+
+def las_queue(c: Candidate, thresholds_gpu_s: Sequence[float]) -> int:
+    """Index of the least-attained-service queue a job is in (0 = least served)."""
+    return sum(1 for t in thresholds_gpu_s if c.job.attained_gpu_s >= t)
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,12 +50,9 @@ class Tiresias:
     name: str = "tiresias"
     needs_speed: bool = False
 
-    def queue(self, c: Candidate) -> int:
-        attained = c.job.attained_gpu_s
-        return sum(1 for t in self.thresholds_gpu_s if attained >= t)
-
     def base(self, jobs: Sequence[Candidate], capacity: int) -> Counts:
-        return _backfill(jobs, capacity, lambda c: (self.queue(c), c.job.submitted_at))
+        key = lambda c: (las_queue(c, self.thresholds_gpu_s), c.job.submitted_at)  # noqa: E731
+        return _backfill(sorted(jobs, key=key), capacity)
 
     def grow(self, jobs: Sequence[Candidate], counts: Counts, free: int) -> Counts:
         return dict(counts)
@@ -60,7 +67,7 @@ class SRTFOracle:
         def remaining(c: Candidate) -> tuple[float, ...]:
             return (c.remaining_seconds(c.job.requested_gpus), c.job.submitted_at)
 
-        return _backfill(jobs, capacity, remaining)
+        return _backfill(sorted(jobs, key=remaining), capacity)
 
     def grow(self, jobs: Sequence[Candidate], counts: Counts, free: int) -> Counts:
         return dict(counts)
@@ -84,29 +91,17 @@ class LasDoubling:
     name: str = "ringleader"
     needs_speed: bool = True
 
-    def _queue(self, c: Candidate) -> int:
-        return sum(1 for t in self.thresholds_gpu_s if c.job.attained_gpu_s >= t)
-
     def _order(self, jobs: Sequence[Candidate]) -> list[Candidate]:
         """Least-attained-service queues first, FIFO within a queue (stable sort)."""
         by_arrival = sorted(jobs, key=lambda c: c.job.submitted_at)
         if not self.thresholds_gpu_s:
             return by_arrival
-        return sorted(by_arrival, key=self._queue)
+        return sorted(by_arrival, key=lambda c: las_queue(c, self.thresholds_gpu_s))
 
     def base(self, jobs: Sequence[Candidate], capacity: int) -> Counts:
-        counts: Counts = {}
-        free = capacity
-        for c in self._order(jobs):
-            need = c.job.min_gpus if c.job.elastic else c.job.requested_gpus
-            if need <= free:
-                counts[c.job.id] = need
-                free -= need
-        return counts
+        return _backfill(self._order(jobs), capacity, _elastic_start)
 
     def grow(self, jobs: Sequence[Candidate], counts: Counts, free: int) -> Counts:
-        from ringleader.policy.allocator import _greedy
-
         def step(c: Candidate, w: int) -> tuple[int, float] | None:
             if 2 * w > c.job.max_gpus or c.speed is None:
                 return None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
@@ -12,6 +13,14 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from ringleader.metrics import UsagePoint
+
+
+def save_figure(fig: Any, path: Path) -> Path:
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
 
 
 def _cdf(ax: object, values: Sequence[float], label: str) -> None:
@@ -41,11 +50,7 @@ def jct_cdf_grid(
         ax.set_ylim(0, 1.02)
     axes[0][0].legend(loc="lower right", fontsize="small")
     fig.suptitle(title)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 def run_overview(
@@ -66,11 +71,7 @@ def run_overview(
     right.legend(fontsize="small")
     right.grid(alpha=0.3)
     fig.suptitle(title)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 def training_curves(
@@ -113,11 +114,7 @@ def training_curves(
     right.set_yticks([])
     right.set_title("workers over time (height ∝ workers, max 4)")
     right.grid(alpha=0.3)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 def tensorlights_plot(result: Mapping[str, object], path: Path) -> Path:
@@ -147,8 +144,4 @@ def tensorlights_plot(result: Mapping[str, object], path: Path) -> Path:
     right.set_ylabel("JCT normalised to FIFO")
     right.legend(fontsize="small")
     right.grid(alpha=0.3)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)

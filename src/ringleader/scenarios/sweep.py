@@ -185,7 +185,7 @@ def _plots(
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from ringleader.report.plots import jct_cdf_grid
+    from ringleader.report.plots import jct_cdf_grid, save_figure
 
     traces = sorted({r.trace for r in rows})
     fig, axes = plt.subplots(1, len(traces), figsize=(5 * len(traces), 4), squeeze=False)
@@ -202,9 +202,7 @@ def _plots(
         ax.set_ylabel("average JCT (hours)")
         ax.grid(alpha=0.3)
     axes[0][0].legend(fontsize="small")
-    fig.tight_layout()
-    fig.savefig(out / "jct_vs_load.png", dpi=110)
-    plt.close(fig)
+    save_figure(fig, out / "jct_vs_load.png")
     base = min({r.load_scale for r in rows}, key=lambda x: abs(x - 1.0))
     panels: dict[str, dict[str, Any]] = {
         trace: {
@@ -233,6 +231,4 @@ def _plots(
         ax.set_ylim(0, 1.05)
         ax.grid(alpha=0.3)
     axes[0][0].legend(fontsize="small")
-    fig.tight_layout()
-    fig.savefig(out / "utilization.png", dpi=110)
-    plt.close(fig)
+    save_figure(fig, out / "utilization.png")
