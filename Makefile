@@ -10,7 +10,7 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	# Pin the CPU build provided on our machines first, so `torch>=2.3` is already met.
 	$(BIN)/python -m pip install --quiet torch==2.13.0
-	$(BIN)/python -m pip install --quiet -e '.[dev,job]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,job,automl]'
 	touch $(STAMP)
 
 # The main job: a scheduler on this machine running real training jobs, end to end.

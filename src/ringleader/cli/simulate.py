@@ -19,7 +19,7 @@ from ringleader.sim.engine import SimResult, Simulator
 from ringleader.sim.errors import SimulationStalled
 from ringleader.sim.workload_file import WorkloadFileError, load_workload
 
-SCENARIOS = ("table3", "tensorlights")
+SCENARIOS = ("table3", "tensorlights", "gandiva-cluster", "automl")
 console = Console(highlight=False)
 
 
@@ -97,6 +97,9 @@ def simulate(
             )
         if scenario == "tensorlights":
             _tensorlights(min(seeds, 3), json_path, plot)
+            return
+        if scenario in ("gandiva-cluster", "automl"):
+            _sharing(scenario, seeds, json_path, plot, processes)
             return
         _table3(seeds, json_path, plot, processes)
         return
@@ -220,6 +223,50 @@ def _trace(
         jcts = [r.jct / 3600 for r in result.records if r.jct is not None]
         title = f"{path.name}: {policy_name}"
         _write_plot(plot, lambda: run_overview(jcts, result.usage, size, plot, title=title))
+
+
+def _sharing(
+    scenario: str, seeds: int, json_path: Path | None, plot: Path | None, processes: int | None
+) -> None:
+    from ringleader.scenarios.automl import MissingOptuna, run_automl
+    from ringleader.scenarios.gandiva import ClusterSetup, run_cluster
+
+    result: dict[str, object]
+    with _progress() as bar:
+        task = bar.add_task(f"{scenario}: {2 * seeds} simulations", total=2 * seeds)
+        if scenario == "automl":
+            try:
+                result = run_automl(seeds, workers=processes, on_done=lambda: bar.advance(task))
+            except MissingOptuna as err:
+                fail(str(err))
+        else:
+            report = run_cluster(
+                ClusterSetup(), seeds, workers=processes, on_done=lambda: bar.advance(task)
+            )
+            result = report.as_json()
+    ours, paper, ci = result["ours"], result["paper"], result["ci95"]
+    assert isinstance(ours, dict) and isinstance(paper, dict) and isinstance(ci, dict)
+    table = Table(title=f"{scenario}: Gandiva stack against no sharing, {seeds} seeds")
+    for col in ("metric", "ours", "± 95% CI", "paper"):
+        table.add_column(col, justify="left" if col == "metric" else "right")
+    for key in ours:
+        table.add_row(key, f"{ours[key]:.2f}", f"{ci[key]:.2f}", f"{paper[key]:g}")
+    console.print(table)
+    detail = result.get("policies") or result.get("minutes")
+    if isinstance(detail, dict):
+        for name, values in detail.items():
+            shown = ", ".join(
+                f"{k} {v:.3g}" if isinstance(v, float) else f"{k} {v}" for k, v in values.items()
+            )
+            console.print(f"  {name}: {shown}")
+    console.print("model and what differs from the seed: docs/gandiva.md")
+    if json_path is not None:
+        _write_json(json_path, result)
+        console.print(f"wrote {json_path}")
+    if plot is not None:
+        from ringleader.report.plots import sharing_plot
+
+        _write_plot(plot, lambda: sharing_plot(result, plot))
 
 
 def _tensorlights(seeds: int, json_path: Path | None, plot: Path | None) -> None:

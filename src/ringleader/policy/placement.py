@@ -71,6 +71,15 @@ class _FreeGPUs:
             return []
         return sorted((n for n in own if len(self.free[n]) == count), key=self.order.__getitem__)
 
+    def give(self, node: str, indices: Iterable[int]) -> None:
+        """Return GPUs to the free pool (a job moved or shrank)."""
+        gpus = self.free[node]
+        before = len(gpus)
+        gpus.update(indices)
+        self.total += len(gpus) - before
+        if len(gpus) != before:
+            heapq.heappush(self.heaps[len(gpus)], (self.order[node], node))
+
     def best_fit(self, want: int, own: set[str]) -> str | None:
         """The node with the fewest free GPUs that still fits ``want`` (own nodes first)."""
         for count in range(want, self.widest + 1):

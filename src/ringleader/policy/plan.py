@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
-from ringleader.policy.views import Device
+from ringleader.policy.views import ClusterView, Device, JobView
 
 
 @dataclass(frozen=True, slots=True)
@@ -16,10 +17,16 @@ class Assignment:
     ``workers`` of them. Holding more than it uses is how exploratory profiling
     keeps its largest probe size free while it measures the smaller ones.
     A job with no devices waits.
+
+    ``suspended``: the job keeps its place on its GPUs but does not run this
+    quantum (time-slicing); its state waits in host memory, so resuming it on
+    the same GPUs costs a fraction of a second instead of a restart. Two
+    running jobs may name the same GPU: they are packed onto it.
     """
 
     devices: tuple[Device, ...] = ()
     workers: int = 0
+    suspended: bool = False
 
     def __post_init__(self) -> None:
         if not 0 <= self.workers <= len(self.devices):
@@ -27,6 +34,11 @@ class Assignment:
 
     @property
     def running(self) -> bool:
+        return self.workers > 0 and not self.suspended
+
+    @property
+    def resident(self) -> bool:
+        """Placed on GPUs, running or suspended."""
         return self.workers > 0
 
     @property
@@ -53,8 +65,19 @@ class Plan:
 
     @property
     def busy_gpus(self) -> int:
-        return sum(a.workers for a in self.assignments.values())
+        """GPUs on which some job runs now (a packed GPU counts once)."""
+        return len({d for a in self.assignments.values() if a.running for d in a.active_devices})
 
     @property
     def held_gpus(self) -> int:
-        return sum(len(a.devices) for a in self.assignments.values())
+        """GPUs some job holds, running, suspended or reserved."""
+        return len({d for a in self.assignments.values() for d in a.devices})
+
+
+class Decider(Protocol):
+    """What a body (simulator or runtime) calls: a pure function of the snapshot."""
+
+    @property
+    def name(self) -> str: ...
+
+    def decide(self, jobs: Sequence[JobView], cluster: ClusterView, now: float) -> Plan: ...

@@ -26,6 +26,7 @@ class Device:
 class Node:
     name: str
     gpus: int
+    gpu_memory_gib: float = 16.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,3 +92,11 @@ class JobView:
     observations: Mapping[int, Observation] = field(default_factory=dict)
     attained_gpu_s: float = 0.0
     """GPU-seconds the job has held so far (Tiresias' attained service)."""
+    suspended: bool = False
+    """Resident on ``devices`` but not running (time-sliced out)."""
+    state_since: float = 0.0
+    """When the job last started running, was suspended, or was queued."""
+    packed: Mapping[str, Observation] = field(default_factory=dict)
+    """Measured minibatch time while packed with each other job (by id) on one GPU."""
+    memory_gib: float | None = None
+    """Peak device memory the job was seen to use, when known (packing checks it)."""

@@ -145,3 +145,26 @@ def tensorlights_plot(result: Mapping[str, object], path: Path) -> Path:
     right.legend(fontsize="small")
     right.grid(alpha=0.3)
     return save_figure(fig, path)
+
+
+def sharing_plot(result: Mapping[str, object], path: Path) -> Path:
+    """Ours beside the paper's for a Gandiva scenario: one bar pair per metric."""
+    ours = result["ours"]
+    paper = result["paper"]
+    ci = result["ci95"]
+    assert isinstance(ours, dict) and isinstance(paper, dict) and isinstance(ci, dict)
+    keys = list(ours)
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    x = range(len(keys))
+    ax.bar(
+        [i - 0.2 for i in x],
+        [ours[k] for k in keys],
+        0.4,
+        yerr=[ci[k] for k in keys],
+        label="ours (95% CI)",
+    )
+    ax.bar([i + 0.2 for i in x], [paper[k] for k in keys], 0.4, label="paper")
+    ax.set_xticks(list(x), keys)
+    ax.set_title(f"{result.get('scenario', '')}: sharing against no sharing")
+    ax.legend()
+    return save_figure(fig, path)

@@ -7,6 +7,14 @@ whose workers or GPUs changed (a checkpoint-stop-restart, SPEC A5). Between
 events every running job advances at its true speed, so the next completion
 is known exactly and nothing is stepped through that does not change.
 
+Sharing (Gandiva, SPEC C) adds three costs and one effect: resuming a job
+time-sliced out on the same GPUs costs ``switch_delay_s``; a job moved to
+other GPUs (migration) pays the restart delay when it next runs; jobs packed
+on one GPU, and gangs spread over more nodes than they need, run at the
+speed a ``Contention`` model gives (measured pairwise throughputs in the
+scenarios). Each job reports its minibatch time alone and, separately, while
+packed with each partner — the profile introspection judges packings by.
+
 The engine makes no scheduling decision of its own: which jobs run, where and
 at what size all come from the Plan.
 """
@@ -17,11 +25,11 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from ringleader.metrics import JobRecord, Summary, UsagePoint, summarize
 from ringleader.perf.epochs import EpochsToConverge
-from ringleader.policy.plan import Plan
-from ringleader.policy.stack import Policy
+from ringleader.policy.plan import Decider, Plan
 from ringleader.policy.views import ClusterView, Device, JobView, Observation
 from ringleader.sim.errors import SimulationStalled
 from ringleader.sim.profiles import TrueProfile
@@ -31,7 +39,32 @@ from ringleader.sim.profiles import TrueProfile
 # torch start-up). The seed reports "a few seconds" on its GPUs.
 DEFAULT_RESTART_DELAY_S = 3.8
 DEFAULT_ROUND_S = 600.0
+# Suspend (finish the minibatch, copy state to host, free the GPU) plus resume
+# on the same GPU: the seed reports 50-250 ms for suspend; we charge 250 ms
+# for the pair (bench/suspend.py measures ours).
+DEFAULT_SWITCH_DELAY_S = 0.25
+FIRST_MINIBATCHES = 100
 _DONE = 1e-9
+
+
+class Driver(Protocol):
+    """Something that watches jobs progress and steers them (a hyper-parameter search)."""
+
+    def steer(self, now: float, done: dict[str, float]) -> dict[str, int] | None:
+        """Given each active job's done fraction, new priorities by id; None ends the run."""
+        ...
+
+
+class Contention(Protocol):
+    """How much sharing slows a job: the simulator's ground truth, not the policy's."""
+
+    def packed(self, kind: str, other: str) -> float:
+        """Speed of ``kind`` packed on one GPU with ``other``, relative to alone."""
+        ...
+
+    def spread(self, kind: str, gpus: int, extra_nodes: int) -> float:
+        """Speed of a gang on ``extra_nodes`` more nodes than it needs, relative to packed."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +80,12 @@ class SimJob:
     elastic: bool = True
     work_scale: float = 1.0
     """This job needs ``work_scale`` times the epochs of its profile."""
+    kind: str | None = None
+    """Job type for the contention model (e.g. a Gavel job type); None: no contention."""
+    minibatches: int | None = None
+    """Minibatches in the whole job, when known: then time to the first 100 is tracked."""
+    priority: int = 0
+    memory_gib: float | None = None
 
 
 @dataclass(slots=True)
@@ -61,10 +100,20 @@ class _State:
     resizes: int = 0
     observations: dict[int, Observation] = field(default_factory=dict)
     attained_gpu_s: float = 0.0
+    suspended: bool = False
+    state_since: float = 0.0
+    pending_restart: bool = False
+    packed: dict[str, Observation] = field(default_factory=dict)
+    partners: tuple[str, ...] = ()
+    factor: float = 1.0
+    first_at: float | None = None
+    """When the job finished its first ``FIRST_MINIBATCHES`` minibatches."""
+    priority: int = 0
     epochs: EpochsToConverge = field(init=False)
 
     def __post_init__(self) -> None:
         self.epochs = self.job.profile.epochs.scaled(self.job.work_scale)
+        self.priority = self.job.priority
 
     def view(self) -> JobView:
         job = self.job
@@ -85,33 +134,75 @@ class _State:
             # Shared, not copied: the policy reads it only while deciding.
             observations=self.observations,
             attained_gpu_s=self.attained_gpu_s,
+            priority=self.priority,
+            suspended=self.suspended,
+            state_since=self.state_since,
+            packed=self.packed,
+            memory_gib=job.memory_gib,
         )
+
+    @property
+    def running(self) -> bool:
+        return self.workers > 0 and not self.suspended
 
     def rate(self) -> float:
         """Fraction of the job completed per second of productive time."""
-        return 1.0 / (self.job.work_scale * self.job.profile.seconds_alone(self.workers))
+        alone = 1.0 / (self.job.work_scale * self.job.profile.seconds_alone(self.workers))
+        return alone * self.factor
+
+    def step_time(self) -> float:
+        """The minibatch time the job would report now."""
+        if self.factor <= 0:
+            return math.inf
+        if self.job.minibatches is not None:
+            return 1.0 / (self.rate() * self.job.minibatches)
+        return self.job.profile.step_time(self.workers) / self.factor
 
     def finish_time(self, now: float) -> float:
-        if self.workers == 0:
+        if not self.running or self.factor <= 0:
             return math.inf
         return max(now, self.ready_at) + self.remaining / self.rate()
 
     def advance(self, start: float, end: float) -> None:
-        if self.workers == 0:
+        if not self.running:
             return
         self.attained_gpu_s += self.workers * (end - start)
-        productive = end - max(start, self.ready_at)
+        begin = max(start, self.ready_at)
+        productive = end - begin
         if productive <= 0:
             return
+        before = self.remaining
         self.remaining = max(0.0, self.remaining - productive * self.rate())
-        w = self.workers
-        seen = self.observations.get(w)
-        profile = self.job.profile
-        self.observations[w] = Observation(
-            profile.step_time(w),
-            productive + (seen.seconds if seen is not None else 0.0),
-            profile.shape.batch_per_worker,
-        )
+        total = self.job.minibatches
+        if self.first_at is None and total is not None:
+            goal = 1.0 - min(FIRST_MINIBATCHES, total) / total
+            if self.remaining <= goal + _DONE:
+                self.first_at = begin + (before - goal) / self.rate()
+        if self.partners:
+            for other in self.partners:
+                self.packed[other] = _add(self.packed.get(other), self, productive)
+        else:
+            w = self.workers
+            self.observations[w] = _add(self.observations.get(w), self, productive)
+
+
+def _add(seen: Observation | None, state: _State, seconds: float) -> Observation:
+    return Observation(
+        state.step_time(),
+        seconds + (seen.seconds if seen is not None else 0.0),
+        state.job.profile.shape.batch_per_worker,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class JobProgress:
+    """How far one job got, finished or not (for runs cut off at a horizon)."""
+
+    id: str
+    submitted_at: float
+    done_fraction: float
+    first_at: float | None
+    finished_at: float | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +213,10 @@ class SimResult:
     summary: Summary
     decisions: int
     wall_s: float
+    progress: tuple[JobProgress, ...] = ()
+    ended_at: float = 0.0
+    snapshots: dict[float, dict[str, float]] = field(default_factory=dict)
+    """Done fraction of every job at each requested snapshot time."""
 
 
 class Simulator:
@@ -129,16 +224,21 @@ class Simulator:
 
     def __init__(
         self,
-        policy: Policy,
+        policy: Decider,
         cluster: ClusterView,
         jobs: Sequence[SimJob],
         *,
         restart_delay_s: float = DEFAULT_RESTART_DELAY_S,
         round_s: float | None = DEFAULT_ROUND_S,
         on_finish: Callable[[int, int], None] | None = None,
+        switch_delay_s: float = DEFAULT_SWITCH_DELAY_S,
+        contention: Contention | None = None,
+        until: float | None = None,
+        snapshot_at: Sequence[float] = (),
+        driver: Driver | None = None,
     ) -> None:
-        if restart_delay_s < 0:
-            raise ValueError(f"restart_delay_s must be >= 0, got {restart_delay_s}")
+        if restart_delay_s < 0 or switch_delay_s < 0:
+            raise ValueError("restart_delay_s and switch_delay_s must be >= 0")
         if round_s is not None and round_s <= 0:
             raise ValueError(f"round_s must be positive or None, got {round_s}")
         ids = [j.id for j in jobs]
@@ -151,6 +251,12 @@ class Simulator:
         self.round_s = round_s
         self.on_finish = on_finish
         """Called with (jobs finished, jobs in all) as jobs complete: for progress bars."""
+        self.switch_delay_s = switch_delay_s
+        self.contention = contention
+        self.until = until
+        """Stop the clock here, jobs unfinished or not (their progress is in the result)."""
+        self.snapshot_at = sorted(snapshot_at)
+        self.driver = driver
 
     def run(self) -> SimResult:
         started = time.perf_counter()
@@ -161,11 +267,21 @@ class Simulator:
         usage: list[UsagePoint] = []
         decisions = 0
         now = pending[0].submitted_at if pending else 0.0
-        while nxt < len(pending) or active:
+        until = math.inf if self.until is None else self.until
+        marks = list(self.snapshot_at)
+        snapshots: dict[float, dict[str, float]] = {}
+        while (nxt < len(pending) or active) and now < until:
             while nxt < len(pending) and pending[nxt].submitted_at <= now:
                 job = pending[nxt]
-                active[job.id] = _State(job)
+                active[job.id] = _State(job, state_since=now)
                 nxt += 1
+            if self.driver is not None:
+                steer = self.driver.steer(now, {i: 1.0 - s.remaining for i, s in active.items()})
+                if steer is None:
+                    break
+                for job_id, priority in steer.items():
+                    if job_id in active:
+                        active[job_id].priority = priority
             plan = self.policy.decide([s.view() for s in active.values()], self.cluster, now)
             decisions += 1
             self._apply(plan, active, now)
@@ -178,7 +294,9 @@ class Simulator:
                 point.jobs,
             ):
                 usage.append(point)
-            later = self._next_event(plan, active, pending, nxt, now)
+            later = min(self._next_event(plan, active, pending, nxt, now), until)
+            if marks and now < marks[0] < later and not math.isinf(later):
+                later = marks[0]
             if math.isinf(later):
                 waiting = ", ".join(sorted(active)[:5])
                 raise SimulationStalled(
@@ -189,6 +307,11 @@ class Simulator:
             for state in active.values():
                 state.advance(now, later)
             now = later
+            while marks and marks[0] <= now:
+                snapshots[marks.pop(0)] = {
+                    **{s.job.id: 1.0 for s in done},
+                    **{i: 1.0 - s.remaining for i, s in active.items()},
+                }
             for job_id in [i for i, s in active.items() if s.workers and s.remaining <= _DONE]:
                 state = active.pop(job_id)
                 state.finished_at = now
@@ -196,6 +319,10 @@ class Simulator:
                 if self.on_finish is not None:
                     self.on_finish(len(done), len(pending))
         usage.append(UsagePoint(now, 0, 0, 0))
+        progress = tuple(
+            JobProgress(s.job.id, s.job.submitted_at, 1.0 - s.remaining, s.first_at, s.finished_at)
+            for s in sorted([*done, *active.values()], key=lambda s: (s.job.submitted_at, s.job.id))
+        )
         records = tuple(
             JobRecord(s.job.id, s.job.submitted_at, s.started_at, s.finished_at, s.resizes)
             for s in sorted(done, key=lambda s: (s.job.submitted_at, s.job.id))
@@ -207,20 +334,66 @@ class Simulator:
             summary=summarize(records, usage, self.cluster.capacity),
             decisions=decisions,
             wall_s=time.perf_counter() - started,
+            progress=progress,
+            ended_at=now,
+            snapshots=snapshots,
         )
 
     def _apply(self, plan: Plan, active: dict[str, _State], now: float) -> None:
-        for job_id, state in active.items():
-            target = plan.of(job_id)
-            if target.workers and target.active_devices != state.devices[: state.workers]:
-                # New workers or new GPUs: checkpoint, stop, restart (or first launch).
-                state.ready_at = now + self.restart_delay_s
-                if state.started_at is None:
-                    state.started_at = now
-                else:
-                    state.resizes += 1
+        for state in active.values():
+            target = plan.of(state.job.id)
+            was_running = state.running
+            if target.active_devices != state.devices[: state.workers]:
+                # New GPUs or a new size: checkpoint, stop, restart when it next runs.
+                state.pending_restart = True
+            if target.running and (state.pending_restart or not was_running):
+                if state.pending_restart:
+                    state.ready_at = now + self.restart_delay_s
+                    if state.started_at is None:
+                        state.started_at = now
+                    else:
+                        state.resizes += 1
+                    state.pending_restart = False
+                else:  # resumed where it was suspended
+                    state.ready_at = now + self.switch_delay_s
             state.devices = target.devices
             state.workers = target.workers
+            state.suspended = target.suspended
+            if state.running != was_running:
+                state.state_since = now
+        self._contend(active)
+
+    def _contend(self, active: dict[str, _State]) -> None:
+        """Who shares a GPU with whom, and each running job's resulting speed factor."""
+        on: dict[Device, list[_State]] = {}
+        for state in active.values():
+            state.partners, state.factor = (), 1.0
+            if state.running:
+                for d in state.devices[: state.workers]:
+                    on.setdefault(d, []).append(state)
+        shared = [group for group in on.values() if len(group) > 1]
+        for group in shared:
+            for state in group:
+                state.partners = tuple(
+                    sorted({*state.partners, *(o.job.id for o in group if o is not state)})
+                )
+        model = self.contention
+        if model is None:
+            return
+        for state in active.values():
+            kind = state.job.kind
+            if not state.running or kind is None:
+                continue
+            for other in state.partners:
+                other_kind = active[other].job.kind
+                if other_kind is not None:
+                    state.factor *= model.packed(kind, other_kind)
+            gpus = state.workers
+            nodes = len({d.node for d in state.devices[:gpus]})
+            widest = max(n.gpus for n in self.cluster.nodes)
+            extra = nodes - -(-gpus // widest)
+            if extra > 0:
+                state.factor *= model.spread(kind, gpus, extra)
 
     def _next_event(
         self,
@@ -231,7 +404,7 @@ class Simulator:
         now: float,
     ) -> float:
         later = pending[nxt].submitted_at if nxt < len(pending) else math.inf
-        running = [s for s in active.values() if s.workers]
+        running = [s for s in active.values() if s.running]
         if not running:
             # Nothing progresses, so only an arrival can change the plan.
             return later

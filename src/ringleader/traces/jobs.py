@@ -33,12 +33,17 @@ TARGET_LOAD = 0.8
 
 
 @lru_cache(maxsize=1)
-def gavel_throughputs() -> dict[str, dict[str, object]]:
+def _gavel_all() -> dict[str, dict[str, object]]:
     path = Path(str(resources.files("ringleader") / "data" / "throughputs"))
     data: dict[str, dict[str, object]] = json.loads(
         (path / "gavel_simulation_throughputs.json").read_text()
-    )["v100"]
+    )
     return data
+
+
+def gavel_table(gpu: str) -> dict[str, object]:
+    """Gavel's measurements for one GPU type, keyed ``"('JOB TYPE', SCALE)"``."""
+    return _gavel_all()[gpu]
 
 
 def duration_of(job: TraceJob) -> float:
@@ -46,7 +51,7 @@ def duration_of(job: TraceJob) -> float:
         return job.duration_s
     if job.model is None or job.steps is None:
         raise TraceError(f"job {job.id}: neither a duration nor a model and step count")
-    table = gavel_throughputs()
+    table = gavel_table("v100")
     sizes = [g for g in (1, 2, 4, 8) if f"('{job.model}', {g})" in table]
     if not sizes:
         raise TraceError(f"job {job.id}: no measured throughput for job type {job.model!r}")

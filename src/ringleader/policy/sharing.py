@@ -1,0 +1,348 @@
+"""Gandiva's mechanisms: share GPUs over time and space, and check each move helped.
+
+GPUs are organised in *groups*: a set of GPUs and the gang jobs resident on
+it (all of that set's size). One job per group runs at a time; the others are
+suspended in host memory and take turns in quanta (time-slicing), so a job
+that arrives at a full cluster starts within a quantum instead of queueing.
+On top of that, each decision:
+
+* **places** new jobs on free GPUs (fewest nodes), else in the least crowded
+  group of their size (at most ``max_residents`` per group), else queues them;
+* **migrates** a suspended job from a crowded group to GPUs that came free,
+  and a whole group spread over more nodes than it needs onto one that fits;
+* **packs** a second single-GPU job beside the running one when their memory
+  fits — as a *trial*: once both have run packed for ``trial_window_s`` the
+  pair is kept only if their summed progress rate (each job's minibatch time
+  alone over its time packed) beat time-slicing them (1.0) by ``keep_gain``;
+  otherwise it is reverted and never retried;
+* **grows** jobs that opt in (``elastic``) onto idle GPUs when no one waits,
+  and shrinks them back to their request as soon as someone does;
+* never lets a job run while a higher-priority job of its group is suspended.
+
+Everything it needs is in the snapshot — who is resident where, since when,
+measured minibatch times alone and packed with each partner — so the policy
+stays a pure function and a restarted controller resumes the same decisions.
+With every mechanism off it is the no-sharing baseline: exclusive GPUs, first
+come first served with backfill.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from ringleader.policy.placement import _FreeGPUs, _keep_subset, _place_one
+from ringleader.policy.plan import Assignment, Plan
+from ringleader.policy.views import ClusterView, Device, JobView
+
+DEFAULT_QUANTUM_S = 60.0
+
+
+def _order(job: JobView) -> tuple[int, float, str]:
+    return (-job.priority, job.submitted_at, job.id)
+
+
+def _nodes(devices: Sequence[Device]) -> int:
+    return len({d.node for d in devices})
+
+
+@dataclass(slots=True)
+class _Group:
+    devices: tuple[Device, ...]
+    residents: list[JobView] = field(default_factory=list)
+
+    @property
+    def size(self) -> int:
+        return len(self.devices)
+
+
+@dataclass(frozen=True, slots=True)
+class Sharing:
+    """The Gandiva stack (see the module docstring); each mechanism can be switched off."""
+
+    name: str = "gandiva"
+    time_slicing: bool = True
+    packing: bool = True
+    migration: bool = True
+    grow_shrink: bool = True
+    quantum_s: float = DEFAULT_QUANTUM_S
+    max_residents: int = 4
+    """Jobs per group: suspended jobs wait in host memory, which is finite."""
+    trial_window_s: float = 0.75 * DEFAULT_QUANTUM_S
+    """Packed running time before a trial is judged (at the next quantum boundary)."""
+    keep_gain: float = 1.05
+    max_migrations: int = 8
+    """Per decision, so a burst of moves never stalls the cluster at once."""
+
+    def __post_init__(self) -> None:
+        if self.quantum_s <= 0 or self.trial_window_s <= 0:
+            raise ValueError("quantum_s and trial_window_s must be positive")
+        if self.max_residents < 1:
+            raise ValueError("max_residents must be at least 1")
+
+    def decide(self, jobs: Sequence[JobView], cluster: ClusterView, now: float) -> Plan:
+        memory = {n.name: n.gpu_memory_gib for n in cluster.nodes}
+        groups, waiting = self._groups(jobs)
+        free = _FreeGPUs(cluster)
+        for g in groups:
+            for d in g.devices:
+                free.take(d.node, (d.index,))
+        if self.grow_shrink and waiting:
+            self._shrink(groups, free)
+        for job in sorted(waiting, key=_order):
+            self._admit(job, groups, free)
+        queued = [j for j in waiting if not any(j in g.residents for g in groups)]
+        if self.migration:
+            self._migrate(groups, free)
+        if self.time_slicing:
+            self._rebalance(groups)
+        if self.grow_shrink and not queued and all(len(g.residents) == 1 for g in groups):
+            self._grow(groups, free)
+        assignments: dict[str, Assignment] = {}
+        wake: float | None = None
+        for g in groups:
+            running, due = self._turns(g, now, memory)
+            if due is not None:
+                wake = due if wake is None else min(wake, due)
+            for job in g.residents:
+                assignments[job.id] = Assignment(g.devices, g.size, job.id not in running)
+        return Plan(assignments, wake)
+
+    # -- groups ----------------------------------------------------------------
+    def _groups(self, jobs: Sequence[JobView]) -> tuple[list[_Group], list[JobView]]:
+        """Current groups from where jobs are; jobs on GPUs claimed twice are re-placed."""
+        by_devices: dict[tuple[Device, ...], _Group] = {}
+        claimed: set[Device] = set()
+        waiting: list[JobView] = []
+        for job in sorted(jobs, key=lambda j: (not j.workers, not j.suspended, *_order(j))):
+            devices = tuple(sorted(job.devices[: job.workers])) if job.workers else ()
+            group = by_devices.get(devices)
+            if not devices or (group is None and claimed & set(devices)):
+                waiting.append(job)
+                continue
+            if group is None:
+                group = by_devices[devices] = _Group(devices)
+                claimed.update(devices)
+            if len(group.residents) >= self.max_residents or (
+                group.residents and job.requested_gpus != group.size
+            ):
+                waiting.append(job)
+                continue
+            group.residents.append(job)
+        return list(by_devices.values()), waiting
+
+    def _admit(self, job: JobView, groups: list[_Group], free: _FreeGPUs) -> None:
+        size = job.requested_gpus
+        if free.total >= size:
+            groups.append(_Group(_place_one(job, size, free), [job]))
+            return
+        if not self.time_slicing:
+            return
+        fits = [
+            g
+            for g in groups
+            if g.size == job.requested_gpus
+            and len(g.residents) < self.max_residents
+            and all(r.requested_gpus == g.size for r in g.residents)
+        ]
+        if fits:
+            best = min(
+                fits,
+                key=lambda g: (
+                    _top(g) >= job.priority,
+                    len(g.residents),
+                    _nodes(g.devices),
+                    g.devices,
+                ),
+            )
+            best.residents.append(job)
+
+    def _rebalance(self, groups: list[_Group]) -> None:
+        """Move waiting high-priority jobs to groups that run lower-priority ones.
+
+        Without this a job could sit suspended behind an equal-priority peer
+        while another GPU runs a lower-priority job: suspended for a lower one.
+        Each move raises the receiving group's top priority, so this ends.
+        """
+        for _ in range(len(groups) * self.max_residents):
+            waiting = [
+                (j, g)
+                for g in groups
+                for j in sorted((r for r in g.residents if r.priority == _top(g)), key=_order)[1:]
+            ]
+            if not waiting:
+                return
+            job, donor = min(waiting, key=lambda jg: _order(jg[0]))
+            receivers = [
+                g for g in groups if g.size == donor.size and g.residents and _top(g) < job.priority
+            ]
+            if not receivers:
+                return
+            receiver = min(receivers, key=lambda g: (_top(g), len(g.residents), g.devices))
+            donor.residents.remove(job)
+            if len(receiver.residents) >= self.max_residents:
+                low = max(receiver.residents, key=_order)
+                receiver.residents.remove(low)
+                donor.residents.append(low)
+            receiver.residents.append(job)
+
+    def _migrate(self, groups: list[_Group], free: _FreeGPUs) -> None:
+        moves = 0
+        # Spread out: a suspended job of a crowded group to GPUs that came free.
+        for g in sorted(groups, key=lambda g: (-len(g.residents), g.devices)):
+            while len(g.residents) > 1 and moves < self.max_migrations:
+                if free.total < g.size:
+                    break
+                mover = max(g.residents, key=lambda j: (not _running(j), *_order(j)))
+                target = _place_one(mover, g.size, free)
+                g.residents.remove(mover)
+                groups.append(_Group(target, [mover]))
+                moves += 1
+        # De-fragment: a group on more nodes than it needs, onto one node that fits.
+        for g in sorted(groups, key=lambda g: (-g.size, g.devices)):
+            if moves >= self.max_migrations or _nodes(g.devices) == 1:
+                continue
+            node = free.best_fit(g.size, set())
+            if node is None:
+                continue  # only moves onto one node; wider jobs stay where they are
+            indices = sorted(free.free[node])[: g.size]
+            free.take(node, indices)
+            _release(free, g.devices)
+            g.devices = tuple(Device(node, i) for i in indices)
+            moves += 1
+
+    def _shrink(self, groups: list[_Group], free: _FreeGPUs) -> None:
+        for g in groups:
+            if len(g.residents) != 1:
+                continue
+            job = g.residents[0]
+            if g.size > job.requested_gpus:
+                kept = _keep_subset(g.devices, job.requested_gpus)
+                _release(free, sorted(set(g.devices) - set(kept)))
+                g.devices = kept
+
+    def _grow(self, groups: list[_Group], free: _FreeGPUs) -> None:
+        for g in sorted(groups, key=lambda g: _order(g.residents[0])):
+            job = g.residents[0]
+            if not job.elastic or g.size >= job.max_gpus:
+                continue
+            node = g.devices[0].node
+            if _nodes(g.devices) != 1:
+                continue
+            room = sorted(free.free[node])
+            extra = min(len(room), job.max_gpus - g.size, g.size)  # doubling
+            if extra < g.size:
+                continue
+            free.take(node, room[:extra])
+            g.devices = tuple(sorted(g.devices + tuple(Device(node, i) for i in room[:extra])))
+
+    # -- who runs this quantum ---------------------------------------------------
+    def _turns(
+        self, g: _Group, now: float, memory: dict[str, float]
+    ) -> tuple[set[str], float | None]:
+        """The ids running in ``g`` now, and when the group wants a new decision.
+
+        Quanta are aligned to the clock (multiples of ``quantum_s``), so every
+        group turns over at the same instants and a cluster of hundreds of
+        groups needs one decision per quantum, not one per group. Among the
+        group's highest-priority jobs, the one holding the GPU keeps it until
+        a boundary at which it has held it at least half a quantum; then the
+        job that has waited longest (never-run jobs first) takes over.
+        """
+        q = self.quantum_s
+        boundary = (math.floor(now / q + 1e-9) + 1) * q
+        if len(g.residents) == 1:
+            return {g.residents[0].id}, None
+        top = max(j.priority for j in g.residents)
+        eligible = [j for j in g.residents if j.priority == top]
+        current = [j for j in eligible if _running(j)]
+        holder = min(current, key=lambda j: (j.state_since, j.id)) if current else None
+        if holder is not None and (now - holder.state_since < q / 2 or len(eligible) == 1):
+            runner = holder
+        else:
+            rest = [j for j in eligible if j not in current] or eligible
+            runner = min(rest, key=lambda j: (j.workers > 0, j.state_since, j.id))
+        due = boundary
+        running = {runner.id}
+        if self.packing and g.size == 1:
+            partner, trial_ends = self._partner(runner, g, now, memory[g.devices[0].node])
+            if partner is not None:
+                running.add(partner.id)
+                if trial_ends is not None and trial_ends > due:
+                    due += math.ceil((trial_ends - due) / q) * q
+        return running, due
+
+    def _partner(
+        self, runner: JobView, g: _Group, now: float, gpu_memory: float
+    ) -> tuple[JobView | None, float | None]:
+        """A job to pack beside ``runner``: the best proven pair, else one on trial."""
+        best: tuple[float, JobView] | None = None
+        trial: tuple[JobView, float] | None = None
+        for other in g.residents:
+            if other is runner or other.priority > runner.priority:
+                continue
+            if not _memory_fits(runner, other, gpu_memory):
+                continue
+            verdict = self.verdict(runner, other)
+            if verdict.gain is not None:
+                if verdict.keep and (best is None or verdict.gain > best[0]):
+                    best = (verdict.gain, other)
+            elif verdict.seconds_left is not None and (trial is None or _running(other)):
+                trial = (other, now + verdict.seconds_left)
+        if best is not None:
+            return best[1], None
+        if trial is not None:
+            return trial
+        return None, None
+
+    def verdict(self, a: JobView, b: JobView) -> Verdict:
+        """What introspection knows about packing ``a`` with ``b`` (see ``Verdict``)."""
+        alone_a = a.observations.get(a.requested_gpus)
+        alone_b = b.observations.get(b.requested_gpus)
+        if alone_a is None or alone_b is None:
+            return Verdict()  # nothing to compare a trial against yet
+        pa, pb = a.packed.get(b.id), b.packed.get(a.id)
+        measured = min(pa.seconds if pa else 0.0, pb.seconds if pb else 0.0)
+        if measured < self.trial_window_s or pa is None or pb is None:
+            return Verdict(seconds_left=self.trial_window_s - measured)
+        gain = _ratio(alone_a.step_time, pa.step_time) + _ratio(alone_b.step_time, pb.step_time)
+        return Verdict(gain=gain, keep=gain >= self.keep_gain)
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """A packing trial's state: untestable, under way (``seconds_left``), or judged.
+
+    ``gain`` is the pair's summed progress rate packed, relative to each alone
+    (time-slicing the two gives 1.0); the pair is kept when ``keep``.
+    """
+
+    seconds_left: float | None = None
+    gain: float | None = None
+    keep: bool = False
+
+
+def _top(g: _Group) -> int:
+    return max((j.priority for j in g.residents), default=-(2**31))
+
+
+def _running(job: JobView) -> bool:
+    return job.workers > 0 and not job.suspended
+
+
+def _release(free: _FreeGPUs, devices: Sequence[Device]) -> None:
+    for d in devices:
+        free.give(d.node, (d.index,))
+
+
+def _ratio(alone: float, packed: float) -> float:
+    if not math.isfinite(packed) or packed <= 0:
+        return 0.0
+    return alone / packed
+
+
+def _memory_fits(a: JobView, b: JobView, gpu_memory: float) -> bool:
+    if a.memory_gib is None or b.memory_gib is None:
+        return True  # unknown: the trial will show it
+    return a.memory_gib + b.memory_gib <= gpu_memory
