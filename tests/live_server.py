@@ -41,10 +41,11 @@ def wait_for(check: Callable[[], bool], timeout: float, what: str) -> None:
 
 
 class LiveServer:
-    def __init__(self, state_dir: Path, gpus: int = 4, round_s: float = 2.0) -> None:
+    def __init__(self, state_dir: Path, gpus: int = 4, round_s: float = 2.0, *extra: str) -> None:
         self.state_dir = state_dir
         self.gpus = gpus
         self.round_s = round_s
+        self.extra = extra
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.proc: subprocess.Popen[bytes] | None = None
@@ -66,6 +67,7 @@ class LiveServer:
                 str(self.port),
                 "--round-s",
                 str(self.round_s),
+                *self.extra,
             ],
             stdout=log,
             stderr=subprocess.STDOUT,

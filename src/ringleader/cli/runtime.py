@@ -36,11 +36,17 @@ def server(
     policy: Annotated[str, typer.Option(help=f"One of: {', '.join(POLICY_NAMES)}.")] = "elastic",
     config: Annotated[
         Path | None,
-        typer.Option(help="YAML with policy, probe_window_s, round_s (overrides the flags)."),
+        typer.Option(
+            help="YAML with policy, probe_window_s, round_s, quantum_s (overrides the flags)."
+        ),
     ] = None,
     round_s: Annotated[
         float, typer.Option(min=0.1, help="Re-plan at least this often (seconds).")
     ] = 30.0,
+    quantum_s: Annotated[
+        float | None,
+        typer.Option(min=0.5, help="Time-slicing quantum for the gandiva policy (default 60)."),
+    ] = None,
 ) -> None:
     """Run the scheduler: REST API (OpenAPI at /docs) plus the control loop.
 
@@ -51,14 +57,15 @@ def server(
 
     if executor != "local":
         fail(f"--executor: {executor!r} is not available yet; use 'local'")
-    settings: dict[str, Any] = {"policy": policy, "round_s": round_s}
+    settings: dict[str, Any] = {"policy": policy, "round_s": round_s, "quantum_s": quantum_s}
+    keys = {"policy", "probe_window_s", "round_s", "quantum_s"}
     if config is not None:
         try:
             loaded = yaml.safe_load(config.read_text())
         except (OSError, yaml.YAMLError) as err:
             fail(f"--config {config}: {err}")
-        if not isinstance(loaded, dict) or set(loaded) - {"policy", "probe_window_s", "round_s"}:
-            fail(f"--config {config}: expected a mapping of policy, probe_window_s, round_s")
+        if not isinstance(loaded, dict) or set(loaded) - keys:
+            fail(f"--config {config}: expected a mapping of {', '.join(sorted(keys))}")
         settings.update(loaded)
     if settings["policy"] not in POLICY_NAMES:
         fail(f"policy: unknown {settings['policy']!r}; choose one of {', '.join(POLICY_NAMES)}")
@@ -71,6 +78,7 @@ def server(
         policy=str(settings["policy"]),
         probe_window_s=settings.get("probe_window_s"),
         round_s=float(settings["round_s"]),
+        quantum_s=settings.get("quantum_s"),
     )
     asyncio.run(serve(cfg))
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import time
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -47,6 +48,8 @@ class Control:
     action: Action
     checkpoint: int = 0
     """Raise it to ask for a checkpoint at the next boundary, without stopping."""
+    written_at: float | None = None
+    """When the scheduler wrote it (set on write): suspend/resume latency starts here."""
 
 
 def write_control(job_dir: Path, control: Control) -> None:
@@ -57,6 +60,7 @@ def write_control(job_dir: Path, control: Control) -> None:
             "generation": control.generation,
             "action": control.action.value,
             "checkpoint": control.checkpoint,
+            "t": time.time(),
         }
     )
     fd, tmp = tempfile.mkstemp(prefix=".control-", dir=job_dir)
@@ -70,8 +74,12 @@ def write_control(job_dir: Path, control: Control) -> None:
 def read_control(job_dir: Path) -> Control | None:
     try:
         data = json.loads((job_dir / CONTROL).read_text())
+        written = data.get("t")
         return Control(
-            int(data["generation"]), Action(data["action"]), int(data.get("checkpoint", 0))
+            int(data["generation"]),
+            Action(data["action"]),
+            int(data.get("checkpoint", 0)),
+            float(written) if written is not None else None,
         )
     except (OSError, ValueError, KeyError, TypeError):
         return None

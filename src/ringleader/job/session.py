@@ -46,6 +46,7 @@ from ringleader.job.control import (
 from ringleader.job.lr import LearningRateSchedule
 
 _CODE_ACTIONS = {code: action for action, code in ACTION_CODES.items()}
+SUSPEND_POLL_S = 0.02
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +118,7 @@ class Session:
         self._step_started = 0.0
         self._dist = False
         self._checkpoint_asked = 0
+        self._control_t: float | None = None
         # Wall-clock marks of this launch, reported in the "started" event so
         # resize latency can be split into its phases (bench/resize.py).
         self._marks: dict[str, float] = {"t_session": time.time()}
@@ -237,9 +239,8 @@ class Session:
         """Global step numbers to train, until done or told to stop."""
         while self.epoch < self.epochs:
             action = self._agreed_action()
-            while action is Action.SUSPEND:
-                time.sleep(0.05)
-                action = self._agreed_action()
+            if action is Action.SUSPEND:
+                action = self._suspended()
             if action is Action.STOP:
                 began = time.time()
                 self.checkpoint()
@@ -298,6 +299,58 @@ class Session:
         self.store.save(self.step, state)
 
     # -- internals ---------------------------------------------------------
+    def _suspended(self) -> Action:
+        """Free the device and wait at this minibatch boundary until told otherwise.
+
+        On a GPU the model and optimizer state move to host memory and the
+        allocator's cache is emptied, so another job can use the memory; on
+        the CPU the process just stops computing. Polls every
+        ``SUSPEND_POLL_S``, which bounds the resume latency it adds.
+        """
+        requested = self._control_t
+        self._offload("cpu")
+        self._log(
+            {
+                "event": "suspended",
+                "g": self.launch.generation,
+                "step": self.step,
+                "t_requested": requested,
+                "t": time.time(),
+            }
+        )
+        action = Action.SUSPEND
+        while action is Action.SUSPEND:
+            time.sleep(SUSPEND_POLL_S)
+            action = self._agreed_action()
+        requested = self._control_t
+        if action is Action.RUN:
+            self._offload("cuda")
+            self._log(
+                {
+                    "event": "resumed",
+                    "g": self.launch.generation,
+                    "step": self.step,
+                    "t_requested": requested,
+                    "t": time.time(),
+                }
+            )
+        return action
+
+    def _offload(self, to: str) -> None:
+        if self.launch.device != "cuda" or self._model is None:
+            return
+        import torch
+
+        device = torch.device(to, 0) if to == "cuda" else torch.device("cpu")
+        self._model.to(device)
+        for state in self._optimizer.state.values():
+            for key, value in state.items():
+                if isinstance(value, torch.Tensor):
+                    state[key] = value.to(device)
+        if to == "cpu":
+            torch.cuda.synchronize()
+            torch.cuda.empty_cache()
+
     def _agreed_action(self) -> Action:
         """The action every rank takes at this boundary (rank 0 decides, all follow).
 
@@ -309,6 +362,7 @@ class Session:
             control = read_control(self.launch.job_dir)
             if control is not None and control.generation == self.launch.generation:
                 code, asked = ACTION_CODES[control.action], control.checkpoint
+                self._control_t = control.written_at
         if self._dist:
             import torch
             import torch.distributed as dist

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 from ringleader.policy.allocator import Doubling, FixedSize, OptimusGreedy
 from ringleader.policy.baselines import LasDoubling, SRTFOracle, Tiresias
+from ringleader.policy.plan import Decider
 from ringleader.policy.profiling import Exploratory, Online, Precompute
+from ringleader.policy.sharing import Sharing
 from ringleader.policy.stack import Policy
 
-_BUILDERS: dict[str, tuple[str, Callable[[], Policy]]] = {
+_BUILDERS: dict[str, tuple[str, Callable[[], Decider]]] = {
     "precompute": (
         "doubling heuristic, speed models known on arrival",
         lambda: Policy("precompute", Doubling(), Precompute()),
@@ -43,6 +46,17 @@ _BUILDERS: dict[str, tuple[str, Callable[[], Policy]]] = {
         "ORACLE: shortest true remaining time first, preemptive (a bound, not a scheduler)",
         lambda: Policy("srtf-oracle", SRTFOracle(), Precompute()),
     ),
+    "gandiva": (
+        "Gandiva: time-slicing in 60 s quanta, packing kept only if it helps, migration, "
+        "grow-shrink, priorities",
+        lambda: Sharing("gandiva"),
+    ),
+    "no-sharing": (
+        "exclusive GPUs, first come first served with backfill (Gandiva's baseline)",
+        lambda: Sharing(
+            "no-sharing", time_slicing=False, packing=False, migration=False, grow_shrink=False
+        ),
+    ),
     "one": ("every job runs on 1 GPU, FIFO", lambda: Policy("one", FixedSize(1))),
     "two": ("every job runs on 2 GPUs, FIFO", lambda: Policy("two", FixedSize(2))),
     "four": ("every job runs on 4 GPUs, FIFO", lambda: Policy("four", FixedSize(4))),
@@ -62,16 +76,24 @@ def describe(name: str) -> str:
     return _BUILDERS[name][0]
 
 
-def policy_from_config(name: str, probe_window_s: float | None = None) -> Policy:
-    """A named policy, with the exploratory probe window overridden if given."""
+def policy_from_config(
+    name: str, probe_window_s: float | None = None, quantum_s: float | None = None
+) -> Decider:
+    """A named policy, with the exploratory probe window or the sharing quantum overridden."""
     policy = policy_named(name)
-    if probe_window_s is not None and isinstance(policy.profiling, Exploratory):
+    if quantum_s is not None and isinstance(policy, Sharing):
+        return replace(policy, quantum_s=quantum_s, trial_window_s=0.75 * quantum_s)
+    if (
+        probe_window_s is not None
+        and isinstance(policy, Policy)
+        and isinstance(policy.profiling, Exploratory)
+    ):
         profiling = Exploratory(policy.profiling.probe_sizes, probe_window_s)
         return Policy(policy.name, policy.allocator, profiling)
     return policy
 
 
-def policy_named(name: str) -> Policy:
+def policy_named(name: str) -> Decider:
     """The policy registered under ``name``; raises ``UnknownPolicyError`` otherwise."""
     try:
         return _BUILDERS[name][1]()

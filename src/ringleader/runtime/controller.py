@@ -8,8 +8,15 @@ or every ``round_s``, it builds the snapshot, calls the same
 
 * a running job whose target differs (size, GPUs, or none) is asked to
   checkpoint and stop at its next minibatch boundary;
-* a queued job with a target is launched once its GPUs are free, so two
-  generations of a job never run at once and no GPU is given twice.
+* a running job the plan suspends (time-slicing) is asked to suspend at its
+  next boundary: it frees the device and waits in host memory;
+* a queued job with a target is launched, and a suspended one resumed, once
+  its GPUs are free — a GPU is free when nothing runs on it that the plan
+  does not also run there (packing) — so two generations of a job never run
+  at once and no GPU is given twice.
+
+Minibatch times are profiled separately for a job running alone and for it
+packed beside each partner: introspection compares the two.
 
 All state is in the store; a controller started after a crash adopts the
 workers that are still alive (they run in their own sessions) and settles
@@ -27,8 +34,7 @@ from pathlib import Path
 
 from ringleader.job.control import PROGRESS, Action, Control, ProgressReader, write_control
 from ringleader.perf.epochs import EpochsToConverge
-from ringleader.policy.plan import Assignment, Plan
-from ringleader.policy.stack import Policy
+from ringleader.policy.plan import Assignment, Decider, Plan
 from ringleader.policy.views import Device, JobShape, JobView, Observation
 from ringleader.runtime.executor.base import Executor
 from ringleader.runtime.store import JobRow, State, Store
@@ -42,7 +48,7 @@ WARMUP_STEPS = 2
 @dataclass(frozen=True, slots=True)
 class ControllerConfig:
     state_dir: Path
-    policy: Policy
+    policy: Decider
     round_s: float = 30.0
     tick_s: float = 0.5
     stop_timeout_s: float = 60.0
@@ -73,6 +79,7 @@ class Controller:
         self._launched: dict[str, float] = {}
         self._targets: dict[str, Assignment] = {}
         self._held_since: dict[str, float] = {}
+        self._confirmed_suspended: set[str] = set()
         self._need_decision = True
         self._last_decision = 0.0
         self._wake_at: float | None = None
@@ -120,7 +127,8 @@ class Controller:
         if row.state not in (State.RUNNING, State.SUSPENDED):
             return
         since = self._held_since.get(row.id, now)
-        row.attained_gpu_s += row.workers * max(0.0, now - since)
+        if row.state is State.RUNNING:
+            row.attained_gpu_s += row.workers * max(0.0, now - since)
         self._held_since[row.id] = now
         self._ingest(row, force=True)
         if row.cancel_requested and row.stopping != "cancel":
@@ -154,8 +162,16 @@ class Controller:
         records = reader.read_new()
         if not records and reader.offset == row.progress_offset and not force:
             return
+        partners = self._co_runners(row)
         for rec in records:
-            if rec.get("g") != row.generation or "step" not in rec or "event" in rec:
+            if rec.get("g") != row.generation:
+                continue
+            event = rec.get("event")
+            if event == "suspended":
+                self._confirmed_suspended.add(row.id)
+            elif event == "resumed":
+                self._confirmed_suspended.discard(row.id)
+            if "step" not in rec or event is not None:
                 continue
             row.step = max(row.step, int(rec["step"]))
             row.epoch = float(rec.get("epoch", row.epoch))
@@ -166,21 +182,37 @@ class Controller:
             seen = self._warm.get((row.id, row.generation), 0) + 1
             self._warm[(row.id, row.generation)] = seen
             if seen > WARMUP_STEPS and "step_time" in rec:
-                key = str(int(rec.get("world_size", row.workers)))
-                mean, seconds, n, batch = row.observations.get(key, [0.0, 0.0, 0, 0])
                 t = float(rec["step_time"])
-                row.observations[key] = [
-                    (mean * n + t) / (n + 1),
-                    seconds + t,
-                    n + 1,
-                    float(rec.get("batch_per_worker", batch)),
-                ]
+                batch = float(rec.get("batch_per_worker", 0))
+                if partners:
+                    for other in partners:
+                        _record(row.packed, other, t, batch)
+                else:
+                    _record(
+                        row.observations, str(int(rec.get("world_size", row.workers))), t, batch
+                    )
         row.progress_offset = reader.offset
         self.store.save(row)
+
+    def _co_runners(self, row: JobRow) -> list[str]:
+        """Other jobs running now on any of ``row``'s devices (packed with it)."""
+        if row.state is not State.RUNNING:
+            return []
+        mine = {tuple(d) for d in row.devices}
+        return sorted(
+            r.id
+            for r in self.store.all()
+            if r.id != row.id
+            and r.state is State.RUNNING
+            and r.stopping is None
+            and mine & {tuple(d) for d in r.devices}
+        )
 
     def _settle(self, row: JobRow, *, failed: bool, codes: dict[int, int], now: float) -> None:
         reason, gen = row.stopping, row.generation
         row.stopping = None
+        row.state_since = now
+        self._confirmed_suspended.discard(row.id)
         row.workers, row.devices = 0, []
         self._held_since.pop(row.id, None)
         self._stop_sent.pop(row.id, None)
@@ -217,6 +249,17 @@ class Controller:
             for w, v in row.observations.items()
             if v[2] > 0
         }
+        packed = {
+            other: Observation(v[0], v[1], int(v[3]) or 1)
+            for other, v in row.packed.items()
+            if v[2] > 0
+        }
+        devices = tuple(Device(n, i) for n, i in row.devices)
+        workers, suspended = row.workers, row.state is State.SUSPENDED
+        placed = self._targets.get(row.id)
+        if row.state is State.QUEUED and placed is not None and placed.suspended:
+            # Placed in a time-sliced group, not launched yet: keep its place.
+            devices, workers, suspended = placed.devices, placed.workers, True
         return JobView(
             id=row.id,
             submitted_at=row.submitted_at,
@@ -232,10 +275,13 @@ class Controller:
             requested_gpus=spec.gpus,
             elastic=spec.elastic,
             priority=spec.priority,
-            devices=tuple(Device(n, i) for n, i in row.devices),
-            workers=row.workers,
+            devices=devices,
+            workers=workers,
             observations=observations,
             attained_gpu_s=row.attained_gpu_s,
+            suspended=suspended,
+            state_since=row.state_since,
+            packed=packed,
         )
 
     def _decide(self, now: float) -> None:
@@ -255,20 +301,33 @@ class Controller:
         self._wake_at = plan.wake_at
         self._targets = dict(plan.assignments)
         for row in rows:
-            if row.state is not State.RUNNING or row.stopping:
+            if row.state not in (State.RUNNING, State.SUSPENDED) or row.stopping:
                 continue
             target = plan.of(row.id)
             current = tuple(Device(n, i) for n, i in row.devices)
-            if not target.running:
+            if not target.resident:
                 self._request_stop(row, "preempt", now)
             elif target.active_devices != current:
                 self._request_stop(row, "resize", now)
+            elif target.suspended and row.state is State.RUNNING:
+                self._suspend(row, now)
+            # Resuming waits in _launch_ready until the GPU is free.
         self._log_plan(plan, rows)
 
     def _log_plan(self, plan: Plan, rows: Sequence[JobRow]) -> None:
         if log.isEnabledFor(logging.INFO):
             sizes = {r.id: plan.of(r.id).workers for r in rows}
             log.info("plan (%s): %s", self.config.policy.name, sizes)
+
+    def _suspend(self, row: JobRow, now: float) -> None:
+        write_control(self.job_dir(row.id), Control(row.generation, Action.SUSPEND))
+        row.state, row.state_since = State.SUSPENDED, now
+        self.store.save(row, "suspend_requested", generation=row.generation)
+
+    def _resume(self, row: JobRow, now: float) -> None:
+        write_control(self.job_dir(row.id), Control(row.generation, Action.RUN))
+        row.state, row.state_since = State.RUNNING, now
+        self.store.save(row, "resume_requested", generation=row.generation)
 
     def _request_stop(self, row: JobRow, reason: str, now: float) -> None:
         write_control(self.job_dir(row.id), Control(row.generation, Action.STOP))
@@ -279,20 +338,50 @@ class Controller:
     # -- acting --------------------------------------------------------------
     def _launch_ready(self, now: float) -> None:
         rows = self.store.all()
-        busy = {
-            tuple(d) for r in rows if r.state in (State.RUNNING, State.SUSPENDED) for d in r.devices
-        }
+        blocked = self._blocked(rows)
         for row in rows:
-            if row.state is not State.QUEUED or row.cancel_requested:
+            if row.cancel_requested or row.state not in (State.QUEUED, State.SUSPENDED):
+                continue
+            if row.stopping:
                 continue
             target = self._targets.get(row.id)
             if target is None or not target.running:
                 continue
             wanted = {(d.node, d.index) for d in target.active_devices}
-            if wanted & busy:
-                continue  # its GPUs are still being given back by a stopping job
-            self._launch(row, target, now)
-            busy |= wanted
+            if wanted & (blocked - self._own(row)):
+                continue  # its GPUs are still being given back (a stop or a suspend)
+            if row.state is State.SUSPENDED:
+                self._resume(row, now)
+            else:
+                self._launch(row, target, now)
+
+    @staticmethod
+    def _own(row: JobRow) -> set[tuple[str, int]]:
+        return {(n, i) for n, i in row.devices} if row.state is State.SUSPENDED else set()
+
+    def _blocked(self, rows: Sequence[JobRow]) -> set[tuple[str, int]]:
+        """GPUs not free for anyone else to start on.
+
+        Held by a job that is stopping, by one asked to suspend that has not
+        yet confirmed it freed the device, or by a running job the plan does
+        not keep running there; a job the plan keeps running may share its GPU
+        with another the plan runs there too (packing).
+        """
+        blocked: set[tuple[str, int]] = set()
+        for r in rows:
+            if r.state not in (State.RUNNING, State.SUSPENDED):
+                continue
+            target = self._targets.get(r.id)
+            keeps_running = (
+                r.state is State.RUNNING
+                and target is not None
+                and target.running
+                and {(d.node, d.index) for d in target.active_devices} == set(map(tuple, r.devices))
+            )
+            settled_suspend = r.state is State.SUSPENDED and r.id in self._confirmed_suspended
+            if r.stopping or not (keeps_running or settled_suspend):
+                blocked |= {(n, i) for n, i in r.devices}
+        return blocked
 
     def _launch(self, row: JobRow, target: Assignment, now: float) -> None:
         job_dir = self.job_dir(row.id)
@@ -301,7 +390,7 @@ class Controller:
         if row.last_workers and row.last_workers != len(devices):
             row.resizes += 1
         row.last_workers = len(devices)
-        row.state = State.RUNNING
+        row.state, row.state_since = State.RUNNING, now
         row.workers = len(devices)
         row.devices = [(d.node, d.index) for d in devices]
         row.started_at = row.started_at if row.started_at is not None else now
@@ -314,3 +403,9 @@ class Controller:
             row.id, job_dir, row.generation, row.spec.command, devices, row.spec.env
         )
         log.info("launched %s generation %d on %d workers", row.id, row.generation, len(devices))
+
+
+def _record(table: dict[str, list[float]], key: str, step_time: float, batch: float) -> None:
+    """Fold one minibatch time into a [mean, seconds, count, batch] profile entry."""
+    mean, seconds, n, old_batch = table.get(key, [0.0, 0.0, 0, 0])
+    table[key] = [(mean * n + step_time) / (n + 1), seconds + step_time, n + 1, batch or old_batch]

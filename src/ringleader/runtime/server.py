@@ -35,12 +35,13 @@ class ServerConfig:
     probe_window_s: float | None = None
     round_s: float = 30.0
     tick_s: float = 0.5
+    quantum_s: float | None = None
 
 
 def build(config: ServerConfig) -> tuple[Store, Controller]:
     store = Store(config.state_dir / "ringleader.db")
     executor = LocalExecutor(config.gpus)
-    policy = policy_from_config(config.policy, config.probe_window_s)
+    policy = policy_from_config(config.policy, config.probe_window_s, config.quantum_s)
     controller = Controller(
         store,
         executor,

@@ -65,6 +65,10 @@ class JobRow:
     """World size of the most recent launch (survives the job going back to the queue)."""
     attained_gpu_s: float = 0.0
     """GPU-seconds the job has held so far (least-attained-service policies use it)."""
+    packed: dict[str, list[float]] = field(default_factory=dict)
+    """Per partner job packed on the same GPU: like ``observations``."""
+    state_since: float = 0.0
+    """When the job last started running, was suspended, or went back to the queue."""
 
     def public(self) -> dict[str, Any]:
         return {
@@ -112,8 +116,10 @@ _COLUMNS = (
     "resizes",
     "last_workers",
     "attained_gpu_s",
+    "packed",
+    "state_since",
 )
-_JSON = {"spec", "devices", "observations", "shape"}
+_JSON = {"spec", "devices", "observations", "shape", "packed"}
 _SELECT = f"SELECT {', '.join(_COLUMNS)} FROM jobs"
 
 _SCHEMA = """
@@ -140,7 +146,9 @@ CREATE TABLE IF NOT EXISTS jobs (
     shape TEXT NOT NULL DEFAULT '{}',
     resizes INTEGER NOT NULL DEFAULT 0,
     last_workers INTEGER NOT NULL DEFAULT 0,
-    attained_gpu_s REAL NOT NULL DEFAULT 0
+    attained_gpu_s REAL NOT NULL DEFAULT 0,
+    packed TEXT NOT NULL DEFAULT '{}',
+    state_since REAL NOT NULL DEFAULT 0
 );
 CREATE TABLE IF NOT EXISTS events (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -172,6 +180,8 @@ class Store:
         for column, ddl in (
             ("last_workers", "INTEGER NOT NULL DEFAULT 0"),
             ("attained_gpu_s", "REAL NOT NULL DEFAULT 0"),
+            ("packed", "TEXT NOT NULL DEFAULT '{}'"),
+            ("state_since", "REAL NOT NULL DEFAULT 0"),
         ):
             if column not in have:
                 self._db.execute(f"ALTER TABLE jobs ADD COLUMN {column} {ddl}")
