@@ -51,6 +51,10 @@ _BUILDERS: dict[str, tuple[str, Callable[[], Decider]]] = {
         "grow-shrink, priorities",
         lambda: Sharing("gandiva"),
     ),
+    "time-slicing": (
+        "Gandiva without packing: time-slicing, migration, grow-shrink, priorities",
+        lambda: Sharing("time-slicing", packing=False),
+    ),
     "no-sharing": (
         "exclusive GPUs, first come first served with backfill (Gandiva's baseline)",
         lambda: Sharing(

@@ -247,8 +247,8 @@ class Sharing:
         group turns over at the same instants and a cluster of hundreds of
         groups needs one decision per quantum, not one per group. Among the
         group's highest-priority jobs, the one holding the GPU keeps it until
-        a boundary at which it has held it at least half a quantum; then the
-        job that has waited longest (never-run jobs first) takes over.
+        a boundary before which it had held it at least half a quantum; then
+        the job that has waited longest (never-run jobs first) takes over.
         """
         q = self.quantum_s
         boundary = (math.floor(now / q + 1e-9) + 1) * q
@@ -258,7 +258,10 @@ class Sharing:
         eligible = [j for j in g.residents if j.priority == top]
         current = [j for j in eligible if _running(j)]
         holder = min(current, key=lambda j: (j.state_since, j.id)) if current else None
-        if holder is not None and (now - holder.state_since < q / 2 or len(eligible) == 1):
+        last = boundary - q
+        # Turn over only at a boundary, and only a holder that has had at least
+        # half a quantum before it; decisions in between change nothing.
+        if holder is not None and (holder.state_since > last - q / 2 or len(eligible) == 1):
             runner = holder
         else:
             rest = [j for j in eligible if j not in current] or eligible

@@ -41,6 +41,8 @@ from ringleader.runtime.store import JobRow, State, Store
 
 log = logging.getLogger("ringleader.controller")
 
+SWITCH_TICK_S = 0.01
+"""Tick interval while a time-slice switch is under way (a GPU idles until it is done)."""
 WARMUP_STEPS = 2
 """Steps after each launch left out of the step-time profile (start-up, first allreduce)."""
 
@@ -80,6 +82,8 @@ class Controller:
         self._targets: dict[str, Assignment] = {}
         self._held_since: dict[str, float] = {}
         self._confirmed_suspended: set[str] = set()
+        self._switching = False
+        """A job waits for another to leave its GPU: tick fast until it has."""
         self._need_decision = True
         self._last_decision = 0.0
         self._wake_at: float | None = None
@@ -101,7 +105,7 @@ class Controller:
                 self.tick()
             except Exception:  # keep serving; the next tick retries from the store
                 log.exception("controller tick failed")
-            await asyncio.sleep(self.config.tick_s)
+            await asyncio.sleep(SWITCH_TICK_S if self._switching else self.config.tick_s)
 
     def stop(self) -> None:
         self._running = False
@@ -169,8 +173,10 @@ class Controller:
             event = rec.get("event")
             if event == "suspended":
                 self._confirmed_suspended.add(row.id)
+                log.info("%s suspended at step %s", row.id, rec.get("step"))
             elif event == "resumed":
                 self._confirmed_suspended.discard(row.id)
+                log.info("%s resumed at step %s", row.id, rec.get("step"))
             if "step" not in rec or event is not None:
                 continue
             row.step = max(row.step, int(rec["step"]))
@@ -320,11 +326,13 @@ class Controller:
             log.info("plan (%s): %s", self.config.policy.name, sizes)
 
     def _suspend(self, row: JobRow, now: float) -> None:
+        log.info("suspending %s", row.id)
         write_control(self.job_dir(row.id), Control(row.generation, Action.SUSPEND))
         row.state, row.state_since = State.SUSPENDED, now
         self.store.save(row, "suspend_requested", generation=row.generation)
 
     def _resume(self, row: JobRow, now: float) -> None:
+        log.info("resuming %s", row.id)
         write_control(self.job_dir(row.id), Control(row.generation, Action.RUN))
         row.state, row.state_since = State.RUNNING, now
         self.store.save(row, "resume_requested", generation=row.generation)
@@ -339,6 +347,7 @@ class Controller:
     def _launch_ready(self, now: float) -> None:
         rows = self.store.all()
         blocked = self._blocked(rows)
+        self._switching = False
         for row in rows:
             if row.cancel_requested or row.state not in (State.QUEUED, State.SUSPENDED):
                 continue
@@ -348,26 +357,28 @@ class Controller:
             if target is None or not target.running:
                 continue
             wanted = {(d.node, d.index) for d in target.active_devices}
-            if wanted & (blocked - self._own(row)):
-                continue  # its GPUs are still being given back (a stop or a suspend)
+            if any(blocked.get(d, set()) - {row.id} for d in wanted):
+                # Its GPUs are still being given back: by a stop (seconds) or a
+                # suspend (one minibatch, so look again very soon).
+                self._switching = self._switching or any(
+                    r.state is State.SUSPENDED and r.id not in self._confirmed_suspended
+                    for r in rows
+                )
+                continue
             if row.state is State.SUSPENDED:
                 self._resume(row, now)
             else:
                 self._launch(row, target, now)
 
-    @staticmethod
-    def _own(row: JobRow) -> set[tuple[str, int]]:
-        return {(n, i) for n, i in row.devices} if row.state is State.SUSPENDED else set()
-
-    def _blocked(self, rows: Sequence[JobRow]) -> set[tuple[str, int]]:
-        """GPUs not free for anyone else to start on.
+    def _blocked(self, rows: Sequence[JobRow]) -> dict[tuple[str, int], set[str]]:
+        """GPUs not free for anyone else to start on, and the jobs holding them.
 
         Held by a job that is stopping, by one asked to suspend that has not
         yet confirmed it freed the device, or by a running job the plan does
         not keep running there; a job the plan keeps running may share its GPU
         with another the plan runs there too (packing).
         """
-        blocked: set[tuple[str, int]] = set()
+        blocked: dict[tuple[str, int], set[str]] = {}
         for r in rows:
             if r.state not in (State.RUNNING, State.SUSPENDED):
                 continue
@@ -380,7 +391,8 @@ class Controller:
             )
             settled_suspend = r.state is State.SUSPENDED and r.id in self._confirmed_suspended
             if r.stopping or not (keeps_running or settled_suspend):
-                blocked |= {(n, i) for n, i in r.devices}
+                for n, i in r.devices:
+                    blocked.setdefault((n, i), set()).add(r.id)
         return blocked
 
     def _launch(self, row: JobRow, target: Assignment, now: float) -> None:

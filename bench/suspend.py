@@ -1,0 +1,228 @@
+"""Time-slicing on this machine: suspend/resume latency, and what sharing a GPU costs.
+
+1. Latency (job library, no server): a ResNet-20 job (16 images per
+   minibatch, one virtual device) is suspended and resumed ``CYCLES`` times
+   through its control file. Suspend latency is request → the job has left
+   the device (it logs ``suspended`` after finishing its minibatch and, on a
+   GPU, moving its state to host memory and emptying the cache); resume
+   latency is request → back on the device, ready for the next minibatch.
+   Target: p99 ≤ one minibatch + 100 ms.
+2. Throughput (the real server): three such jobs of ``STEPS`` minibatches on
+   one virtual device, once back to back (policy ``no-sharing``) and once
+   time-sliced (policy ``time-slicing``, ``QUANTUM_S`` quanta). Aggregate
+   throughput is minibatches of all three over the time from the first
+   submission to the last completion. Target: ≥ 95%. For reference, the full
+   ``gandiva`` stack too: on a CPU "device" packing two jobs only splits the
+   cores, so its trials cost throughput until introspection reverts them.
+
+Writes bench/results/suspend.json.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from ringleader.job.control import PROGRESS, Action, Control, ProgressReader, write_control
+from ringleader.policy.views import Device
+from ringleader.runtime.executor.local import LocalExecutor
+
+OUT = Path(__file__).parent / "results" / "suspend.json"
+CYCLES = int(os.environ.get("SUSPEND_CYCLES", "50"))
+STEPS = int(os.environ.get("SUSPEND_STEPS", "400"))
+QUANTUM_S = float(os.environ.get("SUSPEND_QUANTUM_S", "5"))
+BATCH = 16
+
+
+def _command(epochs: float) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "ringleader.workloads.resnet",
+        "--depth",
+        "20",
+        "--batch",
+        str(BATCH),
+        "--examples-per-epoch",
+        str(BATCH * 100),
+        "--epochs",
+        str(epochs),
+        "--checkpoint-every-s",
+        "1e9",
+    ]
+
+
+def _wait(check: Any, timeout: float = 300.0, poll_s: float = 0.005) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(poll_s)
+    raise TimeoutError("benchmark step timed out")
+
+
+def _pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def latency() -> dict[str, Any]:
+    job_dir = Path(tempfile.mkdtemp(prefix="suspend-"))
+    executor = LocalExecutor(gpus=1)
+    reader = ProgressReader(job_dir / PROGRESS)
+    records: list[dict[str, Any]] = []
+
+    def seen(pred: Any) -> Any:
+        records.extend(reader.read_new())
+        return next((r for r in reversed(records) if pred(r)), None)
+
+    write_control(job_dir, Control(1, Action.RUN))
+    executor.launch("bench", job_dir, 1, _command(1e6), [Device("local", 0)], {})
+    _wait(lambda: seen(lambda r: r.get("step", 0) >= 5 and "loss" in r))
+    suspend, resume = [], []
+
+    def fresh(event: str) -> Any:
+        found = seen(lambda r: r.get("event") == event and not r.get("_used"))
+        if found is not None:
+            found["_used"] = True
+        return found
+
+    def newest_step() -> int:
+        return max((int(r.get("step", 0)) for r in records if "loss" in r), default=0)
+
+    for _ in range(CYCLES):
+        write_control(job_dir, Control(1, Action.SUSPEND))
+        ev = _wait(lambda: fresh("suspended"))
+        suspend.append(ev["t"] - ev["t_requested"])
+        time.sleep(0.1)
+        write_control(job_dir, Control(1, Action.RUN))
+        ev = _wait(lambda: fresh("resumed"))
+        resume.append(ev["t"] - ev["t_requested"])
+        # Let it run a few minibatches so the next request lands mid-minibatch.
+        goal = newest_step() + 3
+        _wait(lambda goal=goal: seen(lambda _r: newest_step() >= goal))
+    write_control(job_dir, Control(1, Action.STOP))
+    _wait(lambda: executor.status(job_dir, 1, 1).finished)
+    minibatch = statistics.median(r["step_time"] for r in records if "step_time" in r)
+    return {
+        "cycles": CYCLES,
+        "minibatch_s": round(minibatch, 4),
+        "suspend_p50_s": round(_pct(suspend, 0.5), 4),
+        "suspend_p99_s": round(_pct(suspend, 0.99), 4),
+        "resume_p50_s": round(_pct(resume, 0.5), 4),
+        "resume_p99_s": round(_pct(resume, 0.99), 4),
+        "target_p99_s": round(minibatch + 0.1, 4),
+        "met": max(_pct(suspend, 0.99), _pct(resume, 0.99)) <= minibatch + 0.1,
+    }
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def _workload(policy: str) -> dict[str, Any]:
+    state = Path(tempfile.mkdtemp(prefix=f"slice-{policy}-"))
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    log = open(state / "server.log", "wb")  # noqa: SIM115
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "ringleader",
+            "server",
+            "--gpus",
+            "1",
+            "--state-dir",
+            str(state),
+            "--port",
+            str(port),
+            "--policy",
+            policy,
+            "--quantum-s",
+            str(QUANTUM_S),
+            "--round-s",
+            "2",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    try:
+        _wait(lambda: _healthy(url), 60, poll_s=0.2)
+        epochs = STEPS / 100
+        began = time.time()
+        ids = []
+        for i in range(3):
+            spec = {"name": f"slice{i}", "command": " ".join(_command(epochs)), "epochs": epochs}
+            ids.append(httpx.post(url + "/jobs", json=spec, timeout=10).json()["id"])
+        jobs = _wait(lambda: _all_done(url, ids), 900, poll_s=1.0)  # light: shares the CPU
+        ended = max(j["finished_at"] for j in jobs)
+        steps = sum(j["step"] for j in jobs)
+        events = {
+            i: [e["kind"] for e in httpx.get(f"{url}/jobs/{i}", timeout=10).json()["events"]]
+            for i in ids
+        }
+        return {
+            "policy": policy,
+            "states": [j["state"] for j in jobs],
+            "steps": steps,
+            "seconds": round(ended - began, 2),
+            "minibatches_per_s": round(steps / (ended - began), 3),
+            "suspends": sum(kinds.count("suspend_requested") for kinds in events.values()),
+        }
+    finally:
+        server.send_signal(signal.SIGTERM)
+        server.wait(timeout=30)
+        log.close()
+
+
+def _healthy(url: str) -> bool:
+    try:
+        return httpx.get(url + "/health", timeout=1).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def _all_done(url: str, ids: list[str]) -> list[dict[str, Any]] | None:
+    jobs = [httpx.get(f"{url}/jobs/{i}", timeout=10).json() for i in ids]
+    return jobs if all(j["state"] in ("succeeded", "failed") for j in jobs) else None
+
+
+def main() -> None:
+    report: dict[str, Any] = {"what": __doc__.split("\n")[0], "cpus": os.cpu_count()}
+    report["latency"] = latency()
+    print(json.dumps(report["latency"]), file=sys.stderr)
+    back = _workload("no-sharing")
+    sliced = _workload("time-slicing")
+    packed = _workload("gandiva")
+    report["throughput"] = {
+        "back_to_back": back,
+        "time_sliced": sliced,
+        "ratio": round(sliced["minibatches_per_s"] / back["minibatches_per_s"], 3),
+        "target_ratio": 0.95,
+        "gandiva_with_packing_trials": packed,
+        "gandiva_ratio": round(packed["minibatches_per_s"] / back["minibatches_per_s"], 3),
+    }
+    OUT.parent.mkdir(parents=True, exist_ok=True)
+    OUT.write_text(json.dumps(report, indent=2) + "\n")
+    print(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()
