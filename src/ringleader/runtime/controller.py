@@ -409,7 +409,9 @@ class Controller:
         write_control(job_dir, Control(row.generation, Action.RUN))
         # Saved before the processes exist: a crash in between leaves a job that
         # looks launched and is settled by the launch timeout, never a second copy.
-        self.store.save(row, "launched", generation=row.generation, workers=len(devices))
+        self.store.save(
+            row, "launched", generation=row.generation, workers=len(devices), devices=row.devices
+        )
         self._launched[row.id] = now
         self.executor.launch(
             row.id, job_dir, row.generation, row.spec.command, devices, row.spec.env

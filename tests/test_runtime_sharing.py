@@ -1,0 +1,133 @@
+"""Gandiva's mechanisms on the real runtime: real processes sharing one virtual device."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from live_server import LiveServer, tiny_job, wait_for
+
+pytestmark = pytest.mark.slow
+
+
+def _server(tmp_path: Path, gpus: int, policy: str, quantum_s: float) -> LiveServer:
+    return LiveServer(
+        tmp_path / "state", gpus, 1.0, "--policy", policy, "--quantum-s", str(quantum_s)
+    ).start()
+
+
+@pytest.fixture
+def stop_after() -> Iterator[list[LiveServer]]:
+    servers: list[LiveServer] = []
+    yield servers
+    for s in servers:
+        s.stop()
+        s.kill_workers()
+
+
+def _steps(progress: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [r for r in progress if "loss" in r]
+
+
+def _overlaps(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> list[tuple[float, float]]:
+    """Intervals in which both jobs were computing minibatches at once."""
+    spans_b = [(r["t"] - r["step_time"], r["t"]) for r in _steps(b)]
+    out = []
+    for r in _steps(a):
+        s, e = r["t"] - r["step_time"], r["t"]
+        out.extend((max(s, s2), min(e, e2)) for s2, e2 in spans_b if s2 < e and s < e2)
+    return sorted(out)
+
+
+def test_three_jobs_time_sliced_on_one_device_all_progress(
+    tmp_path: Path, stop_after: list[LiveServer]
+) -> None:
+    server = _server(tmp_path, 1, "time-slicing", 2.0)
+    stop_after.append(server)
+    ids = [server.submit(tiny_job(f"slice{i}", epochs=30)) for i in range(3)]
+    all_going: list[bool] = []
+
+    def check() -> bool:
+        jobs = [server.job(i) for i in ids]
+        if all(j["step"] > 0 and j["state"] in ("running", "suspended") for j in jobs):
+            all_going.append(True)
+        return all(j["state"] in ("succeeded", "failed") for j in jobs)
+
+    wait_for(check, 240, "three time-sliced jobs to finish")
+    assert all_going, "never saw all three jobs started and unfinished at once"
+    for job_id in ids:
+        job = server.job(job_id)
+        assert job["state"] == "succeeded"
+        kinds = [e["kind"] for e in job["events"]]
+        assert "suspend_requested" in kinds and "resume_requested" in kinds
+        steps = [r["step"] for r in _steps(server.progress(job_id))]
+        assert steps == list(range(1, len(steps) + 1))  # one generation, no step lost
+    # Never two at once: time-slicing, not packing.
+    for i, a in enumerate(ids):
+        for b in ids[i + 1 :]:
+            shared = sum(e - s for s, e in _overlaps(server.progress(a), server.progress(b)))
+            assert shared < 0.5
+
+
+def test_a_packing_that_hurts_is_reverted_within_two_windows(
+    tmp_path: Path, stop_after: list[LiveServer]
+) -> None:
+    # On a CPU "device" two packed jobs only split the cores (and oversubscribe
+    # their threads): each runs at well under half speed, so the trial the
+    # policy starts once both have run alone must fail and be reverted.
+    quantum = 3.0
+    server = _server(tmp_path, 1, "gandiva", quantum)
+    stop_after.append(server)
+    a = server.submit(tiny_job("pack-a", epochs=60))
+    b = server.submit(tiny_job("pack-b", epochs=60))
+    for job_id in (a, b):
+        assert server.wait_state(job_id, {"succeeded", "failed"}, 300)["state"] == "succeeded"
+    overlaps = _overlaps(server.progress(a), server.progress(b))
+    assert overlaps, "the policy never tried packing the two jobs"
+    start = overlaps[0][0]
+    last = max(e for _, e in overlaps)
+    window = 0.75 * quantum
+    # Judged at the first quantum boundary after one window of packed running:
+    # the trial is over within two windows (plus a boundary and a tick).
+    assert last - start <= 2 * window + quantum
+    packed_steps = [r["step_time"] for r in _steps(server.progress(a)) if start <= r["t"] <= last]
+    alone_steps = [r["step_time"] for r in _steps(server.progress(a)) if r["t"] > last + 1]
+    assert packed_steps and alone_steps
+    assert sum(packed_steps) / len(packed_steps) > 2 * sorted(alone_steps)[len(alone_steps) // 2]
+
+
+def test_migration_keeps_the_step_count_and_loss_continuous(
+    tmp_path: Path, stop_after: list[LiveServer]
+) -> None:
+    # Two devices, three jobs: the third time-slices with one of the first two;
+    # when the short job ends, a job of the crowded device migrates to the free one
+    # (checkpoint, stop, relaunch elsewhere).
+    server = _server(tmp_path, 2, "time-slicing", 2.0)
+    stop_after.append(server)
+    long1 = server.submit(tiny_job("long1", epochs=40))
+    short = server.submit(tiny_job("short", epochs=6))
+    wait_for(lambda: server.job(short)["step"] > 0, 60, "the short job to start")
+    long2 = server.submit(tiny_job("long2", epochs=40))
+    for job_id in (long1, short, long2):
+        assert server.wait_state(job_id, {"succeeded", "failed"}, 300)["state"] == "succeeded"
+    moved = [j for j in (long1, long2) if len({r["g"] for r in _steps(server.progress(j))}) > 1]
+    assert moved, "no job migrated when the short job's device came free"
+    for job_id in moved:
+        progress = server.progress(job_id)
+        steps = [r["step"] for r in _steps(progress)]
+        assert steps == sorted(steps) and len(set(steps)) == len(steps)
+        stops = [r for r in progress if r.get("event") == "stopped"]
+        starts = [r for r in progress if r.get("event") == "started"][1:]
+        for stop, start in zip(stops, starts, strict=False):
+            assert start["restored_step"] == stop["step"]
+            before = [r["loss"] for r in _steps(progress) if r["step"] <= stop["step"]][-5:]
+            after = [r["loss"] for r in _steps(progress) if r["step"] > stop["step"]][:5]
+            # Continuous: the loss right after the move is where it was before it.
+            assert abs(sum(after) / len(after) - sum(before) / len(before)) < 0.5 * max(
+                max(before), 1e-3
+            )
+        launches = [e for e in server.job(job_id)["events"] if e["kind"] == "launched"]
+        assert len({tuple(map(tuple, e["devices"])) for e in launches}) > 1
