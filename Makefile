@@ -40,6 +40,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/decision.py
 	$(BIN)/python bench/resize.py
 	$(BIN)/python bench/traces.py
+	$(BIN)/python bench/suspend.py
 
 clean:
 	rm -rf $(VENV) demo-output .pytest_cache .mypy_cache .ruff_cache

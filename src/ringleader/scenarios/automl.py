@@ -39,6 +39,7 @@ from typing import Any
 
 import numpy as np
 
+from ringleader.policy.catalog import policy_named
 from ringleader.policy.plan import Decider
 from ringleader.policy.sharing import Sharing
 from ringleader.policy.views import ClusterView
@@ -242,9 +243,7 @@ class _Search:
 
 def policies() -> dict[str, Decider]:
     return {
-        "baseline": Sharing(
-            "no-sharing", time_slicing=False, packing=False, migration=False, grow_shrink=False
-        ),
+        "baseline": policy_named("no-sharing"),
         "gandiva": Sharing("gandiva", packing=False, max_residents=8),
     }
 

@@ -35,8 +35,8 @@ from functools import lru_cache
 import numpy as np
 
 from ringleader.metrics import mean_ci95
+from ringleader.policy.catalog import policy_named
 from ringleader.policy.plan import Decider
-from ringleader.policy.sharing import Sharing
 from ringleader.policy.views import ClusterView
 from ringleader.sim.contention import GavelContention
 from ringleader.sim.engine import FIRST_MINIBATCHES, SimJob, SimResult, Simulator
@@ -66,12 +66,7 @@ class ClusterSetup:
 
 def policies() -> dict[str, Decider]:
     """The two stacks compared: same placement code, sharing on or off."""
-    return {
-        BASELINE: Sharing(
-            BASELINE, time_slicing=False, packing=False, migration=False, grow_shrink=False
-        ),
-        "gandiva": Sharing("gandiva"),
-    }
+    return {BASELINE: policy_named(BASELINE), "gandiva": policy_named("gandiva")}
 
 
 @lru_cache(maxsize=4)
