@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from live_server import LiveServer, tiny_job, wait_for
+from tests.live_server import LiveServer, tiny_job, wait_for
 
 pytestmark = pytest.mark.slow
 
