@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from tests.live_server import LiveServer, tiny_job, wait_for
@@ -131,3 +136,60 @@ def test_migration_keeps_the_step_count_and_loss_continuous(
             )
         launches = [e for e in server.job(job_id)["events"] if e["kind"] == "launched"]
         assert len({tuple(map(tuple, e["devices"])) for e in launches}) > 1
+
+
+def test_priority_changes_through_the_api_and_bad_requests_name_the_field(
+    tmp_path: Path, stop_after: list[LiveServer]
+) -> None:
+    server = _server(tmp_path, 1, "time-slicing", 2.0)
+    stop_after.append(server)
+    low = server.submit(tiny_job("low", epochs=40))
+    wait_for(lambda: server.job(low)["step"] > 0, 60, "the first job to run")
+    high = server.submit(tiny_job("high", epochs=4))
+    r = httpx.patch(f"{server.url}/jobs/{high}", json={"priority": 5}, timeout=10)
+    assert r.status_code == 200 and r.json()["spec"]["priority"] == 5
+    # The high-priority job runs to the end while the low one waits suspended.
+    assert server.wait_state(high, {"succeeded", "failed"}, 120)["state"] == "succeeded"
+    high_end = server.job(high)["finished_at"]
+    low_steps = [r for r in _steps(server.progress(low)) if r["t"] < high_end]
+    high_start = min(r["t"] - r["step_time"] for r in _steps(server.progress(high)))
+    assert not [r for r in low_steps if r["t"] - r["step_time"] > high_start + 0.5]
+    kinds = [e["kind"] for e in server.job(high)["events"]]
+    assert "priority" in kinds
+    for body, field in (
+        ({"priority": "high"}, "priority"),
+        ({"priority": 5000}, "priority"),
+        ({"priority": 1, "gpus": 4}, "(body)"),
+    ):
+        bad = httpx.patch(f"{server.url}/jobs/{low}", json=body, timeout=10)
+        assert bad.status_code == 422 and bad.json()["detail"][0]["field"] == field
+    assert httpx.patch(f"{server.url}/jobs/nope", json={"priority": 1}).status_code == 404
+    httpx.delete(f"{server.url}/jobs/{low}", timeout=10)
+
+
+def test_automl_runs_an_optuna_search_as_time_sliced_jobs(
+    tmp_path: Path, stop_after: list[LiveServer]
+) -> None:
+    server = _server(tmp_path, 2, "time-slicing", 2.0)
+    stop_after.append(server)
+    out = tmp_path / "automl.json"
+    run = subprocess.run(
+        [
+            *(sys.executable, "-m", "ringleader", "automl", "--trials", "6", "--epochs", "4"),
+            *("--examples", "256", "--poll-s", "1", "--json", str(out)),
+        ],
+        env={**os.environ, "RINGLEADER_URL": server.url},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    result = json.loads(out.read_text())
+    assert [t["state"] for t in result["trials"]] == ["succeeded"] * 6
+    assert result["seconds_to_target"]["1.5"] is not None
+    jobs = httpx.get(f"{server.url}/jobs", timeout=10).json()
+    events = [
+        e["kind"] for j in jobs for e in httpx.get(f"{server.url}/jobs/{j['id']}").json()["events"]
+    ]
+    assert "priority" in events  # the pruner's answers reached the scheduler
+    assert "suspend_requested" in events  # six configurations time-sliced on two devices

@@ -7,6 +7,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ringleader import __version__
+from ringleader.cli.automl import automl
 from ringleader.cli.demo import demo
 from ringleader.cli.netlab import netlab
 from ringleader.cli.runtime import cancel, jobs, logs, server, show, submit
@@ -25,7 +26,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.command()(simulate)
-for command in (server, submit, jobs, show, logs, cancel, demo, netlab, sweep):
+for command in (server, submit, jobs, show, logs, cancel, demo, netlab, sweep, automl):
     app.command()(command)
 
 

@@ -84,6 +84,29 @@ def create_app(store: Store, controller: Controller) -> FastAPI:
         controller.poke()
         return row.public()
 
+    @app.patch("/jobs/{job_id}", response_model=None)
+    async def change(job_id: str, request: Request) -> JSONResponse | dict[str, Any]:
+        """Change what may change while a job runs: today its ``priority``."""
+        body = await request.body()
+        if len(body) > MAX_BODY:
+            return _problems([("(body)", f"{len(body)} bytes is over the 1 MiB limit")])
+        try:
+            data = json.loads(body)
+        except (ValueError, UnicodeDecodeError) as err:
+            return _problems([("(body)", f"not valid JSON: {err}")])
+        if not isinstance(data, dict) or set(data) != {"priority"}:
+            return _problems([("(body)", 'expected {"priority": N}; nothing else can change')])
+        priority = data["priority"]
+        if isinstance(priority, bool) or not isinstance(priority, int):
+            return _problems([("priority", f"{priority!r} is not an integer")])
+        if not -1000 <= priority <= 1000:
+            return _problems([("priority", f"{priority} is outside -1000..1000")])
+        row = store.set_priority(job_id, priority)
+        if row is None:
+            raise HTTPException(404, detail=f"no job {job_id!r}")
+        controller.poke()
+        return row.public()
+
     @app.get("/jobs/{job_id}/logs", response_class=PlainTextResponse)
     def logs(job_id: str, rank: int = 0, offset: int = 0) -> PlainTextResponse:
         _get(job_id)

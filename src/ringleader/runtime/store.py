@@ -120,6 +120,7 @@ _COLUMNS = (
     "state_since",
 )
 _JSON = {"spec", "devices", "observations", "shape", "packed"}
+_API_OWNED = ("spec", "cancel_requested")
 _SELECT = f"SELECT {', '.join(_COLUMNS)} FROM jobs"
 
 _SCHEMA = """
@@ -221,7 +222,14 @@ class Store:
             self._event(db, job_id, "submitted", {})
         return row
 
-    def _write(self, db: sqlite3.Connection, row: JobRow) -> None:
+    def _write(self, db: sqlite3.Connection, row: JobRow, *, by_api: bool = False) -> None:
+        """Insert or update ``row``.
+
+        The API owns the spec (priority changes) and the cancel flag; the
+        controller saves rows it read a moment earlier, so its writes leave
+        those two columns as they are in the database and never undo a
+        request that arrived in between.
+        """
         data = asdict(row)
         data["spec"] = row.spec.model_dump(mode="json")
         data["state"] = row.state.value
@@ -229,8 +237,11 @@ class Store:
             data[key] = json.dumps(data[key])
         data["cancel_requested"] = int(row.cancel_requested)
         placeholders = ", ".join("?" for _ in _COLUMNS)
+        kept = () if by_api else _API_OWNED
+        updates = ", ".join(f"{c} = excluded.{c}" for c in _COLUMNS if c != "id" and c not in kept)
         db.execute(
-            f"INSERT OR REPLACE INTO jobs ({', '.join(_COLUMNS)}) VALUES ({placeholders})",
+            f"INSERT INTO jobs ({', '.join(_COLUMNS)}) VALUES ({placeholders}) "
+            f"ON CONFLICT(id) DO UPDATE SET {updates}",
             [data[c] for c in _COLUMNS],
         )
 
@@ -270,8 +281,22 @@ class Store:
             row = self._row(values)
             if not row.state.finished and not row.cancel_requested:
                 row.cancel_requested = True
-                self._write(db, row)
+                self._write(db, row, by_api=True)
                 self._event(db, job_id, "cancel_requested", {})
+        return row
+
+    def set_priority(self, job_id: str, priority: int) -> JobRow | None:
+        """Change a job's priority (the policy sees it at its next decision)."""
+        with self._tx() as db:
+            values = db.execute(f"{_SELECT} WHERE id = ?", (job_id,)).fetchone()
+            if values is None:
+                return None
+            row = self._row(values)
+            if row.spec.priority != priority:
+                old = row.spec.priority
+                row.spec = row.spec.model_copy(update={"priority": priority})
+                self._write(db, row, by_api=True)
+                self._event(db, job_id, "priority", {"from": old, "to": priority})
         return row
 
     def events(self, job_id: str) -> list[dict[str, Any]]:

@@ -35,7 +35,6 @@ import math
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
@@ -45,6 +44,9 @@ from ringleader.policy.sharing import Sharing
 from ringleader.policy.views import ClusterView
 from ringleader.sim.engine import SimJob, Simulator
 from ringleader.sim.profiles import RESNET110_K40
+from ringleader.tuning import EarlyFeedback, MissingOptuna, optuna_module
+
+__all__ = ["MissingOptuna", "run_automl", "run_one"]
 
 PAPER_MINUTES = {
     "baseline": {"70": 134.1, "80": 2489.1, "90": 5296.7},
@@ -57,21 +59,10 @@ GPUS = 16
 EPOCHS = 120
 EPOCH_MINUTES = 6.0
 """At width 32; width 16 takes half, width 64 twice."""
-SCREEN_PRIORITY = 2
-PROMISING_PRIORITY = 1
-PRUNED_PRIORITY = 0
 MIN_RESOURCE = 2
 TAU_EPOCHS = 10.0
 _WIDTH_TIME = {16: 0.5, 32: 1.0, 64: 2.0}
 _WIDTH_LOSS = {16: 0.02, 32: 0.005, 64: 0.0}
-
-
-class MissingOptuna(RuntimeError):
-    def __str__(self) -> str:
-        return (
-            "the automl scenario samples and prunes with Optuna: "
-            "pip install 'ringleader[automl]' (or optuna>=3.5)"
-        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,20 +121,9 @@ def true_curve(config: Config, epochs: float) -> float:
     return config.accuracy(epochs)
 
 
-def _optuna() -> object:
-    try:
-        import optuna
-    except ImportError:
-        raise MissingOptuna() from None
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-    return optuna
-
-
 def sample_configs(seed: int, n: int = CONFIGS) -> list[Config]:
     """``n`` configurations from Optuna's seeded random sampler."""
-    import optuna
-
-    _optuna()
+    optuna = optuna_module()
     study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=seed))
     out = []
     for _ in range(n):
@@ -184,24 +164,13 @@ class _Search:
     prune: bool
     reached: dict[float, float] = field(default_factory=dict)
     last: tuple[float, dict[str, float]] = (0.0, {})
-    study: Any = None
-    trials: dict[str, Any] = field(default_factory=dict)
-    reported: dict[str, int] = field(default_factory=dict)
-    priority: dict[str, int] = field(default_factory=dict)
-    stalled: set[str] = field(default_factory=set)
+    feedback: EarlyFeedback | None = None
 
     def __post_init__(self) -> None:
         if self.prune:
-            import optuna
-
-            _optuna()
-            pruner = optuna.pruners.SuccessiveHalvingPruner(
-                min_resource=MIN_RESOURCE, reduction_factor=3
+            self.feedback = EarlyFeedback(
+                self.configs, direction="maximize", min_resource=MIN_RESOURCE
             )
-            study = optuna.create_study(direction="maximize", pruner=pruner)
-            self.study = study
-            for job_id in self.configs:
-                self.trials[job_id] = study.ask()
 
     def steer(self, now: float, done: dict[str, float]) -> dict[str, int] | None:
         then, before = self.last
@@ -220,25 +189,12 @@ class _Search:
         self.last = (now, dict(done))
         if len(self.reached) == len(THRESHOLDS):
             return None
-        if not self.prune:
+        if self.feedback is None:
             return {}
-        for job_id in done:
-            # Screen every configuration before exploiting any: unreported
-            # ones outrank all rungs, so early feedback comes from all 100.
-            self.priority.setdefault(job_id, SCREEN_PRIORITY)
         for job_id, fraction in done.items():
             epoch = int(fraction * EPOCHS)
-            if epoch <= self.reported.get(job_id, 0) or job_id in self.stalled:
-                continue
-            self.reported[job_id] = epoch
-            trial: Any = self.trials[job_id]
-            trial.report(self.configs[job_id].accuracy(epoch), epoch)
-            if trial.should_prune():
-                self.stalled.add(job_id)
-                self.priority[job_id] = PRUNED_PRIORITY
-            elif epoch >= MIN_RESOURCE:
-                self.priority[job_id] = PROMISING_PRIORITY
-        return dict(self.priority)
+            self.feedback.report(job_id, epoch, self.configs[job_id].accuracy(epoch))
+        return self.feedback.priorities()
 
 
 def policies() -> dict[str, Decider]:
