@@ -281,6 +281,11 @@ class Session:
         }
         if self.grad_bytes is not None:
             record["grad_bytes"] = self.grad_bytes
+        if self.launch.device == "cuda":
+            import torch
+
+            # Peak device memory: what packing checks before it tries a pair.
+            record["memory_gib"] = round(torch.cuda.max_memory_allocated() / 2**30, 3)
         self._log(record)
 
     def checkpoint(self) -> None:

@@ -185,6 +185,8 @@ class Controller:
             for key in ("examples_per_epoch", "batch_per_worker", "grad_bytes"):
                 if key in rec:
                     row.shape[key] = float(rec[key])
+            if "memory_gib" in rec:
+                row.shape["memory_gib"] = max(row.shape.get("memory_gib", 0.0), rec["memory_gib"])
             seen = self._warm.get((row.id, row.generation), 0) + 1
             self._warm[(row.id, row.generation)] = seen
             if seen > WARMUP_STEPS and "step_time" in rec:
@@ -288,6 +290,7 @@ class Controller:
             suspended=suspended,
             state_since=row.state_since,
             packed=packed,
+            memory_gib=shape.get("memory_gib"),
         )
 
     def _decide(self, now: float) -> None:
