@@ -148,23 +148,18 @@ def tensorlights_plot(result: Mapping[str, object], path: Path) -> Path:
 
 
 def sharing_plot(result: Mapping[str, object], path: Path) -> Path:
-    """Ours beside the paper's for a Gandiva scenario: one bar pair per metric."""
+    """Ours beside the paper's for a Gandiva scenario: one panel per metric."""
     ours = result["ours"]
     paper = result["paper"]
     ci = result["ci95"]
     assert isinstance(ours, dict) and isinstance(paper, dict) and isinstance(ci, dict)
     keys = list(ours)
-    fig, ax = plt.subplots(figsize=(6, 3.5))
-    x = range(len(keys))
-    ax.bar(
-        [i - 0.2 for i in x],
-        [ours[k] for k in keys],
-        0.4,
-        yerr=[ci[k] for k in keys],
-        label="ours (95% CI)",
-    )
-    ax.bar([i + 0.2 for i in x], [paper[k] for k in keys], 0.4, label="paper")
-    ax.set_xticks(list(x), keys)
-    ax.set_title(f"{result.get('scenario', '')}: sharing against no sharing")
-    ax.legend()
+    fig, axes = plt.subplots(1, len(keys), figsize=(3.2 * len(keys), 3.4), squeeze=False)
+    for ax, key in zip(axes[0], keys, strict=True):
+        ax.bar([0], [ours[key]], 0.6, yerr=[ci[key]], capsize=6, label="ours (95% CI)")
+        ax.bar([1], [paper[key]], 0.6, label="paper")
+        ax.set_xticks([0, 1], ["ours", "paper"])
+        ax.set_title(key)
+    axes[0][0].legend(fontsize=8)
+    fig.suptitle(f"{result.get('scenario', '')}: sharing against no sharing")
     return save_figure(fig, path)
