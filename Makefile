@@ -41,6 +41,8 @@ bench: $(STAMP)
 	$(BIN)/python bench/resize.py
 	$(BIN)/python bench/traces.py
 	$(BIN)/python bench/suspend.py
+	$(BIN)/ringleader simulate --scenario gandiva-cluster --seeds 10 --json bench/results/gandiva-cluster.json
+	$(BIN)/ringleader simulate --scenario automl --seeds 30 --json bench/results/automl.json
 
 clean:
 	rm -rf $(VENV) demo-output .pytest_cache .mypy_cache .ruff_cache
