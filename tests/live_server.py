@@ -131,3 +131,12 @@ class LiveServer:
         r.raise_for_status()
         data: list[dict[str, Any]] = r.json()
         return data
+
+    def cluster(self) -> dict[str, Any]:
+        r = httpx.get(self.url + "/cluster", timeout=10)
+        r.raise_for_status()
+        data: dict[str, Any] = r.json()
+        return data
+
+    def cancel(self, job_id: str) -> None:
+        httpx.delete(f"{self.url}/jobs/{job_id}", timeout=10).raise_for_status()

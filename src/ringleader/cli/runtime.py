@@ -23,7 +23,14 @@ console = Console(highlight=False)
 
 
 def server(
-    executor: Annotated[str, typer.Option(help="Where workers run: local.")] = "local",
+    executor: Annotated[
+        str,
+        typer.Option(help="Where workers run: local (this machine) or ray (a Ray cluster)."),
+    ] = "local",
+    address: Annotated[
+        str,
+        typer.Option(help="Ray cluster address for --executor ray (host:port, or auto)."),
+    ] = "auto",
     gpus: Annotated[
         int | None,
         typer.Option(min=1, help="Devices: real GPUs if any, else this many virtual CPU devices."),
@@ -55,8 +62,13 @@ def server(
     """
     from ringleader.runtime.server import ServerConfig, default_state_dir, serve
 
-    if executor != "local":
-        fail(f"--executor: {executor!r} is not available yet; use 'local'")
+    if executor not in ("local", "ray"):
+        fail(f"--executor: {executor!r} is not one of: local, ray")
+    if executor == "ray":
+        from ringleader.runtime.executor.ray import env_has_ray
+
+        if not env_has_ray():
+            fail("--executor ray needs Ray: pip install 'ringleader[ray]'")
     settings: dict[str, Any] = {"policy": policy, "round_s": round_s, "quantum_s": quantum_s}
     keys = {"policy", "probe_window_s", "round_s", "quantum_s"}
     if config is not None:
@@ -79,6 +91,8 @@ def server(
         probe_window_s=settings.get("probe_window_s"),
         round_s=float(settings["round_s"]),
         quantum_s=settings.get("quantum_s"),
+        executor=executor,
+        address=address,
     )
     asyncio.run(serve(cfg))
 

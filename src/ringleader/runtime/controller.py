@@ -138,6 +138,13 @@ class Controller:
         if row.cancel_requested and row.stopping != "cancel":
             self._request_stop(row, "cancel", now)
         status = self.executor.status(self.job_dir(row.id), row.generation, row.workers)
+        if status.lost:
+            log.warning("job %s: %d workers lost with their node", row.id, status.lost)
+            self.executor.kill(self.job_dir(row.id), row.generation)
+            if row.stopping is None:
+                row.stopping = "node_lost"
+            self._settle(row, failed=False, codes=dict(status.exits), now=now)
+            return
         if status.failed and not status.finished:
             log.warning("job %s: a worker failed, stopping the rest", row.id)
             self.executor.kill(self.job_dir(row.id), row.generation)
@@ -299,6 +306,10 @@ class Controller:
             for r in self.store.all()
             if r.state in (State.QUEUED, State.RUNNING, State.SUSPENDED) and not r.cancel_requested
         ]
+        try:
+            self.cluster = self.executor.cluster()  # nodes come and go (Ray)
+        except Exception:
+            log.exception("cannot list the cluster's nodes; deciding on the last known list")
         self._need_decision = False
         self._last_decision = now
         try:

@@ -29,12 +29,28 @@ def _write_atomic(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
+def _die_with_parent() -> None:
+    """Linux: get SIGKILL when the parent process dies (a worker never outlives its wrapper)."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--job-dir", type=Path, required=True)
     parser.add_argument("--generation", type=int, required=True)
     parser.add_argument("--rank", type=int, required=True)
     parser.add_argument("--cpus", default="")
+    parser.add_argument(
+        "--die-with-parent",
+        action="store_true",
+        help="exit (and take the worker along) when whoever started us dies",
+    )
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
@@ -45,8 +61,10 @@ def main(argv: list[str] | None = None) -> int:
     _write_atomic(here / f"rank{args.rank}.pid", f"{os.getpid()} {start_ticks(os.getpid())}\n")
     if args.cpus:
         os.sched_setaffinity(0, {int(c) for c in args.cpus.split(",")})
+    if args.die_with_parent:
+        _die_with_parent()
     try:
-        child = subprocess.Popen(command)
+        child = subprocess.Popen(command, preexec_fn=_die_with_parent)
     except OSError as err:
         print(f"ringleader: cannot start {command[0]!r}: {err}", file=sys.stderr, flush=True)
         _write_atomic(here / f"rank{args.rank}.exit", "127\n")

@@ -13,6 +13,7 @@ import uvicorn
 from ringleader.policy.catalog import policy_from_config
 from ringleader.runtime.api import create_app
 from ringleader.runtime.controller import Controller, ControllerConfig
+from ringleader.runtime.executor.base import Executor
 from ringleader.runtime.executor.local import LocalExecutor
 from ringleader.runtime.store import Store
 
@@ -36,11 +37,19 @@ class ServerConfig:
     round_s: float = 30.0
     tick_s: float = 0.5
     quantum_s: float | None = None
+    executor: str = "local"
+    address: str = "auto"
 
 
 def build(config: ServerConfig) -> tuple[Store, Controller]:
     store = Store(config.state_dir / "ringleader.db")
-    executor = LocalExecutor(config.gpus)
+    executor: Executor
+    if config.executor == "ray":
+        from ringleader.runtime.executor.ray import RayExecutor
+
+        executor = RayExecutor(config.address)
+    else:
+        executor = LocalExecutor(config.gpus)
     policy = policy_from_config(config.policy, config.probe_window_s, config.quantum_s)
     controller = Controller(
         store,

@@ -20,6 +20,8 @@ class GangStatus:
     """Exit code per rank that has exited (negative: killed by that signal)."""
     starting: int = 0
     """Ranks launched that have not yet said they started."""
+    lost: int = 0
+    """Ranks whose machine went away (a lost node): not the job's fault."""
 
     @property
     def finished(self) -> bool:

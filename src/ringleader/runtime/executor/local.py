@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from ringleader.policy.views import ClusterView, Device, Node
@@ -85,60 +86,23 @@ class LocalExecutor:
         port = free_port()
         for rank, device in enumerate(devices):
             cpus = self.cpus_for(device.index)
-            worker_env = {
-                **os.environ,
-                # `python` in a job's command means the interpreter ringleader runs in.
-                "PATH": os.pathsep.join(
-                    [str(Path(sys.executable).parent), os.environ.get("PATH", "")]
+            spawn_worker(
+                WorkerLaunch(
+                    job_id=job_id,
+                    job_dir=job_dir,
+                    generation=generation,
+                    rank=rank,
+                    world=len(devices),
+                    master_addr="127.0.0.1",
+                    master_port=port,
+                    cuda=self.cuda,
+                    cuda_visible=str(device.index) if self.cuda else "",
+                    cpus=tuple(cpus),
+                    where=f"{device.node}:{device.index}",
                 ),
-                **env,
-                "RINGLEADER_JOB_ID": job_id,
-                "RINGLEADER_JOB_DIR": str(job_dir),
-                "RINGLEADER_GENERATION": str(generation),
-                "RANK": str(rank),
-                "LOCAL_RANK": str(rank),
-                "WORLD_SIZE": str(len(devices)),
-                "MASTER_ADDR": "127.0.0.1",
-                "MASTER_PORT": str(port),
-                "RINGLEADER_DEVICE": "cuda" if self.cuda else "cpu",
-                "CUDA_VISIBLE_DEVICES": str(device.index) if self.cuda else "",
-                "RINGLEADER_THREADS": str(len(cpus)),
-                "OMP_NUM_THREADS": str(len(cpus)),
-                "PYTHONUNBUFFERED": "1",
-                "RINGLEADER_LAUNCH_T": repr(time.time()),
-            }
-            log = open(logs / f"rank{rank}.log", "ab")  # noqa: SIM115 - handed to the child
-            log.write(
-                f"--- generation {generation}, rank {rank}/{len(devices)}, "
-                f"device {device.node}:{device.index} ---\n".encode()
+                command,
+                env,
             )
-            log.flush()
-            try:
-                subprocess.Popen(
-                    [
-                        sys.executable,
-                        "-m",
-                        "ringleader.runtime.launch",
-                        "--job-dir",
-                        str(job_dir),
-                        "--generation",
-                        str(generation),
-                        "--rank",
-                        str(rank),
-                        "--cpus",
-                        ",".join(map(str, cpus)),
-                        "--",
-                        *command,
-                    ],
-                    stdin=subprocess.DEVNULL,
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    env=worker_env,
-                    start_new_session=True,
-                    cwd=job_dir,
-                )
-            finally:
-                log.close()
 
     @staticmethod
     def _pids(job_dir: Path, generation: int) -> dict[int, tuple[int, int]]:
@@ -168,3 +132,94 @@ class LocalExecutor:
     def kill(self, job_dir: Path, generation: int) -> None:
         for pid, ticks in self._pids(job_dir, generation).values():
             kill_group(pid, ticks)
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerLaunch:
+    """Everything one worker process of a gang needs to know, whatever runs it."""
+
+    job_id: str
+    job_dir: Path
+    generation: int
+    rank: int
+    world: int
+    master_addr: str
+    master_port: int
+    cuda: bool
+    cuda_visible: str
+    cpus: tuple[int, ...] = ()
+    where: str = ""
+
+
+def worker_env(w: WorkerLaunch, env: Mapping[str, str]) -> dict[str, str]:
+    threads = str(max(len(w.cpus), 1))
+    return {
+        **os.environ,
+        # `python` in a job's command means the interpreter ringleader runs in.
+        "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
+        **env,
+        "RINGLEADER_JOB_ID": w.job_id,
+        "RINGLEADER_JOB_DIR": str(w.job_dir),
+        "RINGLEADER_GENERATION": str(w.generation),
+        "RANK": str(w.rank),
+        "LOCAL_RANK": str(w.rank),
+        "WORLD_SIZE": str(w.world),
+        "MASTER_ADDR": w.master_addr,
+        "MASTER_PORT": str(w.master_port),
+        "RINGLEADER_DEVICE": "cuda" if w.cuda else "cpu",
+        "CUDA_VISIBLE_DEVICES": w.cuda_visible,
+        "RINGLEADER_THREADS": threads,
+        "OMP_NUM_THREADS": threads,
+        "PYTHONUNBUFFERED": "1",
+        "RINGLEADER_LAUNCH_T": repr(time.time()),
+    }
+
+
+def spawn_worker(
+    w: WorkerLaunch,
+    command: Sequence[str],
+    env: Mapping[str, str],
+    *,
+    own_session: bool = True,
+) -> subprocess.Popen[bytes]:
+    """Start one worker under the launch wrapper, its output appended to its rank's log.
+
+    ``own_session``: the worker outlives whoever started it (the local server,
+    so a restarted server adopts it); without it, it dies with its starter (a
+    Ray actor, so a lost node takes its workers with it).
+    """
+    logs = w.job_dir / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    run_dir(w.job_dir, w.generation).mkdir(parents=True, exist_ok=True)
+    log = open(logs / f"rank{w.rank}.log", "ab")  # noqa: SIM115 - handed to the child
+    log.write(
+        f"--- generation {w.generation}, rank {w.rank}/{w.world}, device {w.where} ---\n".encode()
+    )
+    log.flush()
+    try:
+        return subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "ringleader.runtime.launch",
+                "--job-dir",
+                str(w.job_dir),
+                "--generation",
+                str(w.generation),
+                "--rank",
+                str(w.rank),
+                "--cpus",
+                ",".join(map(str, w.cpus)),
+                *([] if own_session else ["--die-with-parent"]),
+                "--",
+                *command,
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=worker_env(w, env),
+            start_new_session=own_session,
+            cwd=w.job_dir,
+        )
+    finally:
+        log.close()
