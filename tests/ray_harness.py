@@ -166,6 +166,12 @@ def main(out: Path) -> int:
             results["time_slicing"] = time_slicing(server)
         except Exception:
             results["time_slicing"] = {"error": traceback.format_exc()}
+        cluster.add_node(num_cpus=1, num_gpus=2, object_store_memory=STORE)
+        try:
+            wait_for(lambda: server.cluster()["gpus"] == 3, 60, "the new node to be listed")
+            results["cluster_joined"] = server.cluster()
+        except AssertionError:
+            results["cluster_joined"] = {"error": traceback.format_exc()}
     finally:
         server.stop()
         server.kill_workers()

@@ -77,6 +77,9 @@ def test_nodes_and_gpus_come_from_the_ray_cluster(seen: dict[str, Any]) -> None:
     assert sorted(n["gpus"] for n in seen["cluster"]["nodes"]) == [1, 2, 2]
     # Two nodes removed later: the server started afterwards sees only the head.
     assert [n["gpus"] for n in seen["cluster_after"]["nodes"]] == [1]
+    # A node that joins shows up at the running server's next decision.
+    joined = _ok(seen, "cluster_joined")
+    assert sorted(n["gpus"] for n in joined["nodes"]) == [1, 2]
 
 
 def test_a_gang_runs_torch_distributed_across_two_ray_nodes(seen: dict[str, Any]) -> None:

@@ -33,7 +33,6 @@ def create_app(store: Store, controller: Controller) -> FastAPI:
         version=__version__,
         description="Scheduler for deep-learning training jobs on shared GPU clusters.",
     )
-    capacity = controller.cluster.capacity
 
     @app.get("/health")
     def health() -> dict[str, Any]:
@@ -42,7 +41,8 @@ def create_app(store: Store, controller: Controller) -> FastAPI:
     @app.get("/cluster")
     def cluster() -> dict[str, Any]:
         nodes = [{"name": n.name, "gpus": n.gpus} for n in controller.cluster.nodes]
-        return {"executor": controller.executor.name, "gpus": capacity, "nodes": nodes}
+        gpus = controller.cluster.capacity
+        return {"executor": controller.executor.name, "gpus": gpus, "nodes": nodes}
 
     @app.post("/jobs", status_code=201, response_model=None)
     async def submit(request: Request) -> JSONResponse | dict[str, Any]:
@@ -54,7 +54,7 @@ def create_app(store: Store, controller: Controller) -> FastAPI:
         except (ValueError, UnicodeDecodeError) as err:
             return _problems([("(body)", f"not valid JSON: {err}")])
         try:
-            spec = parse_spec(data, capacity=capacity)
+            spec = parse_spec(data, capacity=controller.cluster.capacity)
         except SpecError as err:
             return _problems(err.problems)
         row = store.add(spec)
