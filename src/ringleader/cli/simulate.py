@@ -15,6 +15,7 @@ from rich.table import Table
 from ringleader.cli.errors import fail
 from ringleader.policy.catalog import POLICY_NAMES, UnknownPolicyError, policy_named
 from ringleader.policy.profiling import PolicyInputError
+from ringleader.sim.contention import GavelContention
 from ringleader.sim.engine import SimResult, Simulator
 from ringleader.sim.errors import SimulationStalled
 from ringleader.sim.workload_file import WorkloadFileError, load_workload
@@ -194,6 +195,7 @@ def _trace(
                 cluster,
                 jobs,
                 on_finish=lambda done, _: bar.update(task, completed=done),
+                contention=GavelContention(),
             ).run()
         except (SimulationStalled, PolicyInputError) as err:
             fail(f"{path}: {err}")

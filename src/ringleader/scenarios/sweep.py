@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ringleader.policy.catalog import POLICY_NAMES, policy_named
 from ringleader.policy.views import ClusterView
+from ringleader.sim.contention import GavelContention
 from ringleader.sim.engine import Simulator
 from ringleader.traces.jobs import GPUS_PER_NODE, recommended_gpus, to_sim_jobs
 from ringleader.traces.load import TraceError, load_trace, resolve_trace
@@ -113,7 +114,9 @@ def run_cell(cell: Cell) -> tuple[Row, list[float], list[tuple[float, int]]]:
         ClusterView.uniform(nodes, GPUS_PER_NODE) if extra == 0 else ClusterView.uniform(1, gpus)
     )
     started = time.perf_counter()
-    result = Simulator(policy_named(cell.policy), cluster, shifted).run()
+    result = Simulator(
+        policy_named(cell.policy), cluster, shifted, contention=GavelContention()
+    ).run()
     s = result.summary
     row = Row(
         cell.trace,

@@ -3,6 +3,7 @@
 * Packed: each job type's steps/s beside another on one GPU, over alone
   (``ringleader.perf.interference``). Pairs measured at 0 steps/s did not fit
   together: packing them makes no progress until introspection reverts it.
+  Types without measurements pack as a time-share (half speed each).
 * Spread: a gang's steps/s when its GPUs are on more servers than it needs
   (Gavel's "unconsolidated" table) over consolidated. Where the measurement
   says spreading helped, we take it as noise and use 1.0; sizes not measured
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ringleader.perf.interference import InterferenceModel, load_interference
+from ringleader.perf.interference import InterferenceModel, UnknownJobType, load_interference
 from ringleader.traces.jobs import gavel_table
 
 
@@ -26,7 +27,10 @@ class GavelContention:
         object.__setattr__(self, "model", load_interference(self.gpu))
 
     def packed(self, kind: str, other: str) -> float:
-        return self.model.speeds(kind, other)[0]
+        try:
+            return self.model.speeds(kind, other)[0]
+        except UnknownJobType:
+            return 0.5  # not measured: a time-share, no gain and no loss
 
     def spread(self, kind: str, gpus: int, extra_nodes: int) -> float:
         together = gavel_table(self.gpu)

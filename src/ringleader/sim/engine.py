@@ -378,16 +378,20 @@ class Simulator:
                     sorted({*state.partners, *(o.job.id for o in group if o is not state)})
                 )
         model = self.contention
-        if model is None:
-            return
         for state in active.values():
             kind = state.job.kind
-            if not state.running or kind is None:
+            if not state.running:
                 continue
             for other in state.partners:
                 other_kind = active[other].job.kind
-                if other_kind is not None:
+                if model is None or kind is None or other_kind is None:
+                    # Nothing measured for this pair: packing is worth exactly a
+                    # time-share, no gain and no loss.
+                    state.factor *= 0.5
+                else:
                     state.factor *= model.packed(kind, other_kind)
+            if model is None or kind is None:
+                continue
             gpus = state.workers
             nodes = len({d.node for d in state.devices[:gpus]})
             widest = max(n.gpus for n in self.cluster.nodes)

@@ -79,6 +79,7 @@ def to_sim_jobs(jobs: Sequence[TraceJob]) -> list[SimJob]:
                 requested_gpus=job.gpus,
                 elastic=True,
                 work_scale=scale,
+                kind=job.model if job.gpus == 1 else None,
             )
         )
     return out
