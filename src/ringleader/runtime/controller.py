@@ -82,6 +82,7 @@ class Controller:
         self._targets: dict[str, Assignment] = {}
         self._held_since: dict[str, float] = {}
         self._confirmed_suspended: set[str] = set()
+        self._partial_since: dict[str, float] = {}
         self._switching = False
         """A job waits for another to leave its GPU: tick fast until it has."""
         self._need_decision = True
@@ -155,6 +156,19 @@ class Controller:
         ):
             log.warning("job %s: no clean stop in time, killing it", row.id)
             self.executor.kill(self.job_dir(row.id), row.generation)
+        if status.starting and status.alive:
+            # Part of the gang runs, part was never placed (a Ray cluster shared
+            # with other work): the placed ranks wait in the rendezvous for ever.
+            since = self._partial_since.setdefault(row.id, now)
+            if now - since > self.config.launch_timeout_s:
+                log.warning("job %s: %d ranks never started; relaunching", row.id, status.starting)
+                self._partial_since.pop(row.id, None)
+                self.executor.kill(self.job_dir(row.id), row.generation)
+                if row.stopping is None:
+                    row.stopping = "placement_timeout"
+                self._settle(row, failed=False, codes=dict(status.exits), now=now)
+            return
+        self._partial_since.pop(row.id, None)
         if not status.finished:
             self._launched.pop(row.id, None)
             return

@@ -1,0 +1,73 @@
+"""Controller reactions to executor faults that a test cannot cause for real cheaply.
+
+A fake executor is used only here, for a gang that Ray placed in part (its
+cluster shared with other work) — everything else runs real processes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from ringleader.policy.catalog import policy_named
+from ringleader.policy.views import ClusterView, Device
+from ringleader.runtime.controller import Controller, ControllerConfig
+from ringleader.runtime.executor.base import GangStatus
+from ringleader.runtime.spec import parse_spec
+from ringleader.runtime.store import State, Store
+
+
+class HalfPlaced:
+    """Every gang gets rank 0 running and the other ranks never placed."""
+
+    name = "half-placed"
+
+    def __init__(self) -> None:
+        self.launches: list[int] = []
+        self.kills: list[int] = []
+
+    def cluster(self) -> ClusterView:
+        return ClusterView.uniform(2, 1)
+
+    def launch(
+        self,
+        job_id: str,
+        job_dir: Path,
+        generation: int,
+        command: Sequence[str],
+        devices: Sequence[Device],
+        env: Mapping[str, str],
+    ) -> None:
+        self.launches.append(generation)
+
+    def status(self, job_dir: Path, generation: int, world: int) -> GangStatus:
+        if generation in self.kills:
+            return GangStatus(world, 0, dict.fromkeys(range(world), -9))
+        return GangStatus(world, 1, {}, world - 1)
+
+    def kill(self, job_dir: Path, generation: int) -> None:
+        self.kills.append(generation)
+
+
+def test_a_gang_placed_only_in_part_is_relaunched_after_the_launch_timeout(
+    tmp_path: Path,
+) -> None:
+    executor = HalfPlaced()
+    store = Store(tmp_path / "db.sqlite")
+    config = ControllerConfig(tmp_path, policy_named("fifo"), launch_timeout_s=5.0)
+    controller = Controller(store, executor, config)
+    row = store.add(parse_spec({"name": "gang", "command": "true", "gpus": 2}))
+    controller.tick(now=100.0)
+    assert executor.launches == [1]
+    controller.tick(now=101.0)  # first seen half placed
+    controller.tick(now=105.0)  # within the timeout: wait
+    assert executor.kills == []
+    controller.tick(now=107.0)
+    assert executor.kills == [1]
+    again = store.get(row.id)
+    assert again is not None
+    events = [e for e in store.events(row.id) if e["kind"] == "stopped"]
+    assert events and events[-1]["reason"] == "placement_timeout"
+    assert again.attempts == 0  # not the job's failure
+    controller.tick(now=108.0)
+    assert executor.launches == [1, 2] and store.get(row.id).state is State.RUNNING  # type: ignore[union-attr]
