@@ -52,7 +52,8 @@ def test_three_jobs_time_sliced_on_one_device_all_progress(
 ) -> None:
     server = _server(tmp_path, 1, "time-slicing", 2.0)
     stop_after.append(server)
-    ids = [server.submit(tiny_job(f"slice{i}", epochs=30)) for i in range(3)]
+    # Long enough (~10 s of compute each) that all three are under way together.
+    ids = [server.submit(tiny_job(f"slice{i}", epochs=100)) for i in range(3)]
     all_going: list[bool] = []
 
     def check() -> bool:
@@ -128,12 +129,13 @@ def test_migration_keeps_the_step_count_and_loss_continuous(
         starts = [r for r in progress if r.get("event") == "started"][1:]
         for stop, start in zip(stops, starts, strict=False):
             assert start["restored_step"] == stop["step"]
+            losses = [r["loss"] for r in _steps(progress)]
             before = [r["loss"] for r in _steps(progress) if r["step"] <= stop["step"]][-5:]
             after = [r["loss"] for r in _steps(progress) if r["step"] > stop["step"]][:5]
-            # Continuous: the loss right after the move is where it was before it.
-            assert abs(sum(after) / len(after) - sum(before) / len(before)) < 0.5 * max(
-                max(before), 1e-3
-            )
+            # Continuous: after the move the loss carries on near where it was; a
+            # lost model or optimizer would send it back toward its first values.
+            scale = sum(losses[:5]) / 5
+            assert abs(sum(after) / len(after) - sum(before) / len(before)) < 0.25 * scale
         launches = [e for e in server.job(job_id)["events"] if e["kind"] == "launched"]
         assert len({tuple(map(tuple, e["devices"])) for e in launches}) > 1
 
