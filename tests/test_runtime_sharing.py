@@ -114,7 +114,8 @@ def test_migration_keeps_the_step_count_and_loss_continuous(
     server = _server(tmp_path, 2, "time-slicing", 2.0)
     stop_after.append(server)
     long1 = server.submit(tiny_job("long1", epochs=40))
-    short = server.submit(tiny_job("short", epochs=6))
+    # Long enough that long2 has had a turn (and a process) before it ends.
+    short = server.submit(tiny_job("short", epochs=30))
     wait_for(lambda: server.job(short)["step"] > 0, 60, "the short job to start")
     long2 = server.submit(tiny_job("long2", epochs=40))
     for job_id in (long1, short, long2):
