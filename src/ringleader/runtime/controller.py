@@ -83,6 +83,8 @@ class Controller:
         self._held_since: dict[str, float] = {}
         self._confirmed_suspended: set[str] = set()
         self._partial_since: dict[str, float] = {}
+        self._running_on: dict[str, set[tuple[str, int]]] = {}
+        """Devices of each job running at the start of this tick (who is packed with whom)."""
         self._switching = False
         """A job waits for another to leave its GPU: tick fast until it has."""
         self._need_decision = True
@@ -113,7 +115,13 @@ class Controller:
 
     def tick(self, now: float | None = None) -> None:
         now = time.time() if now is None else now
-        for row in self.store.all():
+        rows = self.store.all()
+        self._running_on = {
+            r.id: {(n, i) for n, i in r.devices}
+            for r in rows
+            if r.state is State.RUNNING and r.stopping is None
+        }
+        for row in rows:
             if not row.state.finished:
                 self._observe(row, now)
         due = now - self._last_decision >= self.config.round_s
@@ -227,15 +235,9 @@ class Controller:
         """Other jobs running now on any of ``row``'s devices (packed with it)."""
         if row.state is not State.RUNNING:
             return []
-        mine = {tuple(d) for d in row.devices}
-        return sorted(
-            r.id
-            for r in self.store.all()
-            if r.id != row.id
-            and r.state is State.RUNNING
-            and r.stopping is None
-            and mine & {tuple(d) for d in r.devices}
-        )
+        mine = {(n, i) for n, i in row.devices}
+        running = self._running_on.items()
+        return sorted(other for other, on in running if other != row.id and mine & on)
 
     def _settle(self, row: JobRow, *, failed: bool, codes: dict[int, int], now: float) -> None:
         reason, gen = row.stopping, row.generation
