@@ -108,20 +108,25 @@ def test_a_packing_that_hurts_is_reverted_within_two_windows(
 def test_migration_keeps_the_step_count_and_loss_continuous(
     tmp_path: Path, stop_after: list[LiveServer]
 ) -> None:
-    # Two devices, three jobs: the third time-slices with one of the first two;
-    # when the short job ends, a job of the crowded device migrates to the free one
-    # (checkpoint, stop, relaunch elsewhere).
+    # Two devices, three jobs: the third time-slices with the first. Once all
+    # three have trained, the job alone on the second device is cancelled: a
+    # job of the crowded device migrates there (checkpoint, stop, relaunch).
     server = _server(tmp_path, 2, "time-slicing", 2.0)
     stop_after.append(server)
-    long1 = server.submit(tiny_job("long1", epochs=40))
-    # Long enough that long2 has had a turn (and a process) before it ends.
-    short = server.submit(tiny_job("short", epochs=30))
-    wait_for(lambda: server.job(short)["step"] > 0, 60, "the short job to start")
-    long2 = server.submit(tiny_job("long2", epochs=40))
-    for job_id in (long1, short, long2):
+    first = server.submit(tiny_job("first", epochs=300))
+    other = server.submit(tiny_job("other", epochs=3000))
+    wait_for(lambda: server.job(other)["step"] > 0, 60, "the second job to start")
+    third = server.submit(tiny_job("third", epochs=300))
+    wait_for(
+        lambda: all(server.job(j)["step"] > 0 for j in (first, third)),
+        60,
+        "both time-sliced jobs to have trained",
+    )
+    server.cancel(other)
+    for job_id in (first, third):
         assert server.wait_state(job_id, {"succeeded", "failed"}, 300)["state"] == "succeeded"
-    moved = [j for j in (long1, long2) if len({r["g"] for r in _steps(server.progress(j))}) > 1]
-    assert moved, "no job migrated when the short job's device came free"
+    moved = [j for j in (first, third) if len({r["g"] for r in _steps(server.progress(j))}) > 1]
+    assert moved, "no job migrated when the cancelled job's device came free"
     for job_id in moved:
         progress = server.progress(job_id)
         steps = [r["step"] for r in _steps(progress)]
