@@ -21,35 +21,15 @@ import time
 from pathlib import Path
 from typing import Any
 
+from _common import resnet_command, wait_until
+
 OUT = Path(__file__).parent / "results" / "ray.json"
 RUNS = int(os.environ.get("RAY_BENCH_RUNS", "5"))
 STORE = 80 * 2**20
 
 
 def _command() -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "ringleader.workloads.resnet",
-        "--depth",
-        "20",
-        "--batch",
-        "16",
-        "--epochs",
-        "1000",
-        "--checkpoint-every-s",
-        "1e9",
-    ]
-
-
-def _wait(check: Any, timeout: float = 300.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.02)
-    raise TimeoutError("benchmark step timed out")
+    return resnet_command(20, 16, 1000)
 
 
 def one_run(executor: Any, one: list[Any], two: list[Any]) -> dict[str, float]:
@@ -66,17 +46,17 @@ def one_run(executor: Any, one: list[Any], two: list[Any]) -> dict[str, float]:
     write_control(job_dir, Control(1, Action.RUN))
     began = time.time()
     executor.launch(job_dir.name, job_dir, 1, _command(), one, {})
-    started = _wait(lambda: seen(lambda r: r.get("event") == "started" and r.get("g") == 1))
-    _wait(lambda: seen(lambda r: r.get("g") == 1 and r.get("step", 0) >= 5 and "loss" in r))
+    started = wait_until(lambda: seen(lambda r: r.get("event") == "started" and r.get("g") == 1))
+    wait_until(lambda: seen(lambda r: r.get("g") == 1 and r.get("step", 0) >= 5 and "loss" in r))
     requested = time.time()
     write_control(job_dir, Control(1, Action.STOP))
-    _wait(lambda: seen(lambda r: r.get("event") == "stopped"))
-    _wait(lambda: executor.status(job_dir, 1, 1).finished)
+    wait_until(lambda: seen(lambda r: r.get("event") == "stopped"))
+    wait_until(lambda: executor.status(job_dir, 1, 1).finished)
     write_control(job_dir, Control(2, Action.RUN))
     executor.launch(job_dir.name, job_dir, 2, _command(), two, {})
-    restored = _wait(lambda: seen(lambda r: r.get("event") == "started" and r.get("g") == 2))
+    restored = wait_until(lambda: seen(lambda r: r.get("event") == "started" and r.get("g") == 2))
     write_control(job_dir, Control(2, Action.STOP))
-    _wait(lambda: executor.status(job_dir, 2, 2).finished)
+    wait_until(lambda: executor.status(job_dir, 2, 2).finished)
     return {"launch": started["t_restored"] - began, "resize": restored["t_restored"] - requested}
 
 

@@ -30,6 +30,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from _common import resnet_command, wait_until
 from ringleader.job.control import PROGRESS, Action, Control, ProgressReader, write_control
 from ringleader.policy.views import Device
 from ringleader.runtime.executor.local import LocalExecutor
@@ -48,31 +49,9 @@ PHASES = (
 )
 
 
-def _wait(check: Any, timeout: float = 300.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.02)
-    raise TimeoutError("benchmark step timed out")
-
-
 def one_run(depth: int, executor: LocalExecutor) -> dict[str, float]:
     job_dir = Path(tempfile.mkdtemp(prefix=f"resize-r{depth}-"))
-    command = [
-        sys.executable,
-        "-m",
-        "ringleader.workloads.resnet",
-        "--depth",
-        str(depth),
-        "--batch",
-        "16",
-        "--epochs",
-        "1000",
-        "--checkpoint-every-s",
-        "1e9",
-    ]
+    command = resnet_command(depth, 16, 1000)
     records: list[dict[str, Any]] = []
     reader = ProgressReader(job_dir / PROGRESS)
 
@@ -82,17 +61,17 @@ def one_run(depth: int, executor: LocalExecutor) -> dict[str, float]:
 
     write_control(job_dir, Control(1, Action.RUN))
     executor.launch("bench", job_dir, 1, command, [Device("local", 0)], {})
-    _wait(lambda: seen(lambda r: r.get("g") == 1 and r.get("step", 0) >= 3 and "loss" in r))
+    wait_until(lambda: seen(lambda r: r.get("g") == 1 and r.get("step", 0) >= 3 and "loss" in r))
     requested = time.time()
     write_control(job_dir, Control(1, Action.STOP))
-    stopped = _wait(lambda: seen(lambda r: r.get("event") == "stopped"))
-    _wait(lambda: executor.status(job_dir, 1, 1).finished)
+    stopped = wait_until(lambda: seen(lambda r: r.get("event") == "stopped"))
+    wait_until(lambda: executor.status(job_dir, 1, 1).finished)
     exited = max(p.stat().st_mtime for p in run_dir(job_dir, 1).glob("rank*.exit"))
     write_control(job_dir, Control(2, Action.RUN))
     executor.launch("bench", job_dir, 2, command, [Device("local", 0), Device("local", 1)], {})
-    started = _wait(lambda: seen(lambda r: r.get("event") == "started" and r.get("g") == 2))
+    started = wait_until(lambda: seen(lambda r: r.get("event") == "started" and r.get("g") == 2))
     write_control(job_dir, Control(2, Action.STOP))
-    _wait(lambda: executor.status(job_dir, 2, 2).finished)
+    wait_until(lambda: executor.status(job_dir, 2, 2).finished)
     return {
         "to_boundary": stopped["t_stop_seen"] - requested,
         "checkpoint_write": stopped["t"] - stopped["t_stop_seen"],

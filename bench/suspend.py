@@ -37,6 +37,7 @@ from typing import Any
 
 import httpx
 
+from _common import resnet_command, wait_until
 from ringleader.job.control import PROGRESS, Action, Control, ProgressReader, write_control
 from ringleader.policy.views import Device
 from ringleader.runtime.executor.local import LocalExecutor
@@ -46,34 +47,11 @@ CYCLES = int(os.environ.get("SUSPEND_CYCLES", "50"))
 STEPS = int(os.environ.get("SUSPEND_STEPS", "600"))
 QUANTUM_S = float(os.environ.get("SUSPEND_QUANTUM_S", "5"))
 BATCH = 16
+POLL_S = 0.005
 
 
 def _command(epochs: float) -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "ringleader.workloads.resnet",
-        "--depth",
-        "20",
-        "--batch",
-        str(BATCH),
-        "--examples-per-epoch",
-        str(BATCH * 100),
-        "--epochs",
-        str(epochs),
-        "--checkpoint-every-s",
-        "1e9",
-    ]
-
-
-def _wait(check: Any, timeout: float = 300.0, poll_s: float = 0.005) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(poll_s)
-    raise TimeoutError("benchmark step timed out")
+    return resnet_command(20, BATCH, epochs, examples_per_epoch=BATCH * 100)
 
 
 def _pct(values: list[float], q: float) -> float:
@@ -93,7 +71,7 @@ def latency() -> dict[str, Any]:
 
     write_control(job_dir, Control(1, Action.RUN))
     executor.launch("bench", job_dir, 1, _command(1e6), [Device("local", 0)], {})
-    _wait(lambda: seen(lambda r: r.get("step", 0) >= 5 and "loss" in r))
+    wait_until(lambda: seen(lambda r: r.get("step", 0) >= 5 and "loss" in r), poll_s=POLL_S)
     suspend, resume = [], []
 
     def fresh(event: str) -> Any:
@@ -107,17 +85,17 @@ def latency() -> dict[str, Any]:
 
     for _ in range(CYCLES):
         write_control(job_dir, Control(1, Action.SUSPEND))
-        ev = _wait(lambda: fresh("suspended"))
+        ev = wait_until(lambda: fresh("suspended"), poll_s=POLL_S)
         suspend.append(ev["t"] - ev["t_requested"])
         time.sleep(0.1)
         write_control(job_dir, Control(1, Action.RUN))
-        ev = _wait(lambda: fresh("resumed"))
+        ev = wait_until(lambda: fresh("resumed"), poll_s=POLL_S)
         resume.append(ev["t"] - ev["t_requested"])
         # Let it run a few minibatches so the next request lands mid-minibatch.
         goal = newest_step() + 3
-        _wait(lambda goal=goal: seen(lambda _r: newest_step() >= goal))
+        wait_until(lambda goal=goal: seen(lambda _r: newest_step() >= goal), poll_s=POLL_S)
     write_control(job_dir, Control(1, Action.STOP))
-    _wait(lambda: executor.status(job_dir, 1, 1).finished)
+    wait_until(lambda: executor.status(job_dir, 1, 1).finished, poll_s=POLL_S)
     minibatch = statistics.median(r["step_time"] for r in records if "step_time" in r)
     return {
         "cycles": CYCLES,
@@ -167,14 +145,14 @@ def _workload(policy: str) -> dict[str, Any]:
         start_new_session=True,
     )
     try:
-        _wait(lambda: _healthy(url), 60, poll_s=0.2)
+        wait_until(lambda: _healthy(url), 60, poll_s=0.2)
         epochs = STEPS / 100
         began = time.time()
         ids = []
         for i in range(3):
             spec = {"name": f"slice{i}", "command": " ".join(_command(epochs)), "epochs": epochs}
             ids.append(httpx.post(url + "/jobs", json=spec, timeout=10).json()["id"])
-        jobs = _wait(lambda: _all_done(url, ids), 900, poll_s=1.0)  # light: shares the CPU
+        jobs = wait_until(lambda: _all_done(url, ids), 900, poll_s=1.0)  # light: shares the CPU
         ended = max(j["finished_at"] for j in jobs)
         steps = sum(j["step"] for j in jobs)
         events = {

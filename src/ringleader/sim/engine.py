@@ -256,6 +256,7 @@ class Simulator:
         self.until = until
         """Stop the clock here, jobs unfinished or not (their progress is in the result)."""
         self.snapshot_at = sorted(snapshot_at)
+        self._widest = max((n.gpus for n in cluster.nodes), default=1)
         self.driver = driver
 
     def run(self) -> SimResult:
@@ -394,8 +395,7 @@ class Simulator:
                 continue
             gpus = state.workers
             nodes = len({d.node for d in state.devices[:gpus]})
-            widest = max(n.gpus for n in self.cluster.nodes)
-            extra = nodes - -(-gpus // widest)
+            extra = nodes - -(-gpus // self._widest)
             if extra > 0:
                 state.factor *= model.spread(kind, gpus, extra)
 
