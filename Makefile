@@ -42,6 +42,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/traces.py
 	$(BIN)/python bench/suspend.py
 	$(BIN)/python bench/ray_executor.py
+	$(BIN)/python bench/tensorlights_models.py
 	$(BIN)/ringleader simulate --scenario gandiva-cluster --seeds 10 --json bench/results/gandiva-cluster.json
 	$(BIN)/ringleader simulate --scenario automl --seeds 30 --json bench/results/automl.json
 

@@ -108,6 +108,8 @@ def test_scenario_and_workload_are_exclusive() -> None:
     assert out.returncode == 2 and "exactly one of" in out.stderr
     out = ringleader("simulate", "--scenario", "table9")
     assert out.returncode == 2 and "unknown scenario 'table9'" in out.stderr
+    out = ringleader("simulate", "--scenario", "tensorlights", "--fifo-model", "lifo")
+    assert out.returncode == 2 and "--fifo-model: unknown model 'lifo'" in out.stderr
 
 
 def test_unwritable_outputs_exit_2(tmp_path: Path) -> None:

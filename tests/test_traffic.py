@@ -141,3 +141,21 @@ def test_simulated_fifo_curve_falls_and_uniform_is_neutral() -> None:
     assert one / curve[-1] == pytest.approx(1.0, abs=0.05)
     skewed_one = sum(simulate(TrafficPolicy.ONE, 1, cal)) / 21
     assert skewed_one < curve[0]
+
+
+def test_fair_fifo_model_lets_round_robin_trail_one_as_in_the_seed() -> None:
+    """Under fair sharing the skewed NIC stays overloaded even with priorities,
+    so One (which finishes jobs one by one) beats RoundRobin (which makes them
+    finish together): the seed's order. Under ``drain`` the two tie."""
+    from ringleader.scenarios.tensorlights import PAPER, FifoModel, calibrate, mean_jct
+
+    cal = calibrate(FifoModel.FAIR)
+    assert cal.fifo is FifoModel.FAIR
+    fifo = mean_jct(TrafficPolicy.FIFO, 1, cal, seeds=2)
+    alone = mean_jct(TrafficPolicy.FIFO, 8, cal, seeds=2)
+    assert fifo == pytest.approx(PAPER["fifo_jct_s"][0], rel=0.02)
+    assert alone == pytest.approx(PAPER["fifo_jct_s"][-1], rel=0.01)
+    one = mean_jct(TrafficPolicy.ONE, 1, cal, seeds=2)
+    rr = mean_jct(TrafficPolicy.ROUND_ROBIN, 1, cal, seeds=2)
+    assert one < rr < fifo
+    assert rr - one > 0.03 * fifo

@@ -75,6 +75,13 @@ def simulate(
     processes: Annotated[
         int | None, typer.Option(min=1, help="Parallel processes (default: one per core).")
     ] = None,
+    fifo_model: Annotated[
+        str,
+        typer.Option(
+            help="tensorlights: how FIFO interleaving delays a job: drain (nobody finishes "
+            "before the host's backlog empties) or fair (equal shares). See docs/tensorlights.md."
+        ),
+    ] = "drain",
 ) -> None:
     """Run the simulator: the same policy core the runtime uses, on a virtual clock.
 
@@ -97,7 +104,7 @@ def simulate(
                 f"--scenario: unknown scenario {scenario!r}; choose one of: {', '.join(SCENARIOS)}"
             )
         if scenario == "tensorlights":
-            _tensorlights(min(seeds, 3), json_path, plot)
+            _tensorlights(min(seeds, 3), fifo_model, json_path, plot)
             return
         if scenario in ("gandiva-cluster", "automl"):
             _sharing(scenario, seeds, json_path, plot, processes)
@@ -271,14 +278,26 @@ def _sharing(
         _write_plot(plot, lambda: sharing_plot(result, plot))
 
 
-def _tensorlights(seeds: int, json_path: Path | None, plot: Path | None) -> None:
-    from ringleader.scenarios.tensorlights import HOSTS_PER_PLACEMENT, run_tensorlights
+def _tensorlights(seeds: int, fifo_model: str, json_path: Path | None, plot: Path | None) -> None:
+    from ringleader.scenarios.tensorlights import (
+        HOSTS_PER_PLACEMENT,
+        FifoModel,
+        run_tensorlights,
+    )
 
-    with console.status(f"tensorlights: 21 jobs x 8 placements x 3 policies x {seeds} seeds"):
-        result = run_tensorlights(seeds)
+    models = [m.value for m in FifoModel]
+    if fifo_model not in models:
+        fail(f"--fifo-model: unknown model {fifo_model!r}; choose one of: {', '.join(models)}")
+    with console.status(
+        f"tensorlights ({fifo_model} FIFO): 21 jobs x 8 placements x 3 policies x {seeds} seeds"
+    ):
+        result = run_tensorlights(seeds, FifoModel(fifo_model))
     ours, paper = result["ours"], result["paper"]
     assert isinstance(ours, dict) and isinstance(paper, dict)
-    table = Table(title="TensorLights: 21 PS jobs (1 PS + 20 workers), 10 Gbps, skewed -> uniform")
+    table = Table(
+        title="TensorLights: 21 PS jobs (1 PS + 20 workers), 10 Gbps, skewed -> uniform",
+        caption=f"FIFO model: {fifo_model}",
+    )
     for col in (
         "placement",
         "PS hosts",

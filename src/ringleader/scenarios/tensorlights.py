@@ -5,10 +5,13 @@ step of a job is: workers compute (the slowest of 20 sets the pace), push
 gradients, then the PS sends the model to every worker through its host's
 NIC. Co-located PSes share that NIC:
 
-* FIFO — their flows interleave packet by packet, so a job's last worker gets
-  its update only when the host's backlog drains: every job sending on the
-  host finishes its transfer when the queue empties (the stragglers of SPEC B),
-  which keeps co-located jobs in lock-step;
+* FIFO — their flows interleave packet by packet. Two models of what that
+  does to a job (``FifoModel``): ``drain`` (default), a job's last worker gets
+  its update only when the host's backlog drains, so every job sending on the
+  host finishes when the queue empties (the stragglers of SPEC B, as the
+  seed draws them), which keeps co-located jobs in lock-step; ``fair``, every
+  transfer gets an equal share of the link and finishes when its own bytes
+  are through (TCP's ideal fair share);
 * One / RoundRobin — strict priority from the policy core's traffic stage
   (``ringleader.policy.traffic``): the first-ranked job with data to send gets
   the whole NIC; RoundRobin rotates the order every 20 s.
@@ -18,11 +21,11 @@ hosts (#1 = all on one host, #8 = one per host); the seed does not list its
 placements, so this is our choice, documented in docs/tensorlights.md.
 
 Calibration: compute time per step and update time per step (at full NIC
-speed) are fitted so that FIFO reproduces the seed's two end points, 1830 s
-(#1) and 1045 s (#8); everything else — the FIFO curve in between, One and
-RoundRobin — is prediction. We simulate ``SIM_STEPS`` steps and scale times to
-the seed's 30,000 (the rotation period is scaled with them), which keeps a
-run under a second.
+speed) are fitted, for the chosen FIFO model, so that FIFO reproduces the
+seed's two end points, 1830 s (#1) and 1045 s (#8); everything else — the
+FIFO curve in between, One and RoundRobin — is prediction. We simulate
+``SIM_STEPS`` steps and scale times to the seed's 30,000 (the rotation period
+is scaled with them), which keeps a run under a second.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ import heapq
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 
 import numpy as np
 
@@ -48,6 +52,19 @@ PAPER: Mapping[str, Sequence[float]] = {
 }
 
 
+class FifoModel(StrEnum):
+    """What packet-level FIFO interleaving does to a job's transfer.
+
+    The two bracket the seed: ``drain`` couples co-located jobs completely
+    (nobody finishes before the backlog empties), ``fair`` not at all beyond
+    sharing the link. Which one a real NIC is closer to decides how much
+    priority can win, so we keep both and say which produced a number.
+    """
+
+    DRAIN = "drain"
+    FAIR = "fair"
+
+
 @dataclass(frozen=True, slots=True)
 class Calibration:
     compute_s: float
@@ -57,6 +74,7 @@ class Calibration:
     (pushing the gradients in takes as long: they are the same size)."""
     jitter: float = 0.05
     """Relative spread of a step's compute time (uniform ±)."""
+    fifo: FifoModel = FifoModel.DRAIN
 
 
 def placement_hosts(placement: int) -> list[int]:
@@ -104,7 +122,7 @@ def simulate(
         rates = [_rates(p, on_host, queue, now, rotation) for queue, p in links]
         t_next = computing[0][0] if computing else math.inf
         for (queue, p), rate in zip(links, rates, strict=True):
-            t_next = min(t_next, _next_done(queue, p, rate, on_host, now))
+            t_next = min(t_next, _next_done(queue, _drains(p, cal), rate, on_host, now))
         if rotating:
             t_rotate = (math.floor(now / rotation) + 1) * rotation
             if t_rotate <= now:  # floating point put us just below a boundary
@@ -117,10 +135,10 @@ def simulate(
         while computing and computing[0][0] <= now + 1e-12:
             _, j = heapq.heappop(computing)
             pushing[j] = cal.update_s
-        for j in _drained(pushing, TrafficPolicy.FIFO, on_host):
+        for j in _drained(pushing, _drains(TrafficPolicy.FIFO, cal), on_host):
             del pushing[j]
             sending[j] = cal.update_s
-        for j in _drained(sending, policy, on_host):
+        for j in _drained(sending, _drains(policy, cal), on_host):
             del sending[j]
             done_steps[j] += 1
             if done_steps[j] == steps:
@@ -130,20 +148,25 @@ def simulate(
     return [t * scale for t in finish]
 
 
+def _drains(policy: TrafficPolicy, cal: Calibration) -> bool:
+    """Whether a link's transfers complete together, when its backlog empties."""
+    return policy is TrafficPolicy.FIFO and cal.fifo is FifoModel.DRAIN
+
+
 def _next_done(
     queue: Mapping[int, float],
-    policy: TrafficPolicy,
+    drains: bool,
     rates: Mapping[int, float],
     on_host: Mapping[int, list[int]],
     now: float,
 ) -> float:
-    """When the next transfer on this link finishes (FIFO: when a host's backlog drains)."""
+    """When the next transfer on this link finishes (or, if it ``drains``, a host's backlog)."""
     soonest = math.inf
     for jobs in on_host.values():
         active = [j for j in jobs if j in queue]
         if not active:
             continue
-        if policy is TrafficPolicy.FIFO:
+        if drains:
             soonest = min(soonest, now + sum(queue[j] for j in active))
         else:
             soonest = min(soonest, min(now + queue[j] / rates[j] for j in active if rates[j] > 0))
@@ -151,13 +174,13 @@ def _next_done(
 
 
 def _drained(
-    queue: Mapping[int, float], policy: TrafficPolicy, on_host: Mapping[int, list[int]]
+    queue: Mapping[int, float], drains: bool, on_host: Mapping[int, list[int]]
 ) -> list[int]:
-    """Jobs whose transfer is complete: under FIFO, all of a host's once it drains."""
+    """Jobs whose transfer is complete (if the link ``drains``: all of a host's, once empty)."""
     out: list[int] = []
     for jobs in on_host.values():
         active = [j for j in jobs if j in queue]
-        if policy is TrafficPolicy.FIFO:
+        if drains:
             if active and sum(queue[j] for j in active) <= 1e-12:
                 out += active
         else:
@@ -208,46 +231,55 @@ def fifo_curve(cal: Calibration, seeds: int = 3, steps: int = SIM_STEPS) -> list
     ]
 
 
-def calibrate(steps: int = SIM_STEPS) -> Calibration:
+def calibrate(fifo: FifoModel = FifoModel.DRAIN, steps: int = SIM_STEPS) -> Calibration:
     """Fit compute and update times so FIFO hits the seed's #8 and #1 JCTs.
 
-    Alone (#8) a step is compute + push + update; all together (#1) FIFO keeps
-    the 21 jobs nearly in lock-step, so a step is about compute + 21 × (push +
-    update). Start from that closed form, then correct on the simulated values.
+    Alone (#8) nothing is shared, so a step is compute + push + update on
+    average, exactly: that fixes compute for any update time. FIFO at #1 grows
+    with the update time, so bisect on it (same seeds each time, so the
+    function is deterministic).
     """
     target_one, target_all = PAPER["fifo_jct_s"][-1], PAPER["fifo_jct_s"][0]
-    update = (target_all - target_one) / (JOBS - 1) / STEPS / 2
-    compute = target_one / STEPS - 2 * update
-    for _ in range(6):
-        cal = Calibration(compute, update)
-        alone = float(np.mean(simulate(TrafficPolicy.FIFO, 8, cal, steps=steps)))
-        together = float(np.mean(simulate(TrafficPolicy.FIFO, 1, cal, steps=steps)))
-        update *= (target_all - target_one) / max(together - alone, 1e-9)
-        compute *= target_one / alone
-    return Calibration(compute, update)
+    alone_step = target_one / STEPS
+
+    def cal_for(update: float) -> Calibration:
+        return Calibration(alone_step - 2 * update, update, fifo=fifo)
+
+    def together(update: float) -> float:
+        return mean_jct(TrafficPolicy.FIFO, 1, cal_for(update), seeds=2, steps=steps)
+
+    low, high = 0.0, alone_step / 4
+    for _ in range(18):
+        mid = (low + high) / 2
+        if together(mid) < target_all:
+            low = mid
+        else:
+            high = mid
+    return cal_for((low + high) / 2)
 
 
-def run_tensorlights(seeds: int = 3) -> dict[str, object]:
-    cal = calibrate()
+def run_tensorlights(seeds: int = 3, fifo: FifoModel = FifoModel.DRAIN) -> dict[str, object]:
+    cal = calibrate(fifo)
     placements = range(1, len(HOSTS_PER_PLACEMENT) + 1)
 
-    fifo = fifo_curve(cal, seeds)
+    fifo_jct = fifo_curve(cal, seeds)
     one = [
         mean_jct(TrafficPolicy.ONE, p, cal, seeds) / f
-        for p, f in zip(placements, fifo, strict=True)
+        for p, f in zip(placements, fifo_jct, strict=True)
     ]
     rr = [
         mean_jct(TrafficPolicy.ROUND_ROBIN, p, cal, seeds) / f
-        for p, f in zip(placements, fifo, strict=True)
+        for p, f in zip(placements, fifo_jct, strict=True)
     ]
     return {
         "ours": {
-            "fifo_jct_s": [round(x, 1) for x in fifo],
+            "fifo_jct_s": [round(x, 1) for x in fifo_jct],
             "one_norm": [round(x, 3) for x in one],
             "rr_norm": [round(x, 3) for x in rr],
         },
         "paper": {k: list(v) for k, v in PAPER.items()},
         "placements_hosts": list(HOSTS_PER_PLACEMENT),
+        "fifo_model": str(fifo),
         "calibration": {"compute_s": cal.compute_s, "update_s": cal.update_s, "jitter": cal.jitter},
         "seeds": seeds,
     }
