@@ -15,8 +15,10 @@ Phases, from the job's own timestamps:
 * restore: checkpoint read and loaded
 
 ``total`` is stop request → restored. The controller's own reaction (its tick,
-0.5 s by default) is not included: this measures the mechanism. Writes
-bench/results/resize.json.
+0.5 s by default) is not included: this measures the mechanism. Workers
+start from the executor's warm pool (torch imported in advance; idle before
+the resize, its steady state); ``cold`` repeats everything with the pool off.
+Writes bench/results/resize.json.
 """
 
 from __future__ import annotations
@@ -62,6 +64,8 @@ def one_run(depth: int, executor: LocalExecutor) -> dict[str, float]:
     write_control(job_dir, Control(1, Action.RUN))
     executor.launch("bench", job_dir, 1, command, [Device("local", 0)], {})
     wait_until(lambda: seen(lambda r: r.get("g") == 1 and r.get("step", 0) >= 3 and "loss" in r))
+    executor.warm.top_up(now=True)  # a pool that has been idle a while: its steady state
+    executor.warm.wait_ready(60)
     requested = time.time()
     write_control(job_dir, Control(1, Action.STOP))
     stopped = wait_until(lambda: seen(lambda r: r.get("event") == "stopped"))
@@ -97,16 +101,20 @@ def summarize(runs: list[dict[str, float]]) -> dict[str, Any]:
 
 
 def main() -> None:
-    executor = LocalExecutor(gpus=2)
     report: dict[str, Any] = {
         "what": "checkpoint-stop-restart 1 -> 2 gloo workers on CPU, 16 images per worker",
         "cpus": os.cpu_count(),
         "target_median_total_s": {"resnet110": 3.0},
+        "cold": {},
     }
-    for depth in (20, 110):
-        runs = [one_run(depth, executor) for _ in range(RUNS)]
-        report[f"resnet{depth}"] = summarize(runs)
-        print(f"resnet{depth}: {json.dumps(report[f'resnet{depth}'])}", file=sys.stderr)
+    for warm, where in ((2, report), (0, report["cold"])):
+        executor = LocalExecutor(gpus=2, warm=warm)
+        for depth in (20, 110):
+            runs = [one_run(depth, executor) for _ in range(RUNS)]
+            where[f"resnet{depth}"] = summarize(runs)
+            label = "warm" if warm else "cold"
+            print(f"{label} resnet{depth}: {json.dumps(where[f'resnet{depth}'])}", file=sys.stderr)
+        executor.warm.close()
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps(report, indent=2) + "\n")
     print(json.dumps(report, indent=2))

@@ -5,6 +5,9 @@ worker's exit status when it ends, in the job's run directory, so a controller
 that was restarted meanwhile can still tell a live worker from a dead one and a
 clean exit from a crash. It pins the worker to its CPU cores and forwards
 SIGTERM/SIGINT.
+
+``--warm`` alone: a warm wrapper (``ringleader.runtime.warm``) that imports
+torch first and reads its launch from stdin.
 """
 
 from __future__ import annotations
@@ -23,13 +26,13 @@ def run_dir(job_dir: Path, generation: int) -> Path:
     return job_dir / "run" / f"gen{generation:06d}"
 
 
-def _write_atomic(path: Path, text: str) -> None:
+def write_atomic(path: Path, text: str) -> None:
     tmp = path.with_suffix(path.suffix + ".tmp")
     tmp.write_text(text)
     os.replace(tmp, path)
 
 
-def _die_with_parent() -> None:
+def die_with_parent() -> None:
     """Linux: get SIGKILL when the parent process dies (a worker never outlives its wrapper)."""
     try:
         import ctypes
@@ -41,6 +44,10 @@ def _die_with_parent() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    if (sys.argv[1:] if argv is None else argv) == ["--warm"]:
+        from ringleader.runtime.warm import serve
+
+        return serve(sys.stdin.buffer, sys.stdout.buffer)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--job-dir", type=Path, required=True)
     parser.add_argument("--generation", type=int, required=True)
@@ -58,16 +65,16 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("no command given after --")
     here = run_dir(args.job_dir, args.generation)
     here.mkdir(parents=True, exist_ok=True)
-    _write_atomic(here / f"rank{args.rank}.pid", f"{os.getpid()} {start_ticks(os.getpid())}\n")
+    write_atomic(here / f"rank{args.rank}.pid", f"{os.getpid()} {start_ticks(os.getpid())}\n")
     if args.cpus:
         os.sched_setaffinity(0, {int(c) for c in args.cpus.split(",")})
     if args.die_with_parent:
-        _die_with_parent()
+        die_with_parent()
     try:
-        child = subprocess.Popen(command, preexec_fn=_die_with_parent)
+        child = subprocess.Popen(command, preexec_fn=die_with_parent)
     except OSError as err:
         print(f"ringleader: cannot start {command[0]!r}: {err}", file=sys.stderr, flush=True)
-        _write_atomic(here / f"rank{args.rank}.exit", "127\n")
+        write_atomic(here / f"rank{args.rank}.exit", "127\n")
         return 127
 
     def forward(signum: int, _frame: object) -> None:
@@ -76,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, forward)
     signal.signal(signal.SIGINT, forward)
     code = child.wait()
-    _write_atomic(here / f"rank{args.rank}.exit", f"{code}\n")
+    write_atomic(here / f"rank{args.rank}.exit", f"{code}\n")
     return 0 if code == 0 else 1
 
 

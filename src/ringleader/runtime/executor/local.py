@@ -4,7 +4,9 @@ Devices are the machine's GPUs when it has any (each worker sees its own
 through ``CUDA_VISIBLE_DEVICES``), otherwise ``gpus`` virtual devices on the
 CPU, each worker pinned to its device's share of the cores. Workers run in
 their own session, so they survive a controller crash and are adopted by the
-next one; their output goes to ``<job_dir>/logs/rank<r>.log``.
+next one; their output goes to ``<job_dir>/logs/rank<r>.log``. Workers whose
+command runs a Python module or script start from a pool of warm wrappers
+that have imported torch already (``warm_pool``), others start cold.
 """
 
 from __future__ import annotations
@@ -21,8 +23,10 @@ from pathlib import Path
 
 from ringleader.policy.views import ClusterView, Device, Node
 from ringleader.runtime.executor.base import GangStatus
+from ringleader.runtime.executor.warm_pool import WarmPool
 from ringleader.runtime.launch import run_dir
 from ringleader.runtime.procs import alive, kill_group
+from ringleader.runtime.warm import WarmLaunch, python_entry
 
 NODE = "local"
 
@@ -46,10 +50,15 @@ def free_port() -> int:
         return port
 
 
+MAX_DEFAULT_WARM = 4
+
+
 class LocalExecutor:
     name = "local"
 
-    def __init__(self, gpus: int | None = None) -> None:
+    def __init__(self, gpus: int | None = None, warm: int | None = None) -> None:
+        """``warm``: idle warm wrappers to keep (default: one per device, at most
+        4; each holds about 220 MB with torch imported); 0 starts every worker cold."""
         physical = real_gpus()
         self.cuda = physical > 0
         count = gpus if gpus is not None else (physical or 1)
@@ -59,8 +68,11 @@ class LocalExecutor:
             raise ValueError(f"need at least one device, got {count}")
         self.gpus = count
         self.cores = sorted(os.sched_getaffinity(0))
+        self.warm = WarmPool(min(count, MAX_DEFAULT_WARM) if warm is None else warm)
+        self.warm.top_up()
 
     def cluster(self) -> ClusterView:
+        self.warm.top_up()
         return ClusterView((Node(NODE, self.gpus),))
 
     def cpus_for(self, device: int) -> list[int]:
@@ -85,24 +97,23 @@ class LocalExecutor:
         run_dir(job_dir, generation).mkdir(parents=True, exist_ok=True)
         port = free_port()
         for rank, device in enumerate(devices):
-            cpus = self.cpus_for(device.index)
-            spawn_worker(
-                WorkerLaunch(
-                    job_id=job_id,
-                    job_dir=job_dir,
-                    generation=generation,
-                    rank=rank,
-                    world=len(devices),
-                    master_addr="127.0.0.1",
-                    master_port=port,
-                    cuda=self.cuda,
-                    cuda_visible=str(device.index) if self.cuda else "",
-                    cpus=tuple(cpus),
-                    where=f"{device.node}:{device.index}",
-                ),
-                command,
-                env,
+            w = WorkerLaunch(
+                job_id=job_id,
+                job_dir=job_dir,
+                generation=generation,
+                rank=rank,
+                world=len(devices),
+                master_addr="127.0.0.1",
+                master_port=port,
+                cuda=self.cuda,
+                cuda_visible=str(device.index) if self.cuda else "",
+                cpus=tuple(self.cpus_for(device.index)),
+                where=f"{device.node}:{device.index}",
             )
+            full_env = worker_env(w, env)
+            entry = python_entry(command, full_env["PATH"])
+            if entry is None or not self.warm.send(_warm_launch(w, entry, full_env)):
+                spawn_worker(w, command, env)
 
     @staticmethod
     def _pids(job_dir: Path, generation: int) -> dict[int, tuple[int, int]]:
@@ -116,6 +127,7 @@ class LocalExecutor:
         return out
 
     def status(self, job_dir: Path, generation: int, world: int) -> GangStatus:
+        self.warm.top_up()
         here = run_dir(job_dir, generation)
         exits: dict[int, int] = {}
         for path in here.glob("rank*.exit"):
@@ -192,9 +204,7 @@ def spawn_worker(
     logs.mkdir(parents=True, exist_ok=True)
     run_dir(w.job_dir, w.generation).mkdir(parents=True, exist_ok=True)
     log = open(logs / f"rank{w.rank}.log", "ab")  # noqa: SIM115 - handed to the child
-    log.write(
-        f"--- generation {w.generation}, rank {w.rank}/{w.world}, device {w.where} ---\n".encode()
-    )
+    log.write(_banner(w).encode())
     log.flush()
     try:
         return subprocess.Popen(
@@ -223,3 +233,20 @@ def spawn_worker(
         )
     finally:
         log.close()
+
+
+def _banner(w: WorkerLaunch) -> str:
+    return f"--- generation {w.generation}, rank {w.rank}/{w.world}, device {w.where} ---\n"
+
+
+def _warm_launch(w: WorkerLaunch, entry: tuple[str, ...], env: Mapping[str, str]) -> WarmLaunch:
+    return WarmLaunch(
+        job_dir=str(w.job_dir),
+        generation=w.generation,
+        rank=w.rank,
+        cpus=w.cpus,
+        entry=entry,
+        env=dict(env),
+        log=str(w.job_dir / "logs" / f"rank{w.rank}.log"),
+        banner=_banner(w),
+    )
