@@ -54,6 +54,14 @@ def server(
         float | None,
         typer.Option(min=0.5, help="Time-slicing quantum for the gandiva policy (default 60)."),
     ] = None,
+    warm_workers: Annotated[
+        int | None,
+        typer.Option(
+            min=0,
+            help="Local executor: idle workers kept with torch imported, so launches and "
+            "resizes skip ~2 s of start-up (default: one per device, at most 4; 0: off).",
+        ),
+    ] = None,
 ) -> None:
     """Run the scheduler: REST API (OpenAPI at /docs) plus the control loop.
 
@@ -93,6 +101,7 @@ def server(
         quantum_s=settings.get("quantum_s"),
         executor=executor,
         address=address,
+        warm_workers=warm_workers,
     )
     asyncio.run(serve(cfg))
 

@@ -104,11 +104,18 @@ def preload() -> None:
 
 
 def serve(stdin: IO[bytes], ready: IO[bytes]) -> int:
-    """The warm wrapper: preload, say so, wait for a launch, run it. Returns the exit status."""
+    """The warm wrapper: preload, say so on ``ready``, run the launch from ``stdin``.
+
+    Everything happens on the main thread: we fork later, and a child forked
+    from a process whose other threads touched torch's allocators can hang
+    in them. The executor writes our pid file when it hands us a launch, so
+    a launch that waits for our imports is not a silent one. Returns the
+    wrapper's exit status.
+    """
     from ringleader.runtime.launch import die_with_parent, run_dir, write_atomic
 
     preload()
-    with contextlib.suppress(OSError):
+    with contextlib.suppress(OSError, ValueError):
         ready.write(READY)
         ready.flush()
     line = stdin.readline()

@@ -14,6 +14,8 @@ import sys
 import time
 from pathlib import Path
 
+from ringleader.runtime.launch import run_dir, write_atomic
+from ringleader.runtime.procs import start_ticks
 from ringleader.runtime.warm import READY, WarmLaunch
 
 DEFAULT_SETTLE_S = 2.0
@@ -53,6 +55,7 @@ class WarmPool:
                 continue
             if proc.stdout is not None:
                 proc.stdout.close()
+            _claim(proc.pid, launch)
             return True
         return False
 
@@ -88,6 +91,18 @@ class WarmPool:
 
     def pids(self) -> list[int]:
         return [p.pid for p in self._idle]
+
+
+def _claim(pid: int, launch: WarmLaunch) -> None:
+    """Write the rank's pid file now, as a cold wrapper would within milliseconds:
+    the wrapper itself may still be importing, and a controller restarted
+    meanwhile must see a live worker."""
+    ticks = start_ticks(pid)
+    if ticks is None:
+        return  # already gone: the gang will show it as finished without an exit
+    here = run_dir(Path(launch.job_dir), launch.generation)
+    here.mkdir(parents=True, exist_ok=True)
+    write_atomic(here / f"rank{launch.rank}.pid", f"{pid} {ticks}\n")
 
 
 def _spawn() -> subprocess.Popen[bytes]:

@@ -1,0 +1,163 @@
+"""Warm workers: a worker started from the pool must look exactly like a cold one."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ringleader.policy.views import Device
+from ringleader.runtime.executor.base import GangStatus
+from ringleader.runtime.executor.local import LocalExecutor
+from ringleader.runtime.procs import alive, start_ticks
+from ringleader.runtime.warm import python_entry
+
+PATH = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+
+
+def test_python_entry_accepts_only_plain_module_and_script_runs() -> None:
+    assert python_entry(["python", "-m", "pkg.mod", "--x", "1"], PATH) == (
+        "-m",
+        "pkg.mod",
+        "--x",
+        "1",
+    )
+    assert python_entry([sys.executable, "train.py", "-v"], PATH) == ("train.py", "-v")
+    assert python_entry(["python", "-u", "train.py"], PATH) is None
+    assert python_entry(["python", "-c", "print(1)"], PATH) is None
+    assert python_entry(["python", "-m"], PATH) is None
+    assert python_entry(["python"], PATH) is None
+    assert python_entry(["sh", "-c", "exit 0"], PATH) is None
+    assert python_entry(["no-such-program-here", "x.py"], PATH) is None
+
+
+@pytest.fixture
+def executor() -> Iterator[LocalExecutor]:
+    ex = LocalExecutor(gpus=2, warm=2)
+    assert ex.warm.wait_ready(60), "warm wrappers did not finish importing"
+    yield ex
+    ex.warm.close()
+
+
+def _wait(
+    ex: LocalExecutor, job_dir: Path, gen: int, world: int, timeout: float = 30
+) -> GangStatus:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        status = ex.status(job_dir, gen, world)
+        if status.finished:
+            return status
+        time.sleep(0.02)
+    raise AssertionError(f"gang still running after {timeout} s: {status}")
+
+
+def _script(tmp_path: Path, body: str) -> Path:
+    path = tmp_path / "job.py"
+    path.write_text(textwrap.dedent(body))
+    return path
+
+
+def test_warm_worker_gets_the_cold_workers_env_argv_cwd_cores_log_and_exit_code(
+    executor: LocalExecutor, tmp_path: Path
+) -> None:
+    script = _script(
+        tmp_path,
+        """
+        import os, sys, torch
+        print("argv", sys.argv[1:], "rank", os.environ["RANK"], "of", os.environ["WORLD_SIZE"])
+        print("extra", os.environ["EXTRA"], "cwd", os.getcwd())
+        print("cores", sorted(os.sched_getaffinity(0)), "stdin", sys.stdin.read() == "")
+        sys.exit(3)
+        """,
+    )
+    idle = executor.warm.pids()
+    devices = [Device("local", 0), Device("local", 1)]
+    executor.launch("j", tmp_path, 1, ["python", str(script), "--a", "1"], devices, {"EXTRA": "x"})
+    status = _wait(executor, tmp_path, 1, 2)
+    assert status.exits == {0: 3, 1: 3}
+    assert executor.warm.pids() == [], "both launches should have used the idle wrappers"
+    pids = {
+        int((tmp_path / "run" / "gen000001" / f"rank{r}.pid").read_text().split()[0])
+        for r in (0, 1)
+    }
+    assert pids == set(idle)
+    for rank in (0, 1):
+        log = (tmp_path / "logs" / f"rank{rank}.log").read_text()
+        assert f"--- generation 1, rank {rank}/2, device local:{rank} ---" in log
+        assert f"argv ['--a', '1'] rank {rank} of 2" in log
+        assert f"extra x cwd {tmp_path}" in log
+        assert f"cores {executor.cpus_for(rank)} stdin True" in log
+
+
+def test_a_crashing_warm_worker_leaves_its_traceback_and_status_1(
+    executor: LocalExecutor, tmp_path: Path
+) -> None:
+    script = _script(tmp_path, "raise RuntimeError('boom in the job')\n")
+    executor.launch("j", tmp_path, 1, ["python", str(script)], [Device("local", 0)], {})
+    assert _wait(executor, tmp_path, 1, 1).exits == {0: 1}
+    log = (tmp_path / "logs" / "rank0.log").read_text()
+    assert "Traceback" in log and "RuntimeError: boom in the job" in log
+
+
+def test_killing_a_warm_gang_kills_the_worker_too(executor: LocalExecutor, tmp_path: Path) -> None:
+    script = _script(
+        tmp_path,
+        """
+        import os, time
+        open("worker.pid", "w").write(str(os.getpid()))
+        time.sleep(600)
+        """,
+    )
+    executor.launch("j", tmp_path, 1, ["python", str(script)], [Device("local", 0)], {})
+    deadline = time.monotonic() + 30
+    while not (tmp_path / "worker.pid").exists() or not (tmp_path / "worker.pid").read_text():
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    worker = int((tmp_path / "worker.pid").read_text())
+    executor.kill(tmp_path, 1)
+    status = _wait(executor, tmp_path, 1, 1)
+    assert status.failed
+    deadline = time.monotonic() + 10
+    while os.path.exists(f"/proc/{worker}") and _state(worker) != "Z":
+        assert time.monotonic() < deadline, "the forked worker survived the kill"
+        time.sleep(0.02)
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return "gone"
+
+
+def test_other_commands_start_cold_and_leave_the_pool_alone(
+    executor: LocalExecutor, tmp_path: Path
+) -> None:
+    idle = executor.warm.pids()
+    executor.launch("j", tmp_path, 1, ["sh", "-c", "echo cold; exit 4"], [Device("local", 0)], {})
+    assert _wait(executor, tmp_path, 1, 1).exits == {0: 4}
+    assert executor.warm.pids() == idle
+    assert "cold" in (tmp_path / "logs" / "rank0.log").read_text()
+
+
+def test_idle_wrappers_exit_when_their_executor_dies() -> None:
+    code = (
+        "import os; from ringleader.runtime.executor.local import LocalExecutor\n"
+        "ex = LocalExecutor(gpus=2, warm=2)\n"
+        "print(' '.join(map(str, ex.warm.pids())), flush=True)\n"
+        "os._exit(0)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    pids = [int(p) for p in out.stdout.split()]
+    assert len(pids) == 2
+    ticks = {p: start_ticks(p) for p in pids}
+    deadline = time.monotonic() + 30  # each finishes importing torch first
+    while any(t is not None and alive(p, t) for p, t in ticks.items()):
+        assert time.monotonic() < deadline, "idle warm wrappers outlived their executor"
+        time.sleep(0.05)
