@@ -1,4 +1,4 @@
-"""Warm workers: a worker started from the pool must look exactly like a cold one."""
+"""Warm starts: a worker forked by the fork server must look exactly like a cold one."""
 
 from __future__ import annotations
 
@@ -39,8 +39,8 @@ def test_python_entry_accepts_only_plain_module_and_script_runs() -> None:
 
 @pytest.fixture
 def executor() -> Iterator[LocalExecutor]:
-    ex = LocalExecutor(gpus=2, warm=2)
-    assert ex.warm.wait_ready(60), "warm wrappers did not finish importing"
+    ex = LocalExecutor(gpus=2)
+    assert ex.warm.ready(60), "the fork server did not finish importing"
     yield ex
     ex.warm.close()
 
@@ -69,27 +69,23 @@ def test_warm_worker_gets_the_cold_workers_env_argv_cwd_cores_log_and_exit_code(
     script = _script(
         tmp_path,
         """
-        import os, sys, torch
+        import os, sys
+        print("preloaded", "torch" in sys.modules)
+        import torch
         print("argv", sys.argv[1:], "rank", os.environ["RANK"], "of", os.environ["WORLD_SIZE"])
         print("extra", os.environ["EXTRA"], "cwd", os.getcwd())
         print("cores", sorted(os.sched_getaffinity(0)), "stdin", sys.stdin.read() == "")
         sys.exit(3)
         """,
     )
-    idle = executor.warm.pids()
     devices = [Device("local", 0), Device("local", 1)]
     executor.launch("j", tmp_path, 1, ["python", str(script), "--a", "1"], devices, {"EXTRA": "x"})
     status = _wait(executor, tmp_path, 1, 2)
     assert status.exits == {0: 3, 1: 3}
-    assert executor.warm.pids() == [], "both launches should have used the idle wrappers"
-    pids = {
-        int((tmp_path / "run" / "gen000001" / f"rank{r}.pid").read_text().split()[0])
-        for r in (0, 1)
-    }
-    assert pids == set(idle)
     for rank in (0, 1):
         log = (tmp_path / "logs" / f"rank{rank}.log").read_text()
         assert f"--- generation 1, rank {rank}/2, device local:{rank} ---" in log
+        assert "preloaded True" in log, "the worker should have been forked warm"
         assert f"argv ['--a', '1'] rank {rank} of 2" in log
         assert f"extra x cwd {tmp_path}" in log
         assert f"cores {executor.cpus_for(rank)} stdin True" in log
@@ -136,28 +132,36 @@ def _state(pid: int) -> str:
         return "gone"
 
 
-def test_other_commands_start_cold_and_leave_the_pool_alone(
-    executor: LocalExecutor, tmp_path: Path
-) -> None:
-    idle = executor.warm.pids()
+def test_other_commands_start_cold(executor: LocalExecutor, tmp_path: Path) -> None:
+    server = executor.warm.pid
     executor.launch("j", tmp_path, 1, ["sh", "-c", "echo cold; exit 4"], [Device("local", 0)], {})
     assert _wait(executor, tmp_path, 1, 1).exits == {0: 4}
-    assert executor.warm.pids() == idle
+    assert executor.warm.pid == server
     assert "cold" in (tmp_path / "logs" / "rank0.log").read_text()
 
 
-def test_idle_wrappers_exit_when_their_executor_dies() -> None:
+def test_a_launch_before_the_server_is_ready_starts_cold(tmp_path: Path) -> None:
+    ex = LocalExecutor(gpus=1)  # its fork server needs a second or more to import torch
+    try:
+        script = _script(tmp_path, 'import sys; print("preloaded", "torch" in sys.modules)\n')
+        ex.launch("j", tmp_path, 1, ["python", str(script)], [Device("local", 0)], {})
+        assert _wait(ex, tmp_path, 1, 1).exits == {0: 0}
+        assert "preloaded False" in (tmp_path / "logs" / "rank0.log").read_text()
+    finally:
+        ex.warm.close()
+
+
+def test_the_fork_server_exits_when_its_executor_dies() -> None:
     code = (
         "import os; from ringleader.runtime.executor.local import LocalExecutor\n"
-        "ex = LocalExecutor(gpus=2, warm=2)\n"
-        "print(' '.join(map(str, ex.warm.pids())), flush=True)\n"
+        "ex = LocalExecutor(gpus=2)\n"
+        "print(ex.warm.pid, flush=True)\n"
         "os._exit(0)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    pids = [int(p) for p in out.stdout.split()]
-    assert len(pids) == 2
-    ticks = {p: start_ticks(p) for p in pids}
-    deadline = time.monotonic() + 30  # each finishes importing torch first
-    while any(t is not None and alive(p, t) for p, t in ticks.items()):
-        assert time.monotonic() < deadline, "idle warm wrappers outlived their executor"
+    pid = int(out.stdout)
+    ticks = start_ticks(pid)
+    deadline = time.monotonic() + 30  # it finishes importing torch first
+    while ticks is not None and alive(pid, ticks):
+        assert time.monotonic() < deadline, "the fork server outlived its executor"
         time.sleep(0.05)

@@ -54,14 +54,13 @@ def server(
         float | None,
         typer.Option(min=0.5, help="Time-slicing quantum for the gandiva policy (default 60)."),
     ] = None,
-    warm_workers: Annotated[
-        int | None,
+    warm_start: Annotated[
+        bool,
         typer.Option(
-            min=0,
-            help="Local executor: idle workers kept with torch imported, so launches and "
-            "resizes skip ~2 s of start-up (default: one per device, at most 4; 0: off).",
+            help="Local executor: fork Python workers from a process with torch already "
+            "imported, so launches and resizes skip ~2 s of start-up.",
         ),
-    ] = None,
+    ] = True,
 ) -> None:
     """Run the scheduler: REST API (OpenAPI at /docs) plus the control loop.
 
@@ -101,7 +100,7 @@ def server(
         quantum_s=settings.get("quantum_s"),
         executor=executor,
         address=address,
-        warm_workers=warm_workers,
+        warm_start=warm_start,
     )
     asyncio.run(serve(cfg))
 

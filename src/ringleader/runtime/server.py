@@ -39,7 +39,7 @@ class ServerConfig:
     quantum_s: float | None = None
     executor: str = "local"
     address: str = "auto"
-    warm_workers: int | None = None
+    warm_start: bool = True
 
 
 def build(config: ServerConfig) -> tuple[Store, Controller]:
@@ -50,7 +50,7 @@ def build(config: ServerConfig) -> tuple[Store, Controller]:
 
         executor = RayExecutor(config.address)
     else:
-        executor = LocalExecutor(config.gpus, warm=config.warm_workers)
+        executor = LocalExecutor(config.gpus, warm=config.warm_start)
     policy = policy_from_config(config.policy, config.probe_window_s, config.quantum_s)
     controller = Controller(
         store,

@@ -1,16 +1,19 @@
-"""Warm workers: launch wrappers that have imported torch before their job exists.
+"""Warm starts: a fork server that imported torch before any job existed.
 
-Starting Python and importing torch is most of a resize here (1.8 s of 2.2 s).
-The local executor keeps a few wrappers that paid for it in advance. Each
-waits on its stdin for one worker's launch (a JSON line), then becomes what a
-cold launch would have made — the same pid and exit files, CPU pinning, log,
-environment and process group — and forks a child that runs the job's Python
-module or script in-process, imports already done. Only commands that run
-this interpreter on a module (``python -m pkg.mod ...``) or a script
-(``python train.py ...``) can use one; anything else starts cold.
+Starting Python and importing torch is most of a resize here (2–2.4 s of
+2.2–3.7 s). The local executor keeps one process that has paid for it in
+advance and forks, per worker, a launch wrapper that is what a cold launch
+would have made — its own session, the same pid and exit files, CPU pinning,
+log and environment — and that forks the worker, which runs the job's Python
+module or script in-process, imports already done. A fork costs milliseconds
+and no CPU while jobs run, so nothing competes with the jobs it starts (an
+earlier design kept idle wrappers and re-imported torch after every launch;
+that import skewed the speeds the packing policy measured). Only commands
+that run this interpreter on a module (``python -m pkg.mod ...``) or a script
+(``python train.py ...``) can start warm; anything else starts cold.
 
-A wrapper whose executor goes away (its stdin closes) before it gets a job
-exits, so an idle pool never outlives the server.
+The server exits when its stdin closes (its executor went away); wrappers it
+forked live on in their own sessions, like cold ones.
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ READY = b"ready\n"
 
 @dataclass(frozen=True, slots=True)
 class WarmLaunch:
-    """One worker's launch, as the executor sends it to a warm wrapper."""
+    """One worker's launch, as the executor sends it to the fork server."""
 
     job_dir: str
     generation: int
@@ -104,24 +107,38 @@ def preload() -> None:
 
 
 def serve(stdin: IO[bytes], ready: IO[bytes]) -> int:
-    """The warm wrapper: preload, say so on ``ready``, run the launch from ``stdin``.
+    """The fork server: preload, say so on ``ready``, fork a wrapper per launch line.
 
-    Everything happens on the main thread: we fork later, and a child forked
-    from a process whose other threads touched torch's allocators can hang
-    in them. The executor writes our pid file when it hands us a launch, so
-    a launch that waits for our imports is not a silent one. Returns the
-    wrapper's exit status.
+    Everything happens on the main thread: a child forked from a process
+    whose other threads touched torch's allocators can hang in them.
     """
-    from ringleader.runtime.launch import die_with_parent, run_dir, write_atomic
-
     preload()
     with contextlib.suppress(OSError, ValueError):
         ready.write(READY)
         ready.flush()
-    line = stdin.readline()
-    if not line.strip():
-        return 0  # the executor went away before it needed us
-    launch = WarmLaunch.from_line(line)
+    # Forked wrappers are reaped by the kernel; each restores SIGCHLD for its own worker.
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+    for line in stdin:
+        if not line.strip():
+            continue
+        launch = WarmLaunch.from_line(line)
+        if os.fork() == 0:
+            code = 1
+            try:
+                code = _wrap(launch)  # which points fds 0-2 elsewhere
+            except BaseException:  # never fall back into the server's loop
+                traceback.print_exc()
+            finally:
+                os._exit(code)
+    return 0
+
+
+def _wrap(launch: WarmLaunch) -> int:
+    """In a forked child of the server: be the launch wrapper of one worker."""
+    from ringleader.runtime.launch import die_with_parent, run_dir, write_atomic
+
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    os.setsid()
     _take_over_stdio(launch)
     here = run_dir(Path(launch.job_dir), launch.generation)
     here.mkdir(parents=True, exist_ok=True)
@@ -160,6 +177,9 @@ def _take_over_stdio(launch: WarmLaunch) -> None:
     os.dup2(log, 2)
     os.close(null)
     os.close(log)
+    # The server's stdin object may hold launch lines it read ahead; a fresh one
+    # on the new fd 0 cannot hand them to the worker.
+    sys.stdin = open(0, closefd=False)  # noqa: SIM115 - lives as long as we do
     os.chdir(launch.job_dir)
 
 

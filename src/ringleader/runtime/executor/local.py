@@ -5,8 +5,8 @@ through ``CUDA_VISIBLE_DEVICES``), otherwise ``gpus`` virtual devices on the
 CPU, each worker pinned to its device's share of the cores. Workers run in
 their own session, so they survive a controller crash and are adopted by the
 next one; their output goes to ``<job_dir>/logs/rank<r>.log``. Workers whose
-command runs a Python module or script start from a pool of warm wrappers
-that have imported torch already (``warm_pool``), others start cold.
+command runs a Python module or script are forked by a server that has
+imported torch already (``forkserver``); others start cold.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from pathlib import Path
 
 from ringleader.policy.views import ClusterView, Device, Node
 from ringleader.runtime.executor.base import GangStatus
-from ringleader.runtime.executor.warm_pool import WarmPool
+from ringleader.runtime.executor.forkserver import Forkserver
 from ringleader.runtime.launch import run_dir
 from ringleader.runtime.procs import alive, kill_group
 from ringleader.runtime.warm import WarmLaunch, python_entry
@@ -50,15 +50,12 @@ def free_port() -> int:
         return port
 
 
-MAX_DEFAULT_WARM = 4
-
-
 class LocalExecutor:
     name = "local"
 
-    def __init__(self, gpus: int | None = None, warm: int | None = None) -> None:
-        """``warm``: idle warm wrappers to keep (default: one per device, at most
-        4; each holds about 220 MB with torch imported); 0 starts every worker cold."""
+    def __init__(self, gpus: int | None = None, warm: bool = True) -> None:
+        """``warm``: fork Python workers from a server with torch imported
+        (about 220 MB, once); False starts every worker cold."""
         physical = real_gpus()
         self.cuda = physical > 0
         count = gpus if gpus is not None else (physical or 1)
@@ -68,11 +65,10 @@ class LocalExecutor:
             raise ValueError(f"need at least one device, got {count}")
         self.gpus = count
         self.cores = sorted(os.sched_getaffinity(0))
-        self.warm = WarmPool(min(count, MAX_DEFAULT_WARM) if warm is None else warm)
-        self.warm.top_up()
+        self.warm = Forkserver(warm)
 
     def cluster(self) -> ClusterView:
-        self.warm.top_up()
+        self.warm.start()
         return ClusterView((Node(NODE, self.gpus),))
 
     def cpus_for(self, device: int) -> list[int]:
@@ -127,7 +123,6 @@ class LocalExecutor:
         return out
 
     def status(self, job_dir: Path, generation: int, world: int) -> GangStatus:
-        self.warm.top_up()
         here = run_dir(job_dir, generation)
         exits: dict[int, int] = {}
         for path in here.glob("rank*.exit"):

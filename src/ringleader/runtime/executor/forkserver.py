@@ -1,0 +1,93 @@
+"""The local executor's side of warm starts: one fork server (``runtime.warm``).
+
+A launch goes to the server only once it has finished importing; before
+that (the first seconds after start) or if it died, workers start cold and a
+new server is started, so a warm start is never slower than a cold one and
+never delays a pid file.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from ringleader.runtime.warm import READY, WarmLaunch
+
+
+class Forkserver:
+    def __init__(self, enabled: bool = True) -> None:
+        self.enabled = enabled
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._ready = False
+        self.start()
+
+    def start(self) -> None:
+        """Start the server if it is enabled and not running (cheap to call often)."""
+        if not self.enabled or (self._proc is not None and self._proc.poll() is None):
+            return
+        self._proc = _spawn()
+        self._ready = False
+
+    def ready(self, timeout_s: float = 0.0) -> bool:
+        """Whether the server has finished importing (waiting up to ``timeout_s``)."""
+        self.start()
+        proc = self._proc
+        if self._ready or proc is None or proc.stdout is None:
+            return self._ready
+        deadline = time.monotonic() + timeout_s
+        while True:
+            left = max(0.0, deadline - time.monotonic())
+            readable, _, _ = select.select([proc.stdout], [], [], left)
+            if readable:
+                self._ready = proc.stdout.readline() == READY
+                return self._ready
+            if left <= 0:
+                return False
+
+    def send(self, launch: WarmLaunch) -> bool:
+        """Have the server fork ``launch``'s wrapper; False: start it cold instead."""
+        if not self.ready() or self._proc is None or self._proc.stdin is None:
+            return False
+        try:
+            self._proc.stdin.write(launch.to_line())
+            self._proc.stdin.flush()
+        except OSError:
+            self._proc = None
+            return False
+        return True
+
+    def close(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        for pipe in (proc.stdin, proc.stdout):
+            if pipe is not None:
+                pipe.close()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+    @property
+    def pid(self) -> int | None:
+        return None if self._proc is None else self._proc.pid
+
+
+def _spawn() -> subprocess.Popen[bytes]:
+    env = {
+        **os.environ,
+        "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
+    }
+    return subprocess.Popen(
+        [sys.executable, "-m", "ringleader.runtime.launch", "--warm"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=env,
+        cwd="/",
+        start_new_session=True,
+    )
