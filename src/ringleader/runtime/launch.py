@@ -6,8 +6,8 @@ that was restarted meanwhile can still tell a live worker from a dead one and a
 clean exit from a crash. It pins the worker to its CPU cores and forwards
 SIGTERM/SIGINT.
 
-``--warm`` alone: a warm wrapper (``ringleader.runtime.warm``) that imports
-torch first and reads its launch from stdin.
+``--warm`` alone: the fork server of warm starts (``ringleader.runtime.warm``),
+which imports torch first, then forks such a parent per launch line on stdin.
 """
 
 from __future__ import annotations
