@@ -1,13 +1,16 @@
 """Controller reactions to executor faults that a test cannot cause for real cheaply.
 
 A fake executor is used only here, for a gang that Ray placed in part (its
-cluster shared with other work) — everything else runs real processes.
+cluster shared with other work) or whose launch was lost — everything else
+runs real processes.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+
+import pytest
 
 from ringleader.policy.catalog import policy_named
 from ringleader.policy.views import ClusterView, Device
@@ -21,6 +24,7 @@ class HalfPlaced:
     """Every gang gets rank 0 running and the other ranks never placed."""
 
     name = "half-placed"
+    running = 1
 
     def __init__(self) -> None:
         self.launches: list[int] = []
@@ -43,16 +47,24 @@ class HalfPlaced:
     def status(self, job_dir: Path, generation: int, world: int) -> GangStatus:
         if generation in self.kills:
             return GangStatus(world, 0, dict.fromkeys(range(world), -9))
-        return GangStatus(world, 1, {}, world - 1)
+        return GangStatus(world, self.running, {}, world - self.running)
 
     def kill(self, job_dir: Path, generation: int) -> None:
         self.kills.append(generation)
 
 
+class NeverStarted(HalfPlaced):
+    """Every gang's launch is lost: no rank ever starts (say, its launcher died)."""
+
+    name = "never-started"
+    running = 0
+
+
+@pytest.mark.parametrize("executor_type", [HalfPlaced, NeverStarted])
 def test_a_gang_placed_only_in_part_is_relaunched_after_the_launch_timeout(
-    tmp_path: Path,
+    tmp_path: Path, executor_type: type[HalfPlaced]
 ) -> None:
-    executor = HalfPlaced()
+    executor = executor_type()
     store = Store(tmp_path / "db.sqlite")
     config = ControllerConfig(tmp_path, policy_named("fifo"), launch_timeout_s=5.0)
     controller = Controller(store, executor, config)

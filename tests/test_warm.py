@@ -165,3 +165,82 @@ def test_the_fork_server_exits_when_its_executor_dies() -> None:
     while ticks is not None and alive(pid, ticks):
         assert time.monotonic() < deadline, "the fork server outlived its executor"
         time.sleep(0.05)
+
+
+def test_another_environments_python_is_not_this_interpreter(tmp_path: Path) -> None:
+    # A virtualenv's python links to the same binary but sees other packages.
+    other = tmp_path / "venv" / "bin"
+    other.mkdir(parents=True)
+    (other / "python").symlink_to(sys.executable)
+    assert python_entry([str(other / "python"), "x.py"], PATH) is None
+
+
+def test_a_warm_worker_dies_like_a_cold_one_and_keeps_its_output(
+    executor: LocalExecutor, tmp_path: Path
+) -> None:
+    script = _script(
+        tmp_path,
+        """
+        import os, threading, time
+
+        def late() -> None:
+            time.sleep(0.3)
+            open("thread-finished", "w").close()
+
+        threading.Thread(target=late).start()  # not a daemon: exit waits for it
+        print("before the signal")
+        if os.environ["RANK"] == "1":
+            os.kill(os.getpid(), 15)
+        """,
+    )
+    devices = [Device("local", 0), Device("local", 1)]
+    executor.launch("j", tmp_path, 1, ["python", str(script)], devices, {})
+    status = _wait(executor, tmp_path, 1, 2)
+    assert status.exits == {0: 0, 1: -15}  # what the cold wrapper records for SIGTERM
+    assert (tmp_path / "thread-finished").exists()
+    for rank in (0, 1):
+        assert "before the signal" in (tmp_path / "logs" / f"rank{rank}.log").read_text()
+
+
+def test_start_up_environment_the_server_cannot_apply_means_a_cold_start(
+    executor: LocalExecutor, tmp_path: Path
+) -> None:
+    extra = tmp_path / "extra"
+    extra.mkdir()
+    (extra / "only_here.py").write_text("VALUE = 42\n")
+    script = _script(
+        tmp_path,
+        'import sys; print("preloaded", "torch" in sys.modules)\n'
+        'import only_here; print("value", only_here.VALUE)\n',
+    )
+    executor.launch(
+        "j", tmp_path, 1, ["python", str(script)], [Device("local", 0)], {"PYTHONPATH": str(extra)}
+    )
+    assert _wait(executor, tmp_path, 1, 1).exits == {0: 0}
+    log = (tmp_path / "logs" / "rank0.log").read_text()
+    assert "preloaded False" in log and "value 42" in log
+
+
+def test_a_launch_that_cannot_be_set_up_reports_127(
+    executor: LocalExecutor, tmp_path: Path
+) -> None:
+    from ringleader.runtime.warm import WarmLaunch
+
+    script = _script(tmp_path, "print('never')\n")
+    bad = WarmLaunch(
+        job_dir=str(tmp_path),
+        generation=1,
+        rank=0,
+        cpus=(4096,),  # no such core: pinning fails in the wrapper
+        entry=(str(script),),
+        env=dict(os.environ),
+        log=str(tmp_path / "logs" / "rank0.log"),
+        banner="--- bad ---\n",
+    )
+    assert executor.warm.send(bad)
+    assert _wait(executor, tmp_path, 1, 1).exits == {0: 127}
+    # and the server lives on: the next launch still starts warm
+    ok = _script(tmp_path, 'import sys; print("preloaded", "torch" in sys.modules)\n')
+    executor.launch("j", tmp_path, 2, ["python", str(ok)], [Device("local", 0)], {})
+    assert _wait(executor, tmp_path, 2, 1).exits == {0: 0}
+    assert "preloaded True" in (tmp_path / "logs" / "rank0.log").read_text()

@@ -164,17 +164,20 @@ class Controller:
         ):
             log.warning("job %s: no clean stop in time, killing it", row.id)
             self.executor.kill(self.job_dir(row.id), row.generation)
-        if status.starting and status.alive:
-            # Part of the gang runs, part was never placed (a Ray cluster shared
-            # with other work): the placed ranks wait in the rendezvous for ever.
+        if status.starting:
+            # Ranks that never said they started: not placed yet (a Ray cluster
+            # shared with other work) or lost on the way (a launcher that died).
+            # The others would wait in the rendezvous for ever, so give up and
+            # relaunch; it is the job's failure only if a rank failed.
             since = self._partial_since.setdefault(row.id, now)
             if now - since > self.config.launch_timeout_s:
                 log.warning("job %s: %d ranks never started; relaunching", row.id, status.starting)
                 self._partial_since.pop(row.id, None)
                 self.executor.kill(self.job_dir(row.id), row.generation)
-                if row.stopping is None:
+                failed = any(code != 0 for code in status.exits.values())
+                if row.stopping is None and not failed:
                     row.stopping = "placement_timeout"
-                self._settle(row, failed=False, codes=dict(status.exits), now=now)
+                self._settle(row, failed=failed, codes=dict(status.exits), now=now)
             return
         self._partial_since.pop(row.id, None)
         if not status.finished:

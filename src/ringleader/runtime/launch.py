@@ -47,7 +47,9 @@ def main(argv: list[str] | None = None) -> int:
     if (sys.argv[1:] if argv is None else argv) == ["--warm"]:
         from ringleader.runtime.warm import serve
 
-        return serve(sys.stdin.buffer, sys.stdout.buffer)
+        # Unbuffered: a buffered reader could read ahead into launch lines that
+        # a forked worker would then inherit.
+        return serve(open(0, "rb", buffering=0, closefd=False), sys.stdout.buffer)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--job-dir", type=Path, required=True)
     parser.add_argument("--generation", type=int, required=True)

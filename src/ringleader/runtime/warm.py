@@ -21,12 +21,14 @@ from __future__ import annotations
 import atexit
 import contextlib
 import importlib
+import io
 import json
 import os
 import runpy
 import shutil
 import signal
 import sys
+import threading
 import traceback
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -76,7 +78,7 @@ def python_entry(command: Sequence[str], path: str) -> tuple[str, ...] | None:
     if len(command) < 2:
         return None
     found = shutil.which(command[0], path=path)
-    if found is None or not _same_file(found, sys.executable):
+    if found is None or not _this_interpreter(found):
         return None
     rest = tuple(command[1:])
     if rest[0] == "-m":
@@ -84,11 +86,39 @@ def python_entry(command: Sequence[str], path: str) -> tuple[str, ...] | None:
     return None if rest[0].startswith("-") else rest
 
 
-def _same_file(a: str, b: str) -> bool:
+def _this_interpreter(path: str) -> bool:
+    """Same binary and same directory: another virtualenv's ``python`` links to the
+    same binary but sees other packages."""
+    here = os.path.dirname(os.path.abspath(sys.executable))
+    if os.path.dirname(os.path.abspath(path)) != here:
+        return False
     try:
-        return os.path.samefile(a, b)
+        return os.path.samefile(path, sys.executable)
     except OSError:
         return False
+
+
+STARTUP_PREFIXES: tuple[str, ...] = (
+    "PYTHON",
+    "OMP_",
+    "KMP_",
+    "GOMP_",
+    "MKL_",
+    "OPENBLAS_",
+    "TORCH",
+    "LD_",
+    "MALLOC_",
+)
+"""Variables read when the interpreter or torch's libraries start, i.e. in the
+server, before a worker's environment exists."""
+EMULATED: frozenset[str] = frozenset({"PYTHONUNBUFFERED", "OMP_NUM_THREADS"})
+"""Of those, the ones ``_run`` applies by hand."""
+
+
+def startup_env(env: Mapping[str, str]) -> dict[str, str]:
+    """The part of ``env`` a warm start cannot change: a worker whose differs
+    from the server's must start cold."""
+    return {k: v for k, v in env.items() if k.startswith(STARTUP_PREFIXES) and k not in EMULATED}
 
 
 def preload() -> None:
@@ -96,7 +126,8 @@ def preload() -> None:
 
     Building a first optimizer imports another second's worth of torch
     (``torch._dynamo`` and what it needs) on first use, so do that too, on a
-    throwaway tensor: it starts no threads, which matters because we fork next.
+    throwaway tensor. No Python thread runs when we fork; torch's OpenBLAS
+    keeps a native thread, which registers fork handlers of its own.
     """
     for name in PRELOAD:
         with contextlib.suppress(ImportError):
@@ -121,16 +152,37 @@ def serve(stdin: IO[bytes], ready: IO[bytes]) -> int:
     for line in stdin:
         if not line.strip():
             continue
-        launch = WarmLaunch.from_line(line)
-        if os.fork() == 0:
-            code = 1
+        try:
+            launch = WarmLaunch.from_line(line)
+        except (ValueError, TypeError, KeyError):
+            traceback.print_exc()  # the controller's start timeout relaunches it
+            continue
+        try:
+            child = os.fork()
+        except OSError:
+            _could_not_start(launch)
+            continue
+        if child == 0:
+            code = 127
             try:
                 code = _wrap(launch)  # which points fds 0-2 elsewhere
             except BaseException:  # never fall back into the server's loop
                 traceback.print_exc()
+                _could_not_start(launch)
             finally:
                 os._exit(code)
     return 0
+
+
+def _could_not_start(launch: WarmLaunch) -> None:
+    """Record exit status 127 (as a shell does), so the controller sees a failed start."""
+    from ringleader.runtime.launch import run_dir, write_atomic
+
+    with contextlib.suppress(OSError):
+        here = run_dir(Path(launch.job_dir), launch.generation)
+        here.mkdir(parents=True, exist_ok=True)
+        if not (here / f"rank{launch.rank}.exit").exists():
+            write_atomic(here / f"rank{launch.rank}.exit", "127\n")
 
 
 def _wrap(launch: WarmLaunch) -> int:
@@ -184,12 +236,27 @@ def _take_over_stdio(launch: WarmLaunch) -> None:
 
 
 def _run(launch: WarmLaunch) -> NoReturn:
-    """In the forked child: become ``python <entry>`` and never return to the wrapper."""
+    """In the forked child: become ``python <entry>`` and never return to the wrapper.
+
+    What the interpreter would do at start-up and exit is done by hand: an
+    unbuffered stdout/stderr (workers run with PYTHONUNBUFFERED, and a killed
+    worker must not lose its last lines), the thread count from
+    OMP_NUM_THREADS (libgomp read it in the server, at import), waiting for
+    non-daemon threads before the atexit handlers, and dying of SIGINT on an
+    uncaught KeyboardInterrupt.
+    """
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.default_int_handler)
     os.environ.clear()
     os.environ.update(launch.env)
+    sys.stdout = _unbuffered(1, "strict")
+    sys.stderr = _unbuffered(2, "backslashreplace")
+    torch = sys.modules.get("torch")
+    threads = launch.env.get("OMP_NUM_THREADS", "")
+    if torch is not None and threads.isdigit() and int(threads) > 0:
+        torch.set_num_threads(int(threads))
     code = 0
+    interrupted = False
     try:
         entry = launch.entry
         if entry[0] == "-m":
@@ -202,15 +269,26 @@ def _run(launch: WarmLaunch) -> NoReturn:
             runpy.run_path(entry[0], run_name="__main__")
     except SystemExit as stop:
         code = _exit_code(stop.code)
-    except BaseException:  # what the interpreter would print, and its status
-        traceback.print_exc()
+    except BaseException as error:  # what the interpreter would print, and its status
+        sys.excepthook(type(error), error, error.__traceback__)
         code = 1
+        interrupted = isinstance(error, KeyboardInterrupt)
+    with contextlib.suppress(BaseException):
+        threading._shutdown()  # type: ignore[attr-defined]
     with contextlib.suppress(BaseException):
         atexit._run_exitfuncs()
     with contextlib.suppress(BaseException):
         sys.stdout.flush()
         sys.stderr.flush()
+    if interrupted:
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGINT)
     os._exit(code)
+
+
+def _unbuffered(fd: int, errors: str) -> io.TextIOWrapper:
+    raw = io.FileIO(fd, "w", closefd=False)
+    return io.TextIOWrapper(raw, encoding="utf-8", errors=errors, write_through=True)
 
 
 def _exit_code(value: object) -> int:

@@ -108,7 +108,11 @@ class LocalExecutor:
             )
             full_env = worker_env(w, env)
             entry = python_entry(command, full_env["PATH"])
-            if entry is None or not self.warm.send(_warm_launch(w, entry, full_env)):
+            if (
+                entry is None
+                or not self.warm.compatible(full_env)
+                or not self.warm.send(_warm_launch(w, entry, full_env))
+            ):
                 spawn_worker(w, command, env)
 
     @staticmethod
@@ -235,13 +239,14 @@ def _banner(w: WorkerLaunch) -> str:
 
 
 def _warm_launch(w: WorkerLaunch, entry: tuple[str, ...], env: Mapping[str, str]) -> WarmLaunch:
+    job_dir = w.job_dir.absolute()  # the fork server runs in /
     return WarmLaunch(
-        job_dir=str(w.job_dir),
+        job_dir=str(job_dir),
         generation=w.generation,
         rank=w.rank,
         cpus=w.cpus,
         entry=entry,
         env=dict(env),
-        log=str(w.job_dir / "logs" / f"rank{w.rank}.log"),
+        log=str(job_dir / "logs" / f"rank{w.rank}.log"),
         banner=_banner(w),
     )
