@@ -75,6 +75,7 @@ def test_warm_worker_gets_the_cold_workers_env_argv_cwd_cores_log_and_exit_code(
         print("argv", sys.argv[1:], "rank", os.environ["RANK"], "of", os.environ["WORLD_SIZE"])
         print("extra", os.environ["EXTRA"], "cwd", os.getcwd())
         print("cores", sorted(os.sched_getaffinity(0)), "stdin", sys.stdin.read() == "")
+        print("orig_argv", sys.orig_argv[1:])
         sys.exit(3)
         """,
     )
@@ -89,6 +90,7 @@ def test_warm_worker_gets_the_cold_workers_env_argv_cwd_cores_log_and_exit_code(
         assert f"argv ['--a', '1'] rank {rank} of 2" in log
         assert f"extra x cwd {tmp_path}" in log
         assert f"cores {executor.cpus_for(rank)} stdin True" in log
+        assert f"orig_argv ['{script}', '--a', '1']" in log
 
 
 def test_a_crashing_warm_worker_leaves_its_traceback_and_status_1(

@@ -249,6 +249,7 @@ def _run(launch: WarmLaunch) -> NoReturn:
     signal.signal(signal.SIGINT, signal.default_int_handler)
     os.environ.clear()
     os.environ.update(launch.env)
+    sys.orig_argv = [sys.executable, *launch.entry]  # what a cold start's would be
     sys.stdout = _unbuffered(1, "strict")
     sys.stderr = _unbuffered(2, "backslashreplace")
     torch = sys.modules.get("torch")
