@@ -1,7 +1,7 @@
 """Warm starts: a fork server that imported torch before any job existed.
 
-Starting Python and importing torch is most of a resize here (2–2.4 s of
-2.2–3.7 s). The local executor keeps one process that has paid for it in
+Starting Python and importing torch is most of a cold resize here (2.4–2.7 s
+of 2.8–3.8 s; ``bench/resize.py``). The local executor keeps one process that has paid for it in
 advance and forks, per worker, a launch wrapper that is what a cold launch
 would have made — its own session, the same pid and exit files, CPU pinning,
 log and environment — and that forks the worker, which runs the job's Python
@@ -10,7 +10,9 @@ and no CPU while jobs run, so nothing competes with the jobs it starts (an
 earlier design kept idle wrappers and re-imported torch after every launch;
 that import skewed the speeds the packing policy measured). Only commands
 that run this interpreter on a module (``python -m pkg.mod ...``) or a script
-(``python train.py ...``) can start warm; anything else starts cold.
+(``python train.py ...``) can start warm, and only if their environment
+agrees with the server's on what is read at start-up; anything else starts
+cold.
 
 The server exits when its stdin closes (its executor went away); wrappers it
 forked live on in their own sessions, like cold ones.
