@@ -70,6 +70,12 @@ class WarmLaunch:
         return cls(**raw)
 
 
+def interpreter_first(path: str) -> str:
+    """``path`` with this interpreter's directory first: ``python`` in a job's
+    command means the interpreter ringleader runs in."""
+    return os.pathsep.join([str(Path(sys.executable).parent), path])
+
+
 def python_entry(command: Sequence[str], path: str) -> tuple[str, ...] | None:
     """What follows the interpreter in ``command``, if it runs this interpreter plainly.
 

@@ -17,9 +17,8 @@ import subprocess
 import sys
 import time
 from collections.abc import Mapping
-from pathlib import Path
 
-from ringleader.runtime.warm import READY, WarmLaunch, startup_env
+from ringleader.runtime.warm import READY, WarmLaunch, interpreter_first, startup_env
 
 RESPAWN_S = 30.0
 
@@ -101,7 +100,7 @@ class Forkserver:
 def _server_env() -> dict[str, str]:
     return {
         **os.environ,
-        "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
+        "PATH": interpreter_first(os.environ.get("PATH", "")),
         "PYTHONUNBUFFERED": "1",
     }
 

@@ -26,7 +26,7 @@ from ringleader.runtime.executor.base import GangStatus
 from ringleader.runtime.executor.forkserver import Forkserver
 from ringleader.runtime.launch import run_dir
 from ringleader.runtime.procs import alive, kill_group
-from ringleader.runtime.warm import WarmLaunch, python_entry
+from ringleader.runtime.warm import WarmLaunch, interpreter_first, python_entry
 
 NODE = "local"
 
@@ -166,8 +166,7 @@ def worker_env(w: WorkerLaunch, env: Mapping[str, str]) -> dict[str, str]:
     threads = str(max(len(w.cpus), 1))
     return {
         **os.environ,
-        # `python` in a job's command means the interpreter ringleader runs in.
-        "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
+        "PATH": interpreter_first(os.environ.get("PATH", "")),
         **env,
         "RINGLEADER_JOB_ID": w.job_id,
         "RINGLEADER_JOB_DIR": str(w.job_dir),
