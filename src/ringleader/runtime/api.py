@@ -27,6 +27,17 @@ def _problems(problems: list[tuple[str, str]]) -> JSONResponse:
     return JSONResponse(status_code=422, content={"detail": detail})
 
 
+async def _json_body(request: Request) -> tuple[Any, JSONResponse | None]:
+    """The request's JSON, or the 422 that says why there is none (too big, not JSON)."""
+    body = await request.body()
+    if len(body) > MAX_BODY:
+        return None, _problems([("(body)", f"{len(body)} bytes is over the 1 MiB limit")])
+    try:
+        return json.loads(body), None
+    except (ValueError, UnicodeDecodeError) as err:
+        return None, _problems([("(body)", f"not valid JSON: {err}")])
+
+
 def create_app(store: Store, controller: Controller) -> FastAPI:
     app = FastAPI(
         title="ringleader",
@@ -46,13 +57,9 @@ def create_app(store: Store, controller: Controller) -> FastAPI:
 
     @app.post("/jobs", status_code=201, response_model=None)
     async def submit(request: Request) -> JSONResponse | dict[str, Any]:
-        body = await request.body()
-        if len(body) > MAX_BODY:
-            return _problems([("(body)", f"{len(body)} bytes is over the 1 MiB limit")])
-        try:
-            data = json.loads(body)
-        except (ValueError, UnicodeDecodeError) as err:
-            return _problems([("(body)", f"not valid JSON: {err}")])
+        data, bad = await _json_body(request)
+        if bad is not None:
+            return bad
         try:
             spec = parse_spec(data, capacity=controller.cluster.capacity)
         except SpecError as err:
@@ -87,13 +94,9 @@ def create_app(store: Store, controller: Controller) -> FastAPI:
     @app.patch("/jobs/{job_id}", response_model=None)
     async def change(job_id: str, request: Request) -> JSONResponse | dict[str, Any]:
         """Change what may change while a job runs: today its ``priority``."""
-        body = await request.body()
-        if len(body) > MAX_BODY:
-            return _problems([("(body)", f"{len(body)} bytes is over the 1 MiB limit")])
-        try:
-            data = json.loads(body)
-        except (ValueError, UnicodeDecodeError) as err:
-            return _problems([("(body)", f"not valid JSON: {err}")])
+        data, bad = await _json_body(request)
+        if bad is not None:
+            return bad
         if not isinstance(data, dict) or set(data) != {"priority"}:
             return _problems([("(body)", 'expected {"priority": N}; nothing else can change')])
         priority = data["priority"]
