@@ -175,10 +175,14 @@ def test_a_killed_worker_restarts_from_its_last_checkpoint(server: LiveServer) -
     starts = [r for r in progress if r.get("event") == "started"]
     restored = starts[1]["restored_step"]
     steps, _ = steps_and_generations(progress)
-    last_before = max(s for s, g in zip(*steps_and_generations(progress), strict=True) if g == 1)
+    first_run = {r["step"]: r["t"] for r in progress if "loss" in r and r["g"] == 1}
+    last_before = max(first_run)
     assert restored is not None and restored <= last_before
-    # At most one checkpoint interval (1 s) of steps is lost: tiny steps are ~50 ms.
-    assert last_before - restored <= 40
+    # At most one checkpoint interval (1 s) of work is lost, plus the step and
+    # the checkpoint write that were under way. Measured in time, not steps:
+    # a tiny step takes 15-60 ms depending on load and on warm starts.
+    lost_s = first_run[last_before] - first_run[restored]
+    assert lost_s <= 1.0 + 1.5, (restored, last_before, lost_s)
     assert steps[-1] == 30 * 256 // (16 * 2)
 
 
