@@ -72,6 +72,9 @@ BAD_SPECS = [
     ({"name": "x y", "command": ["true"]}, "name"),
     ({"command": ["true"]}, "name"),
     ({"name": "x", "command": ["true"], "elastic": True, "min_gpus": 4, "max_gpus": 2}, "(spec)"),
+    ({"name": "x", "command": ["python", "-c", "print(1)\x00"]}, "command"),
+    ({"name": "x", "command": [""]}, "command[0]"),
+    ({"name": "x", "command": ["true"], "env": {"A": "b\x00"}}, "env"),
 ]
 
 
@@ -85,7 +88,15 @@ def test_bad_specs_get_422_naming_the_field(
 
 
 def test_garbage_bodies_get_422_and_the_server_keeps_serving(server: LiveServer) -> None:
-    for body in (b"\xff" * (1 << 20), b"{not json", b"[1, 2, 3]", os.urandom(4096)):
+    garbage = (
+        b"\xff" * (1 << 20),
+        b"{not json",
+        b"[1, 2, 3]",
+        os.urandom(4096),
+        b"[" * 100_000,
+        b" " * (8 << 20),
+    )
+    for body in garbage:
         r = httpx.post(server.url + "/jobs", content=body, timeout=30)
         assert r.status_code == 422, r.text[:200]
     assert httpx.get(server.url + "/health", timeout=5).json()["ok"]

@@ -20,7 +20,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from ringleader.cli.client import request
+from ringleader.cli.client import job_path, request, request_json
 from ringleader.cli.errors import fail
 from ringleader.tuning import EarlyFeedback, MissingOptuna, optuna_module
 
@@ -93,16 +93,16 @@ def automl(
             "epochs": epochs,
             "priority": 2,
         }
-        ids.append(request("POST", "/jobs", json=spec).json()["id"])
+        ids.append(request_json("POST", "/jobs", json=spec)["id"])
     search = EarlyFeedback(ids, direction="minimize") if feedback else None
     sent = dict.fromkeys(ids, 2)
     reached: dict[float, float] = {}
     best = float("inf")
     with console.status("searching") as status:
         while True:
-            jobs = {i: request("GET", f"/jobs/{i}").json() for i in ids}
+            jobs = {i: request_json("GET", job_path(i)) for i in ids}
             for job_id in ids:
-                losses = _loss_by_epoch(request("GET", f"/jobs/{job_id}/progress").json())
+                losses = _loss_by_epoch(request_json("GET", job_path(job_id, "/progress")))
                 for epoch, loss in sorted(losses.items()):
                     best = min(best, loss)
                     if search is not None:
@@ -118,7 +118,7 @@ def automl(
                         "failed",
                         "cancelled",
                     ):
-                        request("PATCH", f"/jobs/{job_id}", json={"priority": priority})
+                        request("PATCH", job_path(job_id), json={"priority": priority})
                         sent[job_id] = priority
             status.update(
                 f"searching: {now:.0f} s, best loss {best:.3f}, "
@@ -132,7 +132,7 @@ def automl(
         table.add_column(col, justify="left" if col == "job" else "right")
     rows = []
     for job_id, config in zip(ids, configs, strict=True):
-        final = _loss_by_epoch(request("GET", f"/jobs/{job_id}/progress").json())
+        final = _loss_by_epoch(request_json("GET", job_path(job_id, "/progress")))
         last = final[max(final)] if final else None
         state = jobs[job_id]["state"]
         rows.append({"id": job_id, **config, "final_loss": last, "state": state})

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from typing import Any, NoReturn
+from urllib.parse import quote
 
 import httpx
 from rich.console import Console
@@ -26,23 +27,58 @@ def _unreachable(url: str, err: Exception) -> NoReturn:
     raise SystemExit(1)
 
 
+def _not_ours(url: str, response: httpx.Response) -> NoReturn:
+    _stderr.print(
+        f"[bold red]error:[/] {url} answered {response.status_code} with something that is "
+        "not a ringleader reply; is RINGLEADER_URL the ringleader server?"
+    )
+    raise SystemExit(1)
+
+
+def _body(url: str, response: httpx.Response) -> Any:
+    try:
+        return response.json()
+    except ValueError:
+        _not_ours(url, response)
+
+
+def job_path(job_id: str, suffix: str = "") -> str:
+    """The API path of one job: checked and escaped, so no id can name another endpoint."""
+    if not job_id.strip():
+        _stderr.print("[bold red]error:[/] JOB_ID: empty; `ringleader jobs` lists the ids")
+        raise SystemExit(USAGE_ERROR)
+    return f"/jobs/{quote(job_id, safe='')}{suffix}"
+
+
 def request(method: str, path: str, **kw: Any) -> httpx.Response:
     url = server_url()
     try:
         response = httpx.request(method, url + path, timeout=30.0, **kw)
     except httpx.HTTPError as err:
         _unreachable(url, err)
-    if response.status_code == 404:
-        _stderr.print(f"[bold red]error:[/] {response.json().get('detail', 'not found')}")
-        raise SystemExit(USAGE_ERROR)
-    if response.status_code == 422:
-        _stderr.print("[bold red]error:[/] the server rejected the request:")
-        for problem in response.json().get("detail", []):
-            _stderr.print(f"  {problem.get('field', '?')}: {problem.get('reason', problem)}")
+    if response.status_code in (404, 422):
+        body = _body(url, response)
+        detail = body.get("detail") if isinstance(body, dict) else None
+        if detail is None:
+            _not_ours(url, response)
+        if response.status_code == 404 or isinstance(detail, str):
+            _stderr.print(f"[bold red]error:[/] {detail}")
+        else:
+            _stderr.print("[bold red]error:[/] the server rejected the request:")
+            for problem in detail:
+                if isinstance(problem, dict):
+                    field = problem.get("field") or ".".join(map(str, problem.get("loc", ["?"])))
+                    reason = problem.get("reason") or problem.get("msg") or problem
+                    _stderr.print(f"  {field}: {reason}")
         raise SystemExit(USAGE_ERROR)
     if response.status_code >= 400:
         _stderr.print(
-            f"[bold red]error:[/] server answered {response.status_code}: {response.text}"
+            f"[bold red]error:[/] server answered {response.status_code}: {response.text[:2000]}"
         )
         raise SystemExit(1)
     return response
+
+
+def request_json(method: str, path: str, **kw: Any) -> Any:
+    """``request``, decoded; a reply that is not JSON is not from a ringleader server."""
+    return _body(server_url(), request(method, path, **kw))

@@ -8,15 +8,17 @@ import logging
 import time
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, ClassVar
 
 import typer
 import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from rich.console import Console
 from rich.table import Table
 
-from ringleader.cli.client import request
+from ringleader.cli.client import job_path, request, request_json
 from ringleader.cli.errors import fail
+from ringleader.inputs import field_path
 from ringleader.policy.catalog import POLICY_NAMES
 
 console = Console(highlight=False)
@@ -67,7 +69,9 @@ def server(
     Workers run in their own sessions: stopping or crashing the server leaves
     them running, and the next server on the same --state-dir adopts them.
     """
+    from ringleader.runtime.executor.ray import RayUnavailable
     from ringleader.runtime.server import ServerConfig, default_state_dir, serve
+    from ringleader.runtime.store import StoreError
 
     if executor not in ("local", "ray"):
         fail(f"--executor: {executor!r} is not one of: local, ray")
@@ -77,32 +81,67 @@ def server(
         if not env_has_ray():
             fail("--executor ray needs Ray: pip install 'ringleader[ray]'")
     settings: dict[str, Any] = {"policy": policy, "round_s": round_s, "quantum_s": quantum_s}
-    keys = {"policy", "probe_window_s", "round_s", "quantum_s"}
     if config is not None:
         try:
             loaded = yaml.safe_load(config.read_text())
-        except (OSError, yaml.YAMLError) as err:
+        except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
             fail(f"--config {config}: {err}")
-        if not isinstance(loaded, dict) or set(loaded) - keys:
-            fail(f"--config {config}: expected a mapping of {', '.join(sorted(keys))}")
+        if not isinstance(loaded, dict):
+            fail(f"--config {config}: expected a mapping of {', '.join(PolicySettings.KEYS)}")
         settings.update(loaded)
-    if settings["policy"] not in POLICY_NAMES:
-        fail(f"policy: unknown {settings['policy']!r}; choose one of {', '.join(POLICY_NAMES)}")
+    try:
+        chosen = PolicySettings.model_validate(settings)
+    except ValidationError as err:
+        where = f"--config {config}: " if config is not None else ""
+        e = err.errors()[0]
+        fail(f"{where}{field_path(e['loc'], '(config)')}: {e['msg'].removeprefix('Value error, ')}")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     cfg = ServerConfig(
         state_dir=state_dir or default_state_dir(),
         host=host,
         port=port,
         gpus=gpus,
-        policy=str(settings["policy"]),
-        probe_window_s=settings.get("probe_window_s"),
-        round_s=float(settings["round_s"]),
-        quantum_s=settings.get("quantum_s"),
+        policy=chosen.policy,
+        probe_window_s=chosen.probe_window_s,
+        round_s=chosen.round_s,
+        quantum_s=chosen.quantum_s,
         executor=executor,
         address=address,
         warm_start=warm_start,
     )
-    asyncio.run(serve(cfg))
+    try:
+        asyncio.run(serve(cfg))
+    except StoreError as err:
+        fail(str(err))
+    except RayUnavailable as err:
+        fail(f"--executor ray: {err}")
+
+
+class PolicySettings(BaseModel):
+    """What ``--config`` may set; the same bounds as the flags."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    KEYS: ClassVar[tuple[str, ...]] = ("policy", "probe_window_s", "round_s", "quantum_s")
+
+    policy: str
+    probe_window_s: Annotated[float, Field(ge=0.5, allow_inf_nan=False)] | None = None
+    round_s: Annotated[float, Field(ge=0.1, le=86_400, allow_inf_nan=False)] = 30.0
+    quantum_s: Annotated[float, Field(ge=0.5, le=86_400, allow_inf_nan=False)] | None = None
+
+    @field_validator("policy")
+    @classmethod
+    def _known(cls, value: str) -> str:
+        if value not in POLICY_NAMES:
+            raise ValueError(f"unknown {value!r}; choose one of {', '.join(POLICY_NAMES)}")
+        return value
+
+    @field_validator("probe_window_s", "round_s", "quantum_s", mode="before")
+    @classmethod
+    def _number(cls, value: Any) -> Any:
+        # Strict mode refuses ints for floats; YAML writes "30" for 30 seconds.
+        if isinstance(value, int) and not isinstance(value, bool):
+            return float(value)
+        return value
 
 
 def load_spec_file(path: Path) -> dict[str, Any]:
@@ -129,7 +168,7 @@ def load_spec_file(path: Path) -> dict[str, Any]:
 def submit(spec: Annotated[Path, typer.Argument(help="Job spec YAML; see examples/.")]) -> None:
     """Submit a job; prints its id."""
     payload = load_spec_file(spec)
-    job = request("POST", "/jobs", json=payload).json()
+    job = request_json("POST", "/jobs", json=payload)
     typer.echo(job["id"])
 
 
@@ -141,7 +180,7 @@ def jobs(
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable.")] = False,
 ) -> None:
     """List jobs."""
-    rows = request("GET", "/jobs").json()
+    rows = request_json("GET", "/jobs")
     if as_json:
         typer.echo(json.dumps(rows, indent=2))
         return
@@ -167,7 +206,7 @@ def show(
     job_id: str, as_json: Annotated[bool, typer.Option("--json", help="Machine-readable.")] = False
 ) -> None:
     """Show one job, with its history of launches, stops and resizes."""
-    job = request("GET", f"/jobs/{job_id}").json()
+    job = request_json("GET", job_path(job_id))
     if as_json:
         typer.echo(json.dumps(job, indent=2))
         return
@@ -192,18 +231,22 @@ def logs(
     """Print a job's worker log (rank 0 by default)."""
     offset = 0
     while True:
-        response = request("GET", f"/jobs/{job_id}/logs", params={"rank": rank, "offset": offset})
+        response = request(
+            "GET", job_path(job_id, "/logs"), params={"rank": rank, "offset": offset}
+        )
         if response.text:
             typer.echo(response.text, nl=False)
         offset = int(response.headers.get("X-Log-Offset", offset))
         if not follow:
             return
-        if request("GET", f"/jobs/{job_id}").json()["state"] in (
+        if request_json("GET", job_path(job_id))["state"] in (
             "succeeded",
             "failed",
             "cancelled",
         ):
-            tail = request("GET", f"/jobs/{job_id}/logs", params={"rank": rank, "offset": offset})
+            tail = request(
+                "GET", job_path(job_id, "/logs"), params={"rank": rank, "offset": offset}
+            )
             typer.echo(tail.text, nl=False)
             return
         time.sleep(0.5)
@@ -211,5 +254,8 @@ def logs(
 
 def cancel(job_id: str) -> None:
     """Cancel a job: it checkpoints and stops at its next minibatch boundary."""
-    job = request("DELETE", f"/jobs/{job_id}").json()
-    typer.echo(f"{job['id']}: cancel requested (was {job['state']})")
+    job = request_json("DELETE", job_path(job_id))
+    if job["state"] in ("succeeded", "failed", "cancelled"):
+        typer.echo(f"{job['id']}: already {job['state']}; nothing to cancel")
+    else:
+        typer.echo(f"{job['id']}: cancel requested (was {job['state']})")

@@ -17,7 +17,7 @@ from fastapi.responses import JSONResponse, PlainTextResponse
 from ringleader import __version__
 from ringleader.runtime.controller import Controller
 from ringleader.runtime.spec import SpecError, parse_spec
-from ringleader.runtime.store import JobRow, Store
+from ringleader.runtime.store import DamagedRow, JobRow, Store
 
 MAX_BODY = 1 << 20
 
@@ -28,14 +28,26 @@ def _problems(problems: list[tuple[str, str]]) -> JSONResponse:
 
 
 async def _json_body(request: Request) -> tuple[Any, JSONResponse | None]:
-    """The request's JSON, or the 422 that says why there is none (too big, not JSON)."""
-    body = await request.body()
-    if len(body) > MAX_BODY:
-        return None, _problems([("(body)", f"{len(body)} bytes is over the 1 MiB limit")])
+    """The request's JSON, or the 422 that says why there is none (too big, not JSON).
+
+    The body is read in chunks and dropped once over the limit, so an
+    oversized request costs the server no more than the limit in memory.
+    """
+    too_big = _problems([("(body)", "over the 1 MiB limit for a request")])
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > MAX_BODY:
+        return None, too_big
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > MAX_BODY:
+            return None, too_big
     try:
         return json.loads(body), None
     except (ValueError, UnicodeDecodeError) as err:
         return None, _problems([("(body)", f"not valid JSON: {err}")])
+    except RecursionError:
+        return None, _problems([("(body)", "not valid JSON: nested too deeply")])
 
 
 def create_app(store: Store, controller: Controller) -> FastAPI:
@@ -45,9 +57,22 @@ def create_app(store: Store, controller: Controller) -> FastAPI:
         description="Scheduler for deep-learning training jobs on shared GPU clusters.",
     )
 
+    @app.exception_handler(DamagedRow)
+    async def damaged(request: Request, err: Exception) -> JSONResponse:
+        # The job exists but its row cannot be read: a server-side problem,
+        # said plainly (and the rest of the API keeps working).
+        return JSONResponse(status_code=500, content={"detail": str(err)})
+
     @app.get("/health")
     def health() -> dict[str, Any]:
-        return {"ok": True, "version": __version__, "policy": controller.config.policy.name}
+        status: dict[str, Any] = {
+            "ok": True,
+            "version": __version__,
+            "policy": controller.config.policy.name,
+        }
+        if store.damaged:
+            status["damaged_jobs"] = {i: str(e) for i, e in sorted(store.damaged.items())}
+        return status
 
     @app.get("/cluster")
     def cluster() -> dict[str, Any]:
@@ -112,8 +137,13 @@ def create_app(store: Store, controller: Controller) -> FastAPI:
 
     @app.get("/jobs/{job_id}/logs", response_class=PlainTextResponse)
     def logs(job_id: str, rank: int = 0, offset: int = 0) -> PlainTextResponse:
-        _get(job_id)
+        row = _get(job_id)
         path = controller.job_dir(job_id) / "logs" / f"rank{rank}.log"
+        widest = max(row.workers, row.last_workers, row.spec.highest)
+        if not 0 <= rank < widest and not path.exists():
+            raise HTTPException(
+                404, detail=f"job {job_id!r} has ranks 0..{widest - 1}; no rank {rank}"
+            )
         text, end = _read_from(path, offset)
         return PlainTextResponse(text, headers={"X-Log-Offset": str(end)})
 

@@ -26,7 +26,9 @@ class JobSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: Annotated[str, Field(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9_.\-]+$")]
-    command: list[Annotated[str, Field(max_length=4096)]] = Field(min_length=1, max_length=512)
+    command: list[Annotated[str, Field(min_length=1, max_length=4096)]] = Field(
+        min_length=1, max_length=512
+    )
     gpus: Annotated[int, Field(ge=1, le=4096)] = 1
     min_gpus: Annotated[int, Field(ge=1, le=4096)] | None = None
     max_gpus: Annotated[int, Field(ge=1, le=4096)] | None = None
@@ -36,12 +38,27 @@ class JobSpec(BaseModel):
     user: Annotated[str, Field(min_length=1, max_length=100)] = "anonymous"
     epochs: Annotated[float, Field(gt=0, le=1e7, allow_inf_nan=False)] = 1.0
     retries: Annotated[int, Field(ge=0, le=100)] = 2
-    env: dict[Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")], str] = {}
+    env: dict[
+        Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")],
+        Annotated[str, Field(max_length=65536)],
+    ] = {}
 
     @field_validator("command", mode="before")
     @classmethod
     def _split(cls, value: Any) -> Any:
         return shlex.split(value) if isinstance(value, str) else value
+
+    @field_validator("command", "env", mode="after")
+    @classmethod
+    def _no_nul(cls, value: Any) -> Any:
+        # The kernel cannot pass a NUL in an argument or environment string: the
+        # launch would fail later, with the job holding its GPUs meanwhile.
+        items = value.items() if isinstance(value, dict) else enumerate(value)
+        for where, text in items:
+            if "\x00" in text:
+                what = f"[{where}]" if isinstance(where, int) else f".{where}"
+                raise ValueError(f"{what} contains a NUL byte, which no process can be given")
+        return value
 
     @model_validator(mode="after")
     def _sizes(self) -> JobSpec:

@@ -9,6 +9,7 @@ controller writes.
 from __future__ import annotations
 
 import json
+import logging
 import sqlite3
 import threading
 import time
@@ -21,6 +22,27 @@ from pathlib import Path
 from typing import Any
 
 from ringleader.runtime.spec import JobSpec
+
+log = logging.getLogger("ringleader.store")
+
+
+class StoreError(RuntimeError):
+    """The database cannot be opened or is not one of ours; says which file and what to do."""
+
+
+class DamagedRow(ValueError):
+    """One job's row cannot be read back (edited by hand, disk damage, a bad upgrade).
+
+    The job is left out of what the controller sees, so one bad row never
+    stops the scheduling of every other job.
+    """
+
+    def __init__(self, job_id: str, column: str, reason: str) -> None:
+        self.job_id, self.column, self.reason = job_id, column, reason
+        super().__init__(
+            f"job {job_id}: its stored {column} cannot be read ({reason}); the scheduler "
+            "skips this job; fix or delete its row in ringleader.db"
+        )
 
 
 class State(StrEnum):
@@ -120,6 +142,26 @@ _COLUMNS = (
     "state_since",
 )
 _JSON = {"spec", "devices", "observations", "shape", "packed"}
+_INTS = [
+    "seq",
+    "step",
+    "workers",
+    "generation",
+    "attempts",
+    "progress_offset",
+    "resizes",
+    "last_workers",
+]
+_FLOATS = [
+    "submitted_at",
+    "started_at",
+    "finished_at",
+    "epoch",
+    "loss",
+    "attained_gpu_s",
+    "state_since",
+]
+_REQUIRED_FLOATS = {"submitted_at", "epoch", "attained_gpu_s", "state_since"}
 _API_OWNED = ("spec", "cancel_requested")
 _SELECT = f"SELECT {', '.join(_COLUMNS)} FROM jobs"
 
@@ -166,14 +208,35 @@ class Store:
     """Thread-safe access to the jobs database (API threads and the controller)."""
 
     def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise StoreError(
+                f"state dir {path.parent}: cannot be a directory ({err.strerror}); "
+                "give --state-dir a directory path"
+            ) from None
         self.path = path
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.executescript(_SCHEMA)
-        self._migrate()
+        self.damaged: dict[str, DamagedRow] = {}
+        """Jobs whose rows could not be read, by id: reported once, then skipped."""
+        try:
+            self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.executescript(_SCHEMA)
+            self._migrate()
+        except sqlite3.Error as err:
+            raise StoreError(
+                f"{path}: not a usable ringleader database ({err}); move it aside to start "
+                "afresh, or restore it from a backup"
+            ) from None
+        have = {row[1] for row in self._db.execute("PRAGMA table_info(jobs)")}
+        if missing := [c for c in _COLUMNS if c not in have]:
+            self._db.close()
+            raise StoreError(
+                f"{path}: table jobs lacks column(s) {', '.join(missing)}: this is not a "
+                "ringleader database, or it was damaged; move it aside or restore a backup"
+            )
 
     def _migrate(self) -> None:
         """Add columns that newer versions keep, to a database an older one created."""
@@ -204,14 +267,43 @@ class Store:
 
     @staticmethod
     def _row(values: tuple[Any, ...]) -> JobRow:
+        """The row as a ``JobRow``; raises ``DamagedRow`` naming the column it cannot read."""
         data = dict(zip(_COLUMNS, values, strict=True))
-        for key in _JSON:
-            data[key] = json.loads(data[key])
-        data["spec"] = JobSpec.model_validate(data["spec"])
-        data["state"] = State(data["state"])
-        data["devices"] = [tuple(d) for d in data["devices"]]
+        job_id = str(data["id"])
+        column = "spec"
+        try:
+            for column in sorted(_JSON):
+                data[column] = json.loads(data[column])
+            column = "spec"
+            data["spec"] = JobSpec.model_validate(data["spec"])
+            column = "state"
+            data["state"] = State(data["state"])
+            column = "devices"
+            data["devices"] = [(str(n), int(i)) for n, i in data["devices"]]
+            for column in ("observations", "packed"):
+                data[column] = {str(k): [float(x) for x in v[:4]] for k, v in data[column].items()}
+                if any(len(v) != 4 for v in data[column].values()):
+                    raise ValueError("each entry needs 4 numbers")
+            column = "shape"
+            data["shape"] = {str(k): float(v) for k, v in data["shape"].items()}
+            for column in _INTS:
+                data[column] = int(data[column])
+            for column in _FLOATS:
+                if data[column] is not None or column in _REQUIRED_FLOATS:
+                    data[column] = float(data[column])
+        except Exception as err:  # any damage: the message names the column
+            raise DamagedRow(job_id, column, _first_line(err)) from None
         data["cancel_requested"] = bool(data["cancel_requested"])
         return JobRow(**data)
+
+    def _readable(self, values: tuple[Any, ...]) -> JobRow | None:
+        try:
+            return self._row(values)
+        except DamagedRow as err:
+            if err.job_id not in self.damaged:
+                log.error("%s", err)
+            self.damaged[err.job_id] = err
+            return None
 
     def add(self, spec: JobSpec, now: float | None = None) -> JobRow:
         job_id = f"{spec.name[:40]}-{uuid.uuid4().hex[:8]}"
@@ -271,7 +363,7 @@ class Store:
             rows = self._db.execute(
                 f"SELECT {', '.join(_COLUMNS)} FROM jobs ORDER BY seq"
             ).fetchall()
-        return [self._row(v) for v in rows]
+        return [row for v in rows if (row := self._readable(v)) is not None]
 
     def request_cancel(self, job_id: str) -> JobRow | None:
         with self._tx() as db:
@@ -304,4 +396,16 @@ class Store:
             rows = self._db.execute(
                 "SELECT t, kind, detail FROM events WHERE job_id = ? ORDER BY id", (job_id,)
             ).fetchall()
-        return [{"t": t, "kind": k, **json.loads(d)} for t, k, d in rows]
+        out = []
+        for t, kind, detail in rows:
+            try:
+                extra = json.loads(detail)
+                out.append({"t": t, "kind": kind, **extra})
+            except (ValueError, TypeError):
+                out.append({"t": t, "kind": kind, "damaged_detail": str(detail)[:200]})
+        return out
+
+
+def _first_line(err: Exception) -> str:
+    text = str(err).strip().splitlines()
+    return f"{type(err).__name__}: {text[0] if text else ''}"

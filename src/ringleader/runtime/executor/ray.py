@@ -90,7 +90,13 @@ class RayExecutor:
     ) -> None:
         ray = _ray()
         if not ray.is_initialized():
-            ray.init(address=address, namespace=NAMESPACE, log_to_driver=False)
+            try:
+                ray.init(address=address, namespace=NAMESPACE, log_to_driver=False)
+            except (ConnectionError, ValueError) as err:
+                raise RayUnavailable(
+                    f"cannot join a Ray cluster at {address!r} ({_first_line(err)}); start "
+                    "one with `ray start --head`, or give its address with --address"
+                ) from None
         self.threads = threads_per_worker
         # A worker asks Ray for a share of a GPU, not a whole one: ringleader,
         # not Ray, decides who shares a GPU (time-slicing, packing) and never
@@ -249,3 +255,8 @@ def env_has_ray() -> bool:
     except ImportError:
         return False
     return os.environ.get("RINGLEADER_NO_RAY") is None
+
+
+def _first_line(err: Exception) -> str:
+    lines = str(err).strip().splitlines()
+    return lines[0] if lines else type(err).__name__

@@ -1,0 +1,119 @@
+"""The jobs database under damage: one bad row, a bad file, a bad state dir."""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ringleader.runtime.spec import parse_spec
+from ringleader.runtime.store import DamagedRow, Store, StoreError
+
+
+def _store_with(tmp_path: Path, names: list[str]) -> tuple[Store, list[str]]:
+    store = Store(tmp_path / "ringleader.db")
+    ids = [store.add(parse_spec({"name": n, "command": ["true"]})).id for n in names]
+    return store, ids
+
+
+def _poke(db: Path, sql: str, *args: object) -> None:
+    raw = sqlite3.connect(db)
+    raw.execute(sql, args)
+    raw.commit()
+    raw.close()
+
+
+@pytest.mark.parametrize(
+    ("sql", "column"),
+    [
+        ("UPDATE jobs SET spec = '{not json' WHERE id = ?", "spec"),
+        ("UPDATE jobs SET spec = json_set(spec, '$.gpus', 0) WHERE id = ?", "spec"),
+        ("UPDATE jobs SET state = 'bogus' WHERE id = ?", "state"),
+        ("UPDATE jobs SET step = 'many' WHERE id = ?", "step"),
+        ("UPDATE jobs SET observations = '{\"2\": [1]}' WHERE id = ?", "observations"),
+    ],
+)
+def test_one_damaged_row_is_named_and_skipped_and_the_rest_still_read(
+    tmp_path: Path, sql: str, column: str
+) -> None:
+    store, (good, bad, other) = _store_with(tmp_path, ["good", "bad", "other"])
+    _poke(store.path, sql, bad)
+    assert [r.id for r in store.all()] == [good, other]
+    assert store.damaged[bad].column == column
+    with pytest.raises(DamagedRow, match=f"stored {column}"):
+        store.get(bad)
+    # The good rows still change and save.
+    row = store.get(good)
+    assert row is not None
+    row.step = 7
+    store.save(row, "launched")
+    again = store.get(good)
+    assert again is not None and again.step == 7
+    store.close()
+
+
+def test_a_damaged_event_detail_is_shown_not_raised(tmp_path: Path) -> None:
+    store, (job,) = _store_with(tmp_path, ["x"])
+    _poke(store.path, "UPDATE events SET detail = 'garbage' WHERE job_id = ?", job)
+    assert store.events(job)[0]["damaged_detail"] == "garbage"
+    store.close()
+
+
+def test_files_that_are_no_database_of_ours_get_a_store_error(tmp_path: Path) -> None:
+    noise = tmp_path / "noise.db"
+    noise.write_bytes(b"\x13" * 5000)
+    with pytest.raises(StoreError, match="not a usable ringleader database"):
+        Store(noise)
+    other = tmp_path / "other.db"
+    _poke(other, "CREATE TABLE jobs (id TEXT PRIMARY KEY, colour TEXT)")
+    with pytest.raises(StoreError, match="lacks column"):
+        Store(other)
+    a_file = tmp_path / "a-file"
+    a_file.write_text("")
+    with pytest.raises(StoreError, match="cannot be a directory"):
+        Store(a_file / "ringleader.db")
+
+
+def _server(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "ringleader", "server", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+@pytest.mark.parametrize(
+    ("config", "field"),
+    [
+        ("round_s: abc\n", "round_s"),
+        ("quantum_s: -1\n", "quantum_s"),
+        ("round_s: 0\n", "round_s"),
+        ("round_s: .nan\n", "round_s"),
+        ("probe_window_s: true\n", "probe_window_s"),
+        ("policy: best\n", "policy"),
+        ("colour: red\n", "colour"),
+    ],
+)
+def test_server_config_gets_the_flags_checks(tmp_path: Path, config: str, field: str) -> None:
+    path = tmp_path / "config.yaml"
+    path.write_text(config)
+    out = _server("--config", str(path), "--state-dir", str(tmp_path / "state"))
+    assert out.returncode == 2, out.stderr
+    assert field in out.stderr and "Traceback" not in out.stderr
+
+
+def test_server_refuses_a_bad_state_dir_or_database_in_one_line(tmp_path: Path) -> None:
+    a_file = tmp_path / "a-file"
+    a_file.write_text("")
+    out = _server("--state-dir", str(a_file))
+    assert out.returncode == 2 and "--state-dir" in out.stderr, out.stderr
+    state = tmp_path / "state"
+    state.mkdir()
+    (state / "ringleader.db").write_bytes(b"\x13" * 5000)
+    out = _server("--state-dir", str(state))
+    assert out.returncode == 2 and "move it aside" in out.stderr, out.stderr
+    assert "Traceback" not in out.stderr
