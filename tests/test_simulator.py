@@ -86,3 +86,10 @@ def test_work_scale_scales_the_job() -> None:
     single = _run("eight", [SimJob("a", 0.0, P)]).records[0].jct
     double = _run("eight", [SimJob("a", 0.0, P, work_scale=2.0)]).records[0].jct
     assert double - DELAY == pytest.approx(2 * (single - DELAY))
+
+
+def test_time_that_cannot_advance_is_a_stall_not_an_endless_loop() -> None:
+    # 1e-8 of ResNet-110 at t = 1e6 s is less work than one tick of the clock there.
+    tiny = SimJob("tiny", 1e6, P, work_scale=1e-8)
+    with pytest.raises(SimulationStalled, match="stopped advancing"):
+        Simulator(policy_named("elastic"), ClusterView.uniform(1, 4), [tiny]).run()

@@ -42,11 +42,21 @@ def test_a_grid_becomes_one_row_per_run_and_plots(tmp_path: Path) -> None:
 
 def test_bad_sweep_configs_exit_2(tmp_path: Path) -> None:
     config = tmp_path / "bad.yaml"
+    dup = tmp_path / "dup.csv"
+    dup.write_text("job_id,submission_time,duration,num_gpu\na,0,10,1\na,5,10,1\n")
+    a_file = tmp_path / "a-file"
+    a_file.write_text("")
     for text, expected in (
         ("traces: [itp:cluster10]\npolicies: [fastest]\n", "unknown ['fastest']"),
         ("traces: [itp:nope]\npolicies: [fifo]\n", "itp:nope"),
         ("traces: [itp:cluster10]\npolicies: [fifo]\nload_scale: [-1]\n", "load_scale"),
         ("traces: [itp:cluster10]\npolicies: [fifo]\ncolour: red\n", "colour"),
+        ("traces: [itp:cluster10]\npolicies: [fifo]\nseeds: []\n", "seeds"),
+        ("traces: [itp:cluster10]\npolicies: [fifo]\nload_scale: [.nan]\n", "finite"),
+        ("traces: [itp:cluster10]\npolicies: [fifo]\ngpus: [1]\n", "widest job needs 16"),
+        ("traces: [itp:cluster10]\npolicies: [fifo, [x]]\n", "policies[1]"),
+        (f"traces: [{dup}]\npolicies: [fifo]\n", "appears twice"),
+        (f"traces: [itp:cluster10]\npolicies: [fifo]\nout: {a_file}\n", "out"),
     ):
         config.write_text(text)
         done = _sweep(config)

@@ -49,6 +49,9 @@ def test_trace_jobs_take_their_trace_duration_at_their_size() -> None:
         (HEADER + "a,0,nan,1\n", "not a finite number"),
         ("", "the trace is empty"),
         (HEADER, "has a header but no jobs"),
+        (HEADER + "a,1e308,10,1\n", "'1e308' must be at most"),
+        (HEADER + "a,0,10,100000000\n", "'100000000' must be at most 4096"),
+        (HEADER + "a,0,10,1\na,5,10,1\n", "job id 'a' appears twice"),
     ],
 )
 def test_malformed_itp_traces_name_line_and_reason(

@@ -46,7 +46,10 @@ def sweep(
     )
     with progress:
         task = progress.add_task(f"sweep: {total} simulations", total=total)
-        rows = run_sweep(spec, on_done=lambda _: progress.advance(task))
+        try:
+            rows = run_sweep(spec, on_done=lambda _: progress.advance(task))
+        except SweepError as err:
+            fail(f"{config}: {err}")
     console.print(
         f"{len(rows)} runs; wrote {spec.out}/results.csv, jct_vs_load.png, jct_cdf.png, "
         "utilization.png"

@@ -24,12 +24,15 @@ import numpy as np
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from ringleader.inputs import field_path
 from ringleader.policy.catalog import POLICY_NAMES, policy_named
 from ringleader.policy.views import ClusterView
 from ringleader.sim.contention import GavelContention
 from ringleader.sim.engine import Simulator
 from ringleader.traces.jobs import GPUS_PER_NODE, recommended_gpus, to_sim_jobs
 from ringleader.traces.load import TraceError, load_trace, resolve_trace
+
+PLOTS = ("jct_vs_load.png", "jct_cdf.png", "utilization.png")
 
 
 class SweepError(ValueError):
@@ -41,10 +44,12 @@ class SweepSpec(BaseModel):
 
     traces: list[str] = Field(min_length=1)
     policies: list[str] = Field(min_length=1)
-    gpus: list[Annotated[int, Field(ge=1)] | None] = [None]
-    load_scale: list[Annotated[float, Field(gt=0, le=100)]] = [1.0]
-    seeds: list[Annotated[int, Field(ge=0)]] = [0]
-    out: str = "sweep-output"
+    gpus: list[Annotated[int, Field(ge=1, le=100_000)] | None] = Field([None], min_length=1)
+    load_scale: list[Annotated[float, Field(gt=0, le=100, allow_inf_nan=False)]] = Field(
+        [1.0], min_length=1
+    )
+    seeds: list[Annotated[int, Field(ge=0, le=2**32 - 1)]] = Field([0], min_length=1)
+    out: str = Field("sweep-output", min_length=1)
     processes: Annotated[int, Field(ge=1, le=64)] | None = None
 
 
@@ -83,17 +88,41 @@ def load_sweep(path: Path) -> SweepSpec:
     try:
         spec = SweepSpec.model_validate(data)
     except ValidationError as err:
-        lines = [f"  {'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in err.errors()]
+        lines = [f"  {field_path(e['loc'], '(sweep)')}: {e['msg']}" for e in err.errors()]
         raise SweepError(f"{path}: invalid sweep\n" + "\n".join(lines)) from None
     unknown = [p for p in spec.policies if p not in POLICY_NAMES]
     if unknown:
         raise SweepError(f"{path}: policies: unknown {unknown}; known: {', '.join(POLICY_NAMES)}")
     for trace in spec.traces:
         try:
-            resolve_trace(trace)
+            rows = load_trace(*resolve_trace(trace))
+            to_sim_jobs(rows)
         except TraceError as err:
             raise SweepError(f"{path}: traces: {err}") from err
+        widest = max(r.gpus for r in rows)
+        small = [g for g in spec.gpus if g is not None and g < widest]
+        if small:
+            raise SweepError(
+                f"{path}: gpus: {small} cannot run trace {trace}, whose widest job needs "
+                f"{widest} GPUs; use at least {widest}, or null for the trace's own size"
+            )
+    _check_out(Path(spec.out), path)
     return spec
+
+
+def _check_out(out: Path, path: Path) -> None:
+    """Fail before hours of simulation, not after, if the results cannot be written."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise SweepError(f"{path}: out: {out} cannot be a directory ({err.strerror})") from None
+    for name in ("results.csv", *PLOTS):
+        if (out / name).is_dir():
+            raise SweepError(
+                f"{path}: out: {out / name} is a directory; move it or pick another out"
+            )
+    if not os.access(out, os.W_OK):
+        raise SweepError(f"{path}: out: cannot write into {out}")
 
 
 def run_cell(cell: Cell) -> tuple[Row, list[float], list[tuple[float, int]]]:
@@ -159,7 +188,16 @@ def run_sweep(spec: SweepSpec, on_done: Callable[[Row], None] | None = None) -> 
     with ProcessPoolExecutor(max_workers=workers) as pool:
         futures = {pool.submit(run_cell, c): c for c in cells}
         for future in as_completed(futures):
-            row, values, busy = future.result()
+            try:
+                row, values, busy = future.result()
+            except (ValueError, RuntimeError) as err:  # TraceError, SimulationStalled, ...
+                for other in futures:
+                    other.cancel()
+                cell = futures[future]
+                raise SweepError(
+                    f"{cell.trace}, {cell.gpus or 'recommended'} GPUs, load {cell.load_scale:g}, "
+                    f"{cell.policy}, seed {cell.seed}: {err}"
+                ) from None
             rows.append(row)
             key = (row.trace, row.policy, row.load_scale)
             jcts.setdefault(key, []).extend(values)

@@ -219,6 +219,10 @@ class SimResult:
     """Done fraction of every job at each requested snapshot time."""
 
 
+MAX_FROZEN_EVENTS = 10_000
+"""Events in a row at one instant before a run counts as stalled (a real run has a few)."""
+
+
 class Simulator:
     """Plays ``jobs`` on ``cluster`` under ``policy``; see the module docstring."""
 
@@ -271,6 +275,7 @@ class Simulator:
         until = math.inf if self.until is None else self.until
         marks = list(self.snapshot_at)
         snapshots: dict[float, dict[str, float]] = {}
+        frozen = 0
         while (nxt < len(pending) or active) and now < until:
             while nxt < len(pending) and pending[nxt].submitted_at <= now:
                 job = pending[nxt]
@@ -304,6 +309,15 @@ class Simulator:
                     f"at t={now:.0f}s jobs {waiting} wait but nothing runs or arrives: "
                     f"the policy {self.policy.name!r} cannot fit them on "
                     f"{self.cluster.capacity} GPUs (check each job's GPU request)"
+                )
+            # Time that cannot advance (remaining work below the clock's
+            # resolution at this magnitude of t) would loop forever.
+            frozen = frozen + 1 if later <= now else 0
+            if frozen > MAX_FROZEN_EVENTS:
+                raise SimulationStalled(
+                    f"at t={now:.6g}s simulated time stopped advancing: a job's remaining work "
+                    "is below the clock's resolution at this time (scale the workload's times "
+                    "or work up, or submit closer to t=0)"
                 )
             for state in active.values():
                 state.advance(now, later)

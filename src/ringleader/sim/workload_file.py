@@ -24,7 +24,11 @@ from ringleader.sim.profiles import PROFILES, TrueProfile
 
 MAX_FILE_BYTES = 10 * 1024 * 1024
 PositiveInt = Annotated[int, Field(gt=0)]
-PositiveFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+# Upper bounds keep a typo (1e9 nodes, 1e300 seconds) from becoming a run that
+# never ends; each is far beyond any real cluster or job.
+Workers = Annotated[int, Field(gt=0, le=4096)]
+Seconds = Annotated[float, Field(ge=0, le=1e9, allow_inf_nan=False)]
+DAY_S = 86_400.0
 
 
 class WorkloadFileError(ValueError):
@@ -36,33 +40,47 @@ class _Strict(BaseModel):
 
 
 class ClusterSpec(_Strict):
-    nodes: PositiveInt
-    gpus_per_node: PositiveInt
+    nodes: Annotated[int, Field(gt=0, le=10_000)]
+    gpus_per_node: Annotated[int, Field(gt=0, le=64)]
 
 
 class SimulationSpec(_Strict):
-    restart_delay_s: Annotated[float, Field(ge=0, allow_inf_nan=False)] = DEFAULT_RESTART_DELAY_S
-    round_s: PositiveFloat | None = DEFAULT_ROUND_S
+    restart_delay_s: Annotated[float, Field(ge=0, le=DAY_S, allow_inf_nan=False)] = (
+        DEFAULT_RESTART_DELAY_S
+    )
+    round_s: Annotated[float, Field(ge=0.1, le=DAY_S, allow_inf_nan=False)] | None = DEFAULT_ROUND_S
 
 
 class ModelSpec(_Strict):
     """A job model: measured step times and epochs to converge per worker count."""
 
-    step_time_s: dict[PositiveInt, PositiveFloat] = Field(min_length=2)
-    epochs: PositiveFloat | dict[PositiveInt, PositiveFloat]
-    examples_per_epoch: PositiveInt
-    batch_per_worker: PositiveInt
-    grad_bytes: PositiveFloat
+    step_time_s: dict[Workers, Annotated[float, Field(gt=0, le=DAY_S, allow_inf_nan=False)]] = (
+        Field(min_length=2)
+    )
+    epochs: (
+        Annotated[float, Field(gt=0, le=1e6, allow_inf_nan=False)]
+        | dict[Workers, Annotated[float, Field(gt=0, le=1e6, allow_inf_nan=False)]]
+    )
+    examples_per_epoch: Annotated[int, Field(gt=0, le=10**10)]
+    batch_per_worker: Annotated[int, Field(gt=0, le=10**6)]
+    grad_bytes: Annotated[float, Field(gt=0, le=1e13, allow_inf_nan=False)]
+
+    @model_validator(mode="after")
+    def _some_epochs(self) -> ModelSpec:
+        if isinstance(self.epochs, dict) and not self.epochs:
+            raise ValueError("epochs: give a number, or a mapping of worker count to epochs")
+        return self
+
     allreduce: Algorithm = Algorithm.BINARY_BLOCKS
 
 
 class _JobFields(_Strict):
     model: str
-    gpus: PositiveInt = 1
-    min_gpus: PositiveInt = 1
-    max_gpus: PositiveInt = 8
+    gpus: Workers = 1
+    min_gpus: Workers = 1
+    max_gpus: Workers = 8
     elastic: bool = True
-    work_scale: PositiveFloat = 1.0
+    work_scale: Annotated[float, Field(ge=1e-6, le=1e6, allow_inf_nan=False)] = 1.0
 
     @model_validator(mode="after")
     def _sizes(self) -> _JobFields:
@@ -78,14 +96,14 @@ class _JobFields(_Strict):
 
 class JobSpec(_JobFields):
     name: str = Field(min_length=1, max_length=200)
-    submit_s: Annotated[float, Field(ge=0, allow_inf_nan=False)] = 0.0
+    submit_s: Seconds = 0.0
 
 
 class PoissonSpec(_JobFields):
     count: PositiveInt = Field(le=1_000_000)
-    mean_gap_s: PositiveFloat
-    seed: int = 0
-    start_s: Annotated[float, Field(ge=0, allow_inf_nan=False)] = 0.0
+    mean_gap_s: Annotated[float, Field(gt=0, le=1e7, allow_inf_nan=False)]
+    seed: Annotated[int, Field(ge=0, le=2**63 - 1)] = 0
+    start_s: Seconds = 0.0
     name_prefix: str = "job"
 
 

@@ -50,7 +50,20 @@ class TraceJob:
     """Total training steps (Gavel and ElasticFlow traces)."""
 
 
-def _number(text: str, where: str, *, integer: bool = False, minimum: float = 0.0) -> float:
+MAX_SECONDS = 1e9
+"""Arrival times and durations beyond ~30 years are typos, not traces."""
+MAX_GPUS = 4096
+MAX_STEPS = 1e12
+
+
+def _number(
+    text: str,
+    where: str,
+    *,
+    integer: bool = False,
+    minimum: float = 0.0,
+    maximum: float = MAX_SECONDS,
+) -> float:
     try:
         value = float(text)
     except ValueError:
@@ -59,6 +72,8 @@ def _number(text: str, where: str, *, integer: bool = False, minimum: float = 0.
         raise TraceError(f"{where}: {text!r} is not a finite number")
     if value < minimum:
         raise TraceError(f"{where}: {text!r} must be at least {minimum:g}")
+    if value > maximum:
+        raise TraceError(f"{where}: {text!r} must be at most {maximum:g}")
     if integer and value != int(value):
         raise TraceError(f"{where}: {text!r} must be a whole number")
     return value
@@ -98,13 +113,23 @@ def _itp_row(r: dict[str, str], at: str) -> TraceJob:
         id=r["job_id"],
         submit_s=_number(r["submission_time"], f"{at}, column 'submission_time'"),
         duration_s=_number(r["duration"], f"{at}, column 'duration'"),
-        gpus=int(_number(r["num_gpu"], f"{at}, column 'num_gpu'", integer=True, minimum=1)),
+        gpus=int(
+            _number(
+                r["num_gpu"], f"{at}, column 'num_gpu'", integer=True, minimum=1, maximum=MAX_GPUS
+            )
+        ),
     )
 
 
 def _elasticflow_row(r: dict[str, str], at: str) -> TraceJob:
     base = _itp_row(r, at)
-    steps = _number(r["num_iteration"], f"{at}, column 'num_iteration'", integer=True, minimum=1)
+    steps = _number(
+        r["num_iteration"],
+        f"{at}, column 'num_iteration'",
+        integer=True,
+        minimum=1,
+        maximum=MAX_STEPS,
+    )
     return TraceJob(
         base.id, base.submit_s, base.gpus, base.duration_s, r["model_name"] or None, int(steps)
     )
@@ -119,9 +144,11 @@ def _gavel(path: Path) -> list[TraceJob]:
         at = f"{path}: line {i}"
         if len(cols) != 7:
             raise TraceError(f"{at}: expected 7 tab-separated columns, got {len(cols)}")
-        steps = _number(cols[4], f"{at}, column 5 (total steps)", integer=True, minimum=1)
+        steps = _number(
+            cols[4], f"{at}, column 5 (total steps)", integer=True, minimum=1, maximum=MAX_STEPS
+        )
         arrival = _number(cols[5], f"{at}, column 6 (arrival time)")
-        gpus = _number(cols[6], f"{at}, column 7 (GPUs)", integer=True, minimum=1)
+        gpus = _number(cols[6], f"{at}, column 7 (GPUs)", integer=True, minimum=1, maximum=MAX_GPUS)
         jobs.append(TraceJob(f"{path.stem}-{i:05d}", arrival, int(gpus), None, cols[0], int(steps)))
     return jobs
 
@@ -146,6 +173,11 @@ def load_trace(path: Path, fmt: TraceFormat) -> list[TraceJob]:
         jobs = _gavel(path)
     else:
         raise TraceError(f"unknown trace format {fmt!r}; choose one of {', '.join(FORMATS)}")
+    seen: set[str] = set()
+    for job in jobs:
+        if job.id in seen:
+            raise TraceError(f"{path}: job id {job.id!r} appears twice; every job needs its own id")
+        seen.add(job.id)
     return sorted(jobs, key=lambda j: (j.submit_s, j.id))
 
 
