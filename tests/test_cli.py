@@ -76,6 +76,16 @@ GOOD_CLUSTER = "cluster: {nodes: 1, gpus_per_node: 8}\n"
         ("- just\n- a list\n", "expected a mapping"),
         (GOOD_CLUSTER, "no jobs"),
         (GOOD_CLUSTER + "jobs: [{name: a, model: resnet110, gpus: 9}]", "gpus (9) must lie"),
+        (GOOD_CLUSTER + "cluster: {nodes: 2, gpus_per_node: 8}\n", "duplicate key 'cluster'"),
+        (
+            GOOD_CLUSTER + "a: &a [x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a]\n",
+            "aliases (*name) are not accepted",
+        ),
+        ("cluster: {nodes: 1000000000, gpus_per_node: 8}\njobs: []", "cluster.nodes"),
+        (
+            GOOD_CLUSTER + "jobs: [{name: a, model: resnet110, submit_s: 1e300}]",
+            "jobs[0].submit_s",
+        ),
     ],
 )
 def test_malformed_workloads_exit_2_naming_the_field(
@@ -93,6 +103,11 @@ def test_garbage_file_exits_2(tmp_path: Path) -> None:
     path.write_bytes(bytes(range(256)) * 4096)
     out = ringleader("simulate", "--workload", str(path), "--policy", "one")
     assert out.returncode == 2 and "Traceback" not in out.stderr
+
+
+def test_a_device_file_is_read_only_up_to_the_limit() -> None:
+    out = ringleader("simulate", "--workload", "/dev/zero", "--policy", "one")
+    assert out.returncode == 2 and "larger than" in out.stderr, out.stderr
 
 
 def test_missing_file_and_unknown_policy_exit_2(tmp_path: Path) -> None:

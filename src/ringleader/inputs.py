@@ -2,19 +2,58 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from pathlib import Path
+from typing import Any
+
+import yaml
 
 
 def read_capped(path: Path, limit: int, what: str, error: type[ValueError]) -> str:
-    """The text of ``path``, or ``error`` saying why not (missing, too big, not UTF-8)."""
+    """The text of ``path``, or ``error`` saying why not (missing, too big, not UTF-8).
+
+    Reads at most ``limit + 1`` bytes whatever the file claims to be, so a
+    device or a pipe (``/dev/zero``, whose size reads as 0) cannot fill memory.
+    """
     try:
-        size = path.stat().st_size
-        if size > limit:
-            raise error(f"{path}: {size} bytes is larger than the {limit} allowed for {what}")
-        return path.read_text(encoding="utf-8")
+        with open(path, "rb") as f:
+            data = f.read(limit + 1)
+        if len(data) > limit:
+            raise error(f"{path}: larger than the {limit} bytes allowed for {what}")
+        return data.decode("utf-8")
     except (OSError, UnicodeDecodeError) as err:
         raise error(f"{path}: cannot read the {what}: {err}") from err
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """Safe YAML without aliases (a few lines of them expand to billions of
+    nodes) and without duplicate keys (YAML keeps the last one silently, so a
+    repeated field would be a setting the user thinks they made)."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            mark = self.peek_event().start_mark  # type: ignore[no-untyped-call]
+            raise yaml.composer.ComposerError(
+                None, None, "aliases (*name) are not accepted here; write the value out", mark
+            )
+        return super().compose_node(parent, index)
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+        seen: set[Hashable] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if isinstance(key, Hashable):
+                if key in seen:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"duplicate key {key!r}", key_node.start_mark
+                    )
+                seen.add(key)
+        return super().construct_mapping(node, deep)
+
+
+def load_yaml(text: str) -> Any:
+    """YAML as plain data; ``yaml.YAMLError`` (with line and column) for anything suspect."""
+    return yaml.load(text, Loader=_StrictLoader)  # a SafeLoader subclass
 
 
 def field_path(loc: Sequence[int | str], whole: str) -> str:

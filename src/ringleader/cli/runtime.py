@@ -18,7 +18,7 @@ from rich.table import Table
 
 from ringleader.cli.client import job_path, request, request_json
 from ringleader.cli.errors import fail
-from ringleader.inputs import field_path
+from ringleader.inputs import field_path, load_yaml, read_capped
 from ringleader.policy.catalog import POLICY_NAMES
 
 console = Console(highlight=False)
@@ -83,8 +83,8 @@ def server(
     settings: dict[str, Any] = {"policy": policy, "round_s": round_s, "quantum_s": quantum_s}
     if config is not None:
         try:
-            loaded = yaml.safe_load(config.read_text())
-        except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
+            loaded = load_yaml(read_capped(config, 1 << 20, "server config", ValueError))
+        except (ValueError, yaml.YAMLError) as err:
             fail(f"--config {config}: {err}")
         if not isinstance(loaded, dict):
             fail(f"--config {config}: expected a mapping of {', '.join(PolicySettings.KEYS)}")
@@ -148,11 +148,9 @@ def load_spec_file(path: Path) -> dict[str, Any]:
     from ringleader.runtime.spec import SpecError, parse_spec
 
     try:
-        if path.stat().st_size > 1 << 20:
-            fail(f"{path}: larger than 1 MiB; a job spec is a few lines of YAML")
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as err:
-        fail(f"{path}: cannot read: {err}")
+        data = load_yaml(read_capped(path, 1 << 20, "job spec", ValueError))
+    except ValueError as err:
+        fail(str(err))
     except yaml.YAMLError as err:
         fail(f"{path}: not valid YAML: {err}")
     try:

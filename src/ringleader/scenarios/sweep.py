@@ -24,7 +24,7 @@ import numpy as np
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ringleader.inputs import field_path
+from ringleader.inputs import field_path, load_yaml, read_capped
 from ringleader.policy.catalog import POLICY_NAMES, policy_named
 from ringleader.policy.views import ClusterView
 from ringleader.sim.contention import GavelContention
@@ -82,9 +82,9 @@ class Row:
 
 def load_sweep(path: Path) -> SweepSpec:
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
-        raise SweepError(f"{path}: cannot read: {err}") from err
+        data = load_yaml(read_capped(path, 1 << 20, "sweep file", SweepError))
+    except yaml.YAMLError as err:
+        raise SweepError(f"{path}: not valid YAML: {err}") from err
     try:
         spec = SweepSpec.model_validate(data)
     except ValidationError as err:

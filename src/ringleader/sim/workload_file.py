@@ -14,7 +14,7 @@ from typing import Annotated, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from ringleader.inputs import field_path, read_capped
+from ringleader.inputs import field_path, load_yaml, read_capped
 from ringleader.perf.allreduce import Algorithm
 from ringleader.perf.epochs import EpochsToConverge
 from ringleader.policy.views import ClusterView, JobShape
@@ -192,7 +192,7 @@ def load_workload(path: Path) -> Workload:
     """Read and validate a workload file; raises ``WorkloadFileError`` on any problem."""
     text = read_capped(path, MAX_FILE_BYTES, "workload file", WorkloadFileError)
     try:
-        data = yaml.safe_load(text)
+        data = load_yaml(text)
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f" line {mark.line + 1}, column {mark.column + 1}" if mark else ""
