@@ -137,3 +137,14 @@ def test_unwritable_outputs_exit_2(tmp_path: Path) -> None:
         )
         assert out.returncode == 2, out.stderr
         assert flag in out.stderr and "Traceback" not in out.stderr
+
+
+def test_outputs_are_checked_before_the_run_not_after(tmp_path: Path) -> None:
+    for flag, target in (
+        ("--plot", tmp_path),  # a directory
+        ("--plot", tmp_path / "no-extension"),
+        ("--json", tmp_path),
+    ):
+        out = ringleader("simulate", "--scenario", "table3", "--seeds", "1", flag, str(target))
+        assert out.returncode == 2 and flag in out.stderr, out.stderr
+        assert out.stdout == ""  # refused before any simulation printed a result

@@ -21,7 +21,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ringleader.cli.client import job_path, request, request_json
-from ringleader.cli.errors import fail
+from ringleader.cli.errors import check_output_file, fail
 from ringleader.tuning import EarlyFeedback, MissingOptuna, optuna_module
 
 console = Console(highlight=False)
@@ -76,6 +76,8 @@ def automl(
     Start the server with `--policy gandiva` to time-slice the configurations
     (Gandiva's AutoML experiment), or `--policy no-sharing` for the baseline.
     """
+    if json_path is not None:
+        check_output_file("--json", json_path)
     try:
         goals = sorted((float(x) for x in targets.split(",") if x.strip()), reverse=True)
     except ValueError:

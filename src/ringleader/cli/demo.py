@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import signal
 import subprocess
 import sys
@@ -24,7 +25,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
-from ringleader.cli.errors import fail
+from ringleader.cli.errors import check_output_dir, fail
 from ringleader.metrics import JobRecord, summarize
 from ringleader.runtime.executor.local import free_port
 from ringleader.runtime.history import usage_from_events
@@ -136,11 +137,13 @@ def demo(
     out: Annotated[Path, typer.Option(help="Where to write results and the plot.")] = Path(
         "demo-output"
     ),
-    gpus: Annotated[int, typer.Option(min=1, help="Devices for the demo server.")] = 4,
+    gpus: Annotated[int, typer.Option(min=1, max=64, help="Devices for the demo server.")] = 4,
     timeout: Annotated[float, typer.Option(help="Give up after this many seconds.")] = 900,
 ) -> None:
     """Run the scheduler on this machine with real training jobs, end to end."""
-    out.mkdir(parents=True, exist_ok=True)
+    if not (math.isfinite(timeout) and timeout > 0):
+        fail(f"--timeout: {timeout} must be a positive number of seconds")
+    check_output_dir("--out", out)
     state = Path(tempfile.mkdtemp(prefix="ringleader-demo-"))
     port = free_port()
     url = f"http://127.0.0.1:{port}"

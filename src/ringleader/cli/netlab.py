@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
 
-from ringleader.cli.errors import fail
+from ringleader.cli.errors import check_output_file, fail
 
 console = Console(highlight=False)
 
@@ -39,6 +40,15 @@ def netlab(
     from ringleader.net.tc import NetCommandError, have_net_admin
     from ringleader.policy.traffic import TrafficPolicy
 
+    if json_path is not None:
+        check_output_file("--json", json_path)
+    for name, value in (
+        ("--link-mbit", link_mbit),
+        ("--compute-ms", compute_ms),
+        ("--rr-interval-s", rr_interval_s),
+    ):
+        if not (math.isfinite(value) and value > 0):
+            fail(f"{name}: {value} must be a positive number")
     try:
         chosen = TrafficPolicy(policy)
     except ValueError:

@@ -35,7 +35,9 @@ def server(
     ] = "auto",
     gpus: Annotated[
         int | None,
-        typer.Option(min=1, help="Devices: real GPUs if any, else this many virtual CPU devices."),
+        typer.Option(
+            min=1, max=4096, help="Devices: real GPUs if any, else this many virtual CPU devices."
+        ),
     ] = None,
     state_dir: Annotated[
         Path | None, typer.Option(help="Database, job logs and checkpoints (default: user data).")

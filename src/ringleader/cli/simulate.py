@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from ringleader.cli.errors import fail
+from ringleader.cli.errors import check_output_file, fail
 from ringleader.policy.catalog import POLICY_NAMES, UnknownPolicyError, policy_named
 from ringleader.policy.profiling import PolicyInputError
 from ringleader.sim.contention import GavelContention
@@ -22,6 +22,10 @@ from ringleader.sim.workload_file import WorkloadFileError, load_workload
 
 SCENARIOS = ("table3", "tensorlights", "gandiva-cluster", "automl")
 console = Console(highlight=False)
+
+
+MAX_SEEDS = 10_000
+MAX_PROCESSES = 64
 
 
 def _progress() -> Progress:
@@ -67,7 +71,10 @@ def simulate(
         str | None,
         typer.Option(help=f"Policy for --workload/--trace: {', '.join(POLICY_NAMES)}."),
     ] = None,
-    seeds: Annotated[int, typer.Option(min=1, help="Arrival seeds per scenario cell.")] = 10,
+    seeds: Annotated[
+        int | None,
+        typer.Option(min=1, help="Arrival seeds per scenario cell (default 10; tensorlights 3)."),
+    ] = None,
     json_path: Annotated[
         Path | None, typer.Option("--json", help="Write the results as JSON here.")
     ] = None,
@@ -91,6 +98,18 @@ def simulate(
     """
     if sum(x is not None for x in (scenario, workload, trace)) != 1:
         fail("give exactly one of --scenario NAME, --workload FILE or --trace TRACE")
+    if json_path is not None:
+        check_output_file("--json", json_path)
+    if plot is not None:
+        check_output_file("--plot", plot, needs_suffix=True)
+    if seeds is None:
+        seeds = 3 if scenario == "tensorlights" else 10
+    if seeds > MAX_SEEDS:
+        fail(
+            f"--seeds: {seeds} is more than {MAX_SEEDS}; confidence intervals are tight long before"
+        )
+    if processes is not None and processes > MAX_PROCESSES:
+        fail(f"--processes: {processes} is more than {MAX_PROCESSES}")
     if trace is not None:
         if policy is None:
             fail(f"--trace needs --policy NAME; choose one of: {', '.join(POLICY_NAMES)}")
@@ -104,7 +123,7 @@ def simulate(
                 f"--scenario: unknown scenario {scenario!r}; choose one of: {', '.join(SCENARIOS)}"
             )
         if scenario == "tensorlights":
-            _tensorlights(min(seeds, 3), fifo_model, json_path, plot)
+            _tensorlights(seeds, fifo_model, json_path, plot)
             return
         if scenario in ("gandiva-cluster", "automl"):
             _sharing(scenario, seeds, json_path, plot, processes)
