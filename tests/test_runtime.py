@@ -99,6 +99,8 @@ def test_garbage_bodies_get_422_and_the_server_keeps_serving(server: LiveServer)
     for body in garbage:
         r = httpx.post(server.url + "/jobs", content=body, timeout=30)
         assert r.status_code == 422, r.text[:200]
+    r = httpx.get(server.url + "/jobs/x/logs", params={"rank": "abc"}, timeout=5)
+    assert r.status_code == 422 and r.json()["detail"][0]["field"] == "rank", r.text
     assert httpx.get(server.url + "/health", timeout=5).json()["ok"]
 
 

@@ -117,3 +117,17 @@ def test_server_refuses_a_bad_state_dir_or_database_in_one_line(tmp_path: Path) 
     out = _server("--state-dir", str(state))
     assert out.returncode == 2 and "move it aside" in out.stderr, out.stderr
     assert "Traceback" not in out.stderr
+
+
+def test_a_second_server_on_the_same_state_dir_is_refused(tmp_path: Path) -> None:
+    from ringleader.runtime.server import claim_state_dir
+
+    state = tmp_path / "state"
+    held = claim_state_dir(state)
+    try:
+        out = _server("--state-dir", str(state), "--port", "1")
+        assert out.returncode == 2, out.stderr
+        assert "in use by another ringleader server" in out.stderr and "Traceback" not in out.stderr
+    finally:
+        held.close()
+    claim_state_dir(state).close()  # free again once the holder lets go

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI, HTTPException, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse
 
 from ringleader import __version__
@@ -56,6 +57,15 @@ def create_app(store: Store, controller: Controller) -> FastAPI:
         version=__version__,
         description="Scheduler for deep-learning training jobs on shared GPU clusters.",
     )
+
+    @app.exception_handler(RequestValidationError)
+    async def bad_query(request: Request, err: Exception) -> JSONResponse:
+        # FastAPI's own checks (query and path parameters) answer in the
+        # project's shape too: field and reason.
+        errors = err.errors() if isinstance(err, RequestValidationError) else []
+        return _problems(
+            [(str(e["loc"][-1]) if e["loc"] else "(request)", str(e["msg"])) for e in errors]
+        )
 
     @app.exception_handler(DamagedRow)
     async def damaged(request: Request, err: Exception) -> JSONResponse:

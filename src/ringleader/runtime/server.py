@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 import uvicorn
 
@@ -15,7 +17,7 @@ from ringleader.runtime.api import create_app
 from ringleader.runtime.controller import Controller, ControllerConfig
 from ringleader.runtime.executor.base import Executor
 from ringleader.runtime.executor.local import LocalExecutor
-from ringleader.runtime.store import Store
+from ringleader.runtime.store import Store, StoreError
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
@@ -42,6 +44,32 @@ class ServerConfig:
     warm_start: bool = True
 
 
+def claim_state_dir(state_dir: Path) -> IO[str]:
+    """Hold the state dir's lock for as long as the returned file stays open.
+
+    Two servers on one state dir would both launch every queued job. The lock
+    is an ``flock``, so the kernel drops it when the server dies, ``kill -9``
+    included, and the next server starts at once.
+    """
+    Store.check_dir(state_dir)
+    lock = open(state_dir / "server.lock", "a+")  # noqa: SIM115 - held until exit
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        lock.seek(0)
+        holder = lock.read().strip() or "unknown"
+        lock.close()
+        raise StoreError(
+            f"state dir {state_dir} is in use by another ringleader server (pid {holder}); "
+            "stop it, or give this one its own --state-dir"
+        ) from None
+    lock.seek(0)
+    lock.truncate()
+    lock.write(f"{os.getpid()}\n")
+    lock.flush()
+    return lock
+
+
 def build(config: ServerConfig) -> tuple[Store, Controller]:
     store = Store(config.state_dir / "ringleader.db")
     executor: Executor
@@ -61,6 +89,7 @@ def build(config: ServerConfig) -> tuple[Store, Controller]:
 
 
 async def serve(config: ServerConfig) -> None:
+    lock = claim_state_dir(config.state_dir)
     store, controller = build(config)
     app = create_app(store, controller)
     server = uvicorn.Server(
@@ -82,3 +111,4 @@ async def serve(config: ServerConfig) -> None:
         controller.stop()
         await loop_task
         store.close()
+        lock.close()

@@ -207,14 +207,19 @@ CREATE INDEX IF NOT EXISTS events_job ON events(job_id);
 class Store:
     """Thread-safe access to the jobs database (API threads and the controller)."""
 
-    def __init__(self, path: Path) -> None:
+    @staticmethod
+    def check_dir(state_dir: Path) -> None:
+        """Create the state dir if need be; ``StoreError`` if it cannot be one."""
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            state_dir.mkdir(parents=True, exist_ok=True)
         except OSError as err:
             raise StoreError(
-                f"state dir {path.parent}: cannot be a directory ({err.strerror}); "
+                f"state dir {state_dir}: cannot be a directory ({err.strerror}); "
                 "give --state-dir a directory path"
             ) from None
+
+    def __init__(self, path: Path) -> None:
+        self.check_dir(path.parent)
         self.path = path
         self._lock = threading.Lock()
         self.damaged: dict[str, DamagedRow] = {}
