@@ -10,6 +10,7 @@ from ringleader.policy import (
     Doubling,
     Exploratory,
     FixedSize,
+    JobShape,
     JobView,
     Observation,
     OptimusGreedy,
@@ -220,3 +221,25 @@ def test_ringleader_default_needs_no_durations_and_widens_the_least_served() -> 
     assert {j.id: again.of(j.id).workers for j in swapped} == {
         j.id: plan.of(j.id).workers for j in jobs
     }
+
+
+@pytest.mark.parametrize("allocator", ["elastic", "ringleader"])
+def test_a_job_that_has_reported_nothing_grows_before_measured_ones(allocator: str) -> None:
+    # Before its first report the runtime knows neither the new job's step time
+    # nor its examples per epoch; ranked on that guess it lost the spare GPU to
+    # the measured job, then won it back once it reported: a restart for nothing.
+    measured = resnet_job("measured", at=0.0)
+    new = resnet_job("new", at=1.0, speed=None, shape=JobShape(1, 1, 1e7))
+    plan = policy_named(allocator).decide([measured, new], ClusterView.uniform(1, 3), 2.0)
+    assert plan.of("new").workers == 2 and plan.of("measured").workers == 1
+    # Once it has reported, its own numbers decide: the measured job's model
+    # gains far more from the spare GPU than a 1-example epoch does.
+    reported = resnet_job(
+        "new",
+        at=1.0,
+        speed=None,
+        shape=JobShape(1, 1, 1e7),
+        observations={1: Observation(1.0, 10.0, 1)},
+    )
+    plan = policy_named(allocator).decide([measured, reported], ClusterView.uniform(1, 3), 2.0)
+    assert plan.of("measured").workers == 2 and plan.of("new").workers == 1

@@ -12,6 +12,7 @@ claims between them (see ``ringleader.policy.profiling``):
 from __future__ import annotations
 
 import heapq
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -92,17 +93,27 @@ def _greedy(
     ``step(c, w)`` returns ``(gpus added, score)`` for growing ``c`` from ``w``
     workers, or ``None`` when it cannot grow. A step that does not fit the GPUs
     left is dropped for good: free GPUs only ever shrink.
+
+    A job not yet measured (``Candidate.measured`` false) grows first, in
+    FIFO order: its guessed model has no scale to compare with measured jobs
+    (before its first report even its examples per epoch are unknown), and
+    ranking it on the guess would give it GPUs one moment and take them back
+    the moment it reports, a restart for nothing.
     """
     out = dict(counts)
     heap: list[tuple[float, int, int]] = []
     by_index = list(jobs)
+
+    def push(i: int, c: Candidate, w: int) -> None:
+        nxt = step(c, w)
+        if nxt is not None and nxt[1] > 0:
+            heapq.heappush(heap, (-(nxt[1] if c.measured else math.inf), i, nxt[0]))
+
     for i, c in enumerate(by_index):
         w = out.get(c.job.id, 0)
         if w == 0 or not c.job.elastic or c.speed is None:
             continue
-        nxt = step(c, w)
-        if nxt is not None and nxt[1] > 0:
-            heapq.heappush(heap, (-nxt[1], i, nxt[0]))
+        push(i, c, w)
     while heap and free > 0:
         _, i, add = heapq.heappop(heap)
         if add > free:
@@ -111,9 +122,7 @@ def _greedy(
         w = out[c.job.id] + add
         out[c.job.id] = w
         free -= add
-        nxt = step(c, w)
-        if nxt is not None and nxt[1] > 0:
-            heapq.heappush(heap, (-nxt[1], i, nxt[0]))
+        push(i, c, w)
     return out
 
 

@@ -49,6 +49,8 @@ class Candidate:
 
     job: JobView
     speed: SpeedModel | None
+    measured: bool = True
+    """False while ``speed`` is a guess made before the job reported anything."""
     _solo: SoloCurve | None = field(default=None, init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:

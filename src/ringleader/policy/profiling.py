@@ -118,9 +118,10 @@ class Online:
 
     A model given with the job wins; otherwise one fitted from what the job
     reported at two or more sizes; otherwise a prior that assumes perfect
-    scaling from its one measured step time (1 s per step before any). The
-    prior makes an unmeasured job look worth growing, so it is measured at a
-    second size soon, after which the fit takes over.
+    scaling from its one measured step time, so it is measured at a second
+    size soon, after which the fit takes over. A job that has reported
+    nothing is marked unmeasured: the allocators grow it before measured jobs
+    rather than rank a guess (1 s per step, shape unknown) against them.
     """
 
     name: str = "online"
@@ -147,7 +148,10 @@ class Online:
                     model = fitted_model(job)
                 except ModelFitError:
                     model = None
-            known.append(Candidate(job, model if model is not None else self.prior(job)))
+            if model is None:
+                known.append(Candidate(job, self.prior(job), measured=bool(job.observations)))
+            else:
+                known.append(Candidate(job, model))
         return known, []
 
     def probe(self, job: JobView) -> Probe | None:
