@@ -88,3 +88,12 @@ def test_cli_exits_2_on_a_bad_trace_and_writes_json_on_a_good_one(tmp_path: Path
     for key in ("avg_jct_s", "p99_jct_s", "makespan_s", "utilization", "jobs", "wall_s"):
         assert key in data
     assert data["jobs"] == 260
+
+
+def test_trace_names_are_names_not_patterns_and_paths_stay_paths(tmp_path: Path) -> None:
+    with pytest.raises(TraceError, match="unknown trace 'itp:\\*'"):
+        resolve_trace("itp:*")
+    with pytest.raises(TraceError, match="No such file"):
+        load_trace(*resolve_trace(str(tmp_path / "no:such.csv")))
+    with pytest.raises(TraceError, match="format 'gavel' does not apply"):
+        resolve_trace("itp:cluster10", "gavel")

@@ -196,17 +196,19 @@ def available_traces() -> list[str]:
 
 def resolve_trace(name: str, fmt: TraceFormat | None = None) -> tuple[Path, TraceFormat]:
     """A file path, or a bundled trace name like ``itp:cluster07``; guesses the format."""
-    if ":" in name and not Path(name).exists():
-        prefix, stem = name.split(":", 1)
-        by_name: dict[str, TraceFormat] = {f: f for f in FORMATS}
-        if prefix not in by_name:
-            raise TraceError(f"unknown trace {name!r}; bundled: {', '.join(available_traces())}")
+    prefix, _, stem = name.partition(":")
+    by_name: dict[str, TraceFormat] = {f: f for f in FORMATS}
+    if stem and prefix in by_name and not Path(name).exists():
         fmt_name = by_name[prefix]
         folder = _bundled() / _DIRS[fmt_name]
-        matches = [p for p in folder.glob(f"{stem}.*") if p.suffix in (".csv", ".trace")]
+        matches = [p for p in folder.iterdir() if p.stem == stem and p.suffix in (".csv", ".trace")]
         if not matches:
             raise TraceError(f"unknown trace {name!r}; bundled: {', '.join(available_traces())}")
+        if fmt is not None and fmt != fmt_name:
+            raise TraceError(f"format {fmt!r} does not apply: bundled trace {name} is {fmt_name}")
         return matches[0], fmt_name
+    if fmt is not None and fmt not in by_name:
+        raise TraceError(f"unknown trace format {fmt!r}; choose one of {', '.join(FORMATS)}")
     path = Path(name)
     if fmt is not None:
         return path, fmt
