@@ -131,3 +131,9 @@ def test_a_second_server_on_the_same_state_dir_is_refused(tmp_path: Path) -> Non
     finally:
         held.close()
     claim_state_dir(state).close()  # free again once the holder lets go
+
+
+def test_a_ray_address_where_nothing_listens_fails_in_one_line(tmp_path: Path) -> None:
+    pytest.importorskip("ray")
+    out = _server("--executor", "ray", "--address", "127.0.0.1:1", "--state-dir", str(tmp_path))
+    assert out.returncode == 2 and "nothing answers at 127.0.0.1:1" in out.stderr, out.stderr

@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import socket
 import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -90,6 +91,7 @@ class RayExecutor:
     ) -> None:
         ray = _ray()
         if not ray.is_initialized():
+            _check_listening(address)
             try:
                 ray.init(address=address, namespace=NAMESPACE, log_to_driver=False)
             except (ConnectionError, ValueError) as err:
@@ -260,3 +262,18 @@ def env_has_ray() -> bool:
 def _first_line(err: Exception) -> str:
     lines = str(err).strip().splitlines()
     return lines[0] if lines else type(err).__name__
+
+
+def _check_listening(address: str, timeout_s: float = 5.0) -> None:
+    """Fail fast on a ``host:port`` where nothing listens: Ray itself retries for minutes."""
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit() or "://" in address:
+        return  # "auto", a ray:// client address: Ray's own lookup applies
+    try:
+        with socket.create_connection((host or "127.0.0.1", int(port)), timeout=timeout_s):
+            pass
+    except OSError as err:
+        raise RayUnavailable(
+            f"nothing answers at {address} ({err.strerror or err}); check --address "
+            "(the head node's GCS port, 6379 by default)"
+        ) from None
