@@ -45,6 +45,18 @@ def test_one_damaged_row_is_named_and_skipped_and_the_rest_still_read(
     assert store.damaged[bad].column == column
     with pytest.raises(DamagedRow, match=f"stored {column}"):
         store.get(bad)
+    # Mended by hand, the job is back and no longer reported.
+    raw = sqlite3.connect(store.path)
+    spec, state, step, obs = raw.execute(
+        "SELECT spec, state, step, observations FROM jobs WHERE id = ?", (good,)
+    ).fetchone()
+    raw.execute(
+        "UPDATE jobs SET spec = ?, state = ?, step = ?, observations = ? WHERE id = ?",
+        (spec.replace('"good"', '"bad"'), state, step, obs, bad),
+    )
+    raw.commit()
+    raw.close()
+    assert [r.id for r in store.all()] == [good, bad, other] and not store.damaged
     # The good rows still change and save.
     row = store.get(good)
     assert row is not None

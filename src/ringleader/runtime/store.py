@@ -223,7 +223,7 @@ class Store:
         self.path = path
         self._lock = threading.Lock()
         self.damaged: dict[str, DamagedRow] = {}
-        """Jobs whose rows could not be read, by id: reported once, then skipped."""
+        """Jobs whose rows could not be read at the last ``all()``, by id."""
         try:
             self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
             self._db.execute("PRAGMA journal_mode=WAL")
@@ -301,15 +301,6 @@ class Store:
         data["cancel_requested"] = bool(data["cancel_requested"])
         return JobRow(**data)
 
-    def _readable(self, values: tuple[Any, ...]) -> JobRow | None:
-        try:
-            return self._row(values)
-        except DamagedRow as err:
-            if err.job_id not in self.damaged:
-                log.error("%s", err)
-            self.damaged[err.job_id] = err
-            return None
-
     def add(self, spec: JobSpec, now: float | None = None) -> JobRow:
         job_id = f"{spec.name[:40]}-{uuid.uuid4().hex[:8]}"
         with self._tx() as db:
@@ -368,7 +359,16 @@ class Store:
             rows = self._db.execute(
                 f"SELECT {', '.join(_COLUMNS)} FROM jobs ORDER BY seq"
             ).fetchall()
-        return [row for v in rows if (row := self._readable(v)) is not None]
+        readable, damaged = [], {}
+        for values in rows:
+            try:
+                readable.append(self._row(values))
+            except DamagedRow as err:
+                damaged[err.job_id] = err
+                if err.job_id not in self.damaged:
+                    log.error("%s", err)
+        self.damaged = damaged  # a row mended by hand drops out of the report
+        return readable
 
     def request_cancel(self, job_id: str) -> JobRow | None:
         with self._tx() as db:
