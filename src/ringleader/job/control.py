@@ -18,8 +18,10 @@ and a restarted controller finds the whole story where it left it.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import stat
 import tempfile
 import time
 from dataclasses import dataclass
@@ -100,11 +102,12 @@ class ProgressReader:
         self.offset = offset
 
     def read_new(self) -> list[dict[str, Any]]:
-        try:
-            with open(self.path, "rb") as f:
-                f.seek(self.offset)
-                chunk = f.read()
-        except FileNotFoundError:
+        """Up to ``MAX_READ`` bytes of complete new lines; the rest at the next call."""
+        chunk = _read_regular(self.path, self.offset, MAX_READ)
+        if chunk is None:
+            return []
+        if not chunk and _size(self.path) < self.offset:
+            self.offset = 0  # truncated or replaced by an operator: start over
             return []
         end = chunk.rfind(b"\n")
         if end < 0:
@@ -119,3 +122,56 @@ class ProgressReader:
             if isinstance(value, dict):
                 records.append(value)
         return records
+
+
+MAX_READ = 8 << 20
+"""Progress bytes read per call: a long backlog is taken in slices, not at once."""
+TAIL_BYTES = 256 << 10
+
+
+def last_event(path: Path, generation: int, kinds: tuple[str, ...]) -> str | None:
+    """The last of ``kinds`` that ``generation`` logged, from the tail of the progress file.
+
+    A worker's closing event (``done``, ``stopped``) and a suspend's
+    confirmation are among the last lines its generation writes, so the tail
+    is enough, and reading it is cheap however long the file has grown.
+    """
+    size = _size(path)
+    start = max(0, size - TAIL_BYTES)
+    chunk = _read_regular(path, start, TAIL_BYTES)
+    if not chunk:
+        return None
+    for raw in reversed(chunk.splitlines()):
+        try:
+            rec = json.loads(raw)
+        except ValueError:
+            continue
+        if isinstance(rec, dict) and rec.get("g") == generation and rec.get("event") in kinds:
+            return str(rec["event"])
+    return None
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _read_regular(path: Path, offset: int, limit: int) -> bytes | None:
+    """Bytes of a regular file from ``offset``; ``None`` if it is missing or not a file.
+
+    Opened non-blocking and checked, so a FIFO or a device put in its place
+    cannot stall the reader (the controller's event loop).
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, f"{path} is not a regular file")
+        os.lseek(fd, offset, os.SEEK_SET)
+        return os.read(fd, limit)
+    finally:
+        os.close(fd)

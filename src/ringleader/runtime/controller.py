@@ -32,7 +32,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ringleader.job.control import PROGRESS, Action, Control, ProgressReader, write_control
+from ringleader.job.control import (
+    PROGRESS,
+    Action,
+    Control,
+    ProgressReader,
+    last_event,
+    write_control,
+)
 from ringleader.perf.epochs import EpochsToConverge
 from ringleader.policy.plan import Assignment, Decider, Plan
 from ringleader.policy.views import Device, JobShape, JobView, Observation
@@ -83,6 +90,10 @@ class Controller:
         self._held_since: dict[str, float] = {}
         self._confirmed_suspended: set[str] = set()
         self._partial_since: dict[str, float] = {}
+        self._stop_killed: set[str] = set()
+        """Jobs killed because a requested stop did not come: settled as stopped."""
+        self._broken: dict[str, str] = {}
+        """Jobs whose files this controller cannot handle, with the last error logged."""
         self._running_on: dict[str, set[tuple[str, int]]] = {}
         """Devices of each job running at the start of this tick (who is packed with whom)."""
         self._switching = False
@@ -123,7 +134,7 @@ class Controller:
         }
         for row in rows:
             if not row.state.finished:
-                self._observe(row, now)
+                self._observe_one(row, now)
         due = now - self._last_decision >= self.config.round_s
         woken = self._wake_at is not None and now >= self._wake_at
         if self._need_decision or due or woken:
@@ -131,6 +142,18 @@ class Controller:
         self._launch_ready(now)
 
     # -- observing -----------------------------------------------------------
+    def _observe_one(self, row: JobRow, now: float) -> None:
+        """Observe one job; its own trouble (an unreadable file) never stops the others."""
+        try:
+            self._observe(row, now)
+        except Exception as err:
+            message = f"{type(err).__name__}: {err}"
+            if self._broken.get(row.id) != message:
+                log.exception("job %s: cannot observe it; other jobs carry on", row.id)
+            self._broken[row.id] = message
+        else:
+            self._broken.pop(row.id, None)
+
     def _observe(self, row: JobRow, now: float) -> None:
         if row.cancel_requested and row.state is State.QUEUED:
             row.state, row.finished_at = State.CANCELLED, now
@@ -160,10 +183,19 @@ class Controller:
             return
         if (
             row.stopping
+            and row.id not in self._stop_killed
             and now - self._stop_sent.setdefault(row.id, now) > self.config.stop_timeout_s
         ):
             log.warning("job %s: no clean stop in time, killing it", row.id)
             self.executor.kill(self.job_dir(row.id), row.generation)
+            self._stop_killed.add(row.id)
+            return  # settled at the next look, once the kill has taken
+        if row.id in self._stop_killed:
+            # Our kill, after a stop we asked for: the job lost at most its work
+            # since the last checkpoint, through no fault of its own.
+            if status.finished:
+                self._settle(row, failed=False, codes=dict(status.exits), now=now)
+            return
         if status.starting:
             # Ranks that never said they started: not placed yet (a Ray cluster
             # shared with other work) or lost on the way (a launcher that died).
@@ -193,8 +225,14 @@ class Controller:
     def _ingest(self, row: JobRow, force: bool = False) -> None:
         reader = self._readers.get(row.id)
         if reader is None:
-            reader = ProgressReader(self.job_dir(row.id) / PROGRESS, row.progress_offset)
+            path = self.job_dir(row.id) / PROGRESS
+            reader = ProgressReader(path, row.progress_offset)
             self._readers[row.id] = reader
+            # A new reader starts past what an earlier server read, so a
+            # suspend it saw confirmed is confirmed again from the file.
+            said = last_event(path, row.generation, ("suspended", "resumed"))
+            if row.state is State.SUSPENDED and said == "suspended":
+                self._confirmed_suspended.add(row.id)
         records = reader.read_new()
         if not records and reader.offset == row.progress_offset and not force:
             return
@@ -234,6 +272,23 @@ class Controller:
         row.progress_offset = reader.offset
         self.store.save(row)
 
+    def _ran_to_end(
+        self, row: JobRow, generation: int, reason: str | None, codes: dict[int, int]
+    ) -> bool:
+        """Whether a gang that exited without failing finished the job's training.
+
+        The job library says so itself: its last event is ``done`` or
+        ``stopped``. Without either (a command that does not use the library)
+        a clean exit of every rank is the command ending on its own, unless we
+        killed it (node lost, ranks that never started).
+        """
+        said = last_event(self.job_dir(row.id) / PROGRESS, generation, ("done", "stopped"))
+        if said is not None:
+            return said == "done"
+        if reason in ("node_lost", "placement_timeout") or row.id in self._stop_killed:
+            return False
+        return bool(codes) and all(code == 0 for code in codes.values())
+
     def _co_runners(self, row: JobRow) -> list[str]:
         """Other jobs running now on any of ``row``'s devices (packed with it)."""
         if row.state is not State.RUNNING:
@@ -252,11 +307,12 @@ class Controller:
         self._stop_sent.pop(row.id, None)
         self._launched.pop(row.id, None)
         self._need_decision = True
-        done = row.epoch >= row.spec.epochs - 1e-9
+        done = self._ran_to_end(row, gen, reason, codes)
+        self._stop_killed.discard(row.id)
         if reason == "cancel":
             row.state, row.finished_at = State.CANCELLED, now
             self.store.save(row, "cancelled", generation=gen)
-        elif not failed and (done or reason is None):
+        elif not failed and done:
             row.state, row.finished_at = State.SUCCEEDED, now
             self.store.save(row, "succeeded", generation=gen, step=row.step)
         elif not failed:
@@ -371,10 +427,12 @@ class Controller:
         self.store.save(row, "resume_requested", generation=row.generation)
 
     def _request_stop(self, row: JobRow, reason: str, now: float) -> None:
-        write_control(self.job_dir(row.id), Control(row.generation, Action.STOP))
+        # Saved before the job can see it: a crash in between must leave a
+        # job that is known to be stopping, not one whose exit looks like done.
         row.stopping = reason
         self._stop_sent[row.id] = now
         self.store.save(row, "stop_requested", reason=reason, generation=row.generation)
+        write_control(self.job_dir(row.id), Control(row.generation, Action.STOP))
 
     # -- acting --------------------------------------------------------------
     def _launch_ready(self, now: float) -> None:

@@ -302,8 +302,13 @@ class Store:
         return JobRow(**data)
 
     def add(self, spec: JobSpec, now: float | None = None) -> JobRow:
-        job_id = f"{spec.name[:40]}-{uuid.uuid4().hex[:8]}"
         with self._tx() as db:
+            # A fresh id, never one in use: the write below is an upsert, and a
+            # repeated id would overwrite (and orphan) a live job.
+            while True:
+                job_id = f"{spec.name[:40]}-{uuid.uuid4().hex[:8]}"
+                if db.execute("SELECT 1 FROM jobs WHERE id = ?", (job_id,)).fetchone() is None:
+                    break
             seq = db.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM jobs").fetchone()[0]
             row = JobRow(job_id, seq, spec, State.QUEUED, now if now is not None else time.time())
             self._write(db, row)

@@ -1,0 +1,161 @@
+"""How the controller settles a gang, with real worker processes: what ended, and why.
+
+The controller is ticked by hand (with real time) so each test can put it
+in exactly the awkward moment it is about: a stop that never comes, a clean
+exit while a stop is pending, a restart while a job is suspended, a job
+whose files cannot be read.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ringleader.policy.catalog import policy_named
+from ringleader.runtime.controller import Controller, ControllerConfig
+from ringleader.runtime.executor.local import LocalExecutor
+from ringleader.runtime.spec import parse_spec
+from ringleader.runtime.store import JobRow, State, Store
+from tests.live_server import TINY_RESNET
+
+SLEEPER = ["python", "-c", "import time; time.sleep(600)"]
+
+
+@pytest.fixture
+def rig(tmp_path: Path) -> Iterator[tuple[Store, LocalExecutor, Path]]:
+    store = Store(tmp_path / "ringleader.db")
+    executor = LocalExecutor(2, warm=False)
+    yield store, executor, tmp_path
+    for row in store.all():
+        for generation in range(1, row.generation + 1):
+            executor.kill(tmp_path / "jobs" / row.id, generation)
+    executor.warm.close()
+    store.close()
+
+
+def _controller(store: Store, executor: LocalExecutor, state: Path, **kw: float) -> Controller:
+    config = ControllerConfig(state, policy_named("fifo"), round_s=1.0, **kw)
+    return Controller(store, executor, config)
+
+
+def _until(
+    controller: Controller, store: Store, job_id: str, check: object, timeout: float
+) -> JobRow:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        controller.tick()
+        row = store.get(job_id)
+        assert row is not None
+        if callable(check) and check(row):
+            return row
+        time.sleep(0.2)
+    raise AssertionError(f"timed out; job is {store.get(job_id)}")
+
+
+def _running(row: JobRow) -> bool:
+    return row.state is State.RUNNING
+
+
+def test_a_stop_that_never_comes_is_killed_and_requeued_without_charging_the_job(
+    rig: tuple[Store, LocalExecutor, Path],
+) -> None:
+    store, executor, state = rig
+    controller = _controller(store, executor, state, stop_timeout_s=1.0)
+    job = store.add(parse_spec({"name": "deaf", "command": SLEEPER}))
+    row = _until(controller, store, job.id, _running, 30)
+    time.sleep(1.0)  # launched for real
+    controller._request_stop(row, "preempt", time.time())
+    started = time.monotonic()
+    stopped = _until(
+        controller,
+        store,
+        job.id,
+        lambda r: any(e["kind"] == "stopped" for e in store.events(r.id)),
+        30,
+    )
+    assert time.monotonic() - started < 15  # not the 120 s launch timeout
+    assert stopped.attempts == 0 and stopped.error is None
+    assert [e["reason"] for e in store.events(job.id) if e["kind"] == "stopped"] == ["preempt"]
+
+
+def test_a_command_that_ends_on_its_own_while_a_stop_is_pending_has_succeeded(
+    rig: tuple[Store, LocalExecutor, Path],
+) -> None:
+    store, executor, state = rig
+    controller = _controller(store, executor, state)
+    short = ["python", "-c", "import time; time.sleep(2)"]
+    job = store.add(parse_spec({"name": "short", "command": short}))
+    row = _until(controller, store, job.id, _running, 30)
+    controller._request_stop(row, "resize", time.time())  # it never reads control.json
+    done = _until(controller, store, job.id, lambda r: r.state.finished, 30)
+    assert done.state is State.SUCCEEDED and done.generation == 1  # not run a second time
+
+
+def test_a_stopped_job_is_not_done_because_its_spec_said_fewer_epochs(
+    rig: tuple[Store, LocalExecutor, Path],
+) -> None:
+    # `epochs` in the spec is the policy's hint; the job library knows when
+    # training is over. A stop at epoch 2 of 30 is a stop, whatever the hint.
+    store, executor, state = rig
+    controller = _controller(store, executor, state)
+    command = TINY_RESNET.format(epochs=30, ckpt=1.0)
+    job = store.add(parse_spec({"name": "hinted", "command": command, "epochs": 0.5}))
+    row = _until(controller, store, job.id, lambda r: r.state is State.RUNNING and r.epoch > 1, 60)
+    controller._request_stop(row, "resize", time.time())
+    stopped = _until(controller, store, job.id, lambda r: r.stopping is None, 60)
+    assert stopped.state is not State.SUCCEEDED
+    assert [e["kind"] for e in store.events(job.id)].count("stopped") == 1
+
+
+def test_a_new_controller_sees_a_suspend_the_old_one_saw_confirmed(
+    rig: tuple[Store, LocalExecutor, Path],
+) -> None:
+    store, executor, state = rig
+    first = _controller(store, executor, state)
+    command = TINY_RESNET.format(epochs=30, ckpt=1.0)
+    job = store.add(parse_spec({"name": "sliced", "command": command}))
+    row = _until(first, store, job.id, lambda r: r.state is State.RUNNING and r.step > 2, 60)
+    first._suspend(row, time.time())
+    deadline = time.monotonic() + 30
+    while job.id not in first._confirmed_suspended and time.monotonic() < deadline:
+        time.sleep(0.2)
+        first._observe_one(store.get(job.id), time.time())  # type: ignore[arg-type]
+    assert job.id in first._confirmed_suspended
+    # A restarted server reads progress from where the old one stopped, past
+    # the "suspended" line; without it the GPU stayed blocked for good.
+    second = _controller(store, executor, state)
+    second._observe_one(store.get(job.id), time.time())  # type: ignore[arg-type]
+    assert job.id in second._confirmed_suspended
+
+
+def test_one_job_whose_files_cannot_be_read_does_not_stop_the_others(
+    rig: tuple[Store, LocalExecutor, Path],
+) -> None:
+    store, executor, state = rig
+    controller = _controller(store, executor, state)
+    broken = store.add(parse_spec({"name": "broken", "command": SLEEPER}))
+    _until(controller, store, broken.id, _running, 30)
+    progress = state / "jobs" / broken.id / "progress.jsonl"
+    progress.unlink(missing_ok=True)
+    progress.mkdir()  # EISDIR (or a FIFO, EACCES, ESTALE) on every read
+    other = store.add(parse_spec({"name": "other", "command": SLEEPER}))
+    _until(controller, store, other.id, _running, 30)
+
+
+def test_a_job_id_in_use_is_never_handed_out_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import uuid
+
+    store = Store(tmp_path / "ringleader.db")
+    fixed = uuid.UUID("12345678123456781234567812345678")
+    fresh = iter([fixed, fixed, uuid.uuid4()])
+    monkeypatch.setattr(uuid, "uuid4", lambda: next(fresh))
+    spec = parse_spec({"name": "train", "command": ["true"]})
+    first = store.add(spec)
+    second = store.add(spec)
+    assert first.id != second.id and len(store.all()) == 2
+    store.close()
