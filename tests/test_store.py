@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from ringleader.runtime.spec import parse_spec
-from ringleader.runtime.store import DamagedRow, Store, StoreError
+from ringleader.runtime.store import DamagedRow, State, Store, StoreError
 
 
 def _store_with(tmp_path: Path, names: list[str]) -> tuple[Store, list[str]]:
@@ -149,3 +149,20 @@ def test_a_ray_address_where_nothing_listens_fails_in_one_line(tmp_path: Path) -
     pytest.importorskip("ray")
     out = _server("--executor", "ray", "--address", "127.0.0.1:1", "--state-dir", str(tmp_path))
     assert out.returncode == 2 and "nothing answers at 127.0.0.1:1" in out.stderr, out.stderr
+
+
+def test_the_controller_reads_only_unfinished_jobs_and_damage_stays_reported(
+    tmp_path: Path,
+) -> None:
+    store, (done, waiting, bad) = _store_with(tmp_path, ["done", "waiting", "bad"])
+    row = store.get(done)
+    assert row is not None
+    row.state = State.SUCCEEDED
+    store.save(row, "succeeded")
+    _poke(store.path, "UPDATE jobs SET step = 'many' WHERE id = ?", bad)
+    assert [r.id for r in store.unfinished()] == [waiting]
+    assert [r.id for r in store.all()] == [done, waiting]
+    assert set(store.damaged) == {bad}
+    store.unfinished()  # a narrower read does not forget what a wider one found
+    assert set(store.damaged) == {bad}
+    store.close()

@@ -126,7 +126,7 @@ class Controller:
 
     def tick(self, now: float | None = None) -> None:
         now = time.time() if now is None else now
-        rows = self.store.all()
+        rows = self.store.unfinished()
         self._running_on = {
             r.id: {(n, i) for n, i in r.devices}
             for r in rows
@@ -378,7 +378,7 @@ class Controller:
     def _decide(self, now: float) -> None:
         rows = [
             r
-            for r in self.store.all()
+            for r in self.store.unfinished()
             if r.state in (State.QUEUED, State.RUNNING, State.SUSPENDED) and not r.cancel_requested
         ]
         try:
@@ -436,7 +436,7 @@ class Controller:
 
     # -- acting --------------------------------------------------------------
     def _launch_ready(self, now: float) -> None:
-        rows = self.store.all()
+        rows = self.store.unfinished()
         blocked = self._blocked(rows)
         self._switching = False
         for row in rows:

@@ -164,6 +164,7 @@ _FLOATS = [
 _REQUIRED_FLOATS = {"submitted_at", "epoch", "attained_gpu_s", "state_since"}
 _API_OWNED = ("spec", "cancel_requested")
 _SELECT = f"SELECT {', '.join(_COLUMNS)} FROM jobs"
+_FINISHED = ", ".join(f"'{s.value}'" for s in State if s.finished)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (
@@ -223,7 +224,7 @@ class Store:
         self.path = path
         self._lock = threading.Lock()
         self.damaged: dict[str, DamagedRow] = {}
-        """Jobs whose rows could not be read at the last ``all()``, by id."""
+        """Jobs whose rows could not be read when last read, by id."""
         try:
             self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
             self._db.execute("PRAGMA journal_mode=WAL")
@@ -242,6 +243,7 @@ class Store:
                 f"{path}: table jobs lacks column(s) {', '.join(missing)}: this is not a "
                 "ringleader database, or it was damaged; move it aside or restore a backup"
             )
+        self._db.execute("CREATE INDEX IF NOT EXISTS jobs_state ON jobs(state)")
 
     def _migrate(self) -> None:
         """Add columns that newer versions keep, to a database an older one created."""
@@ -360,19 +362,30 @@ class Store:
         return None if values is None else self._row(values)
 
     def all(self) -> list[JobRow]:
+        return self._read(f"{_SELECT} ORDER BY seq")
+
+    def unfinished(self) -> list[JobRow]:
+        """Jobs still queued, running or suspended: all the controller needs each tick.
+
+        Finished jobs pile up over months; parsing them every half second
+        would make the loop slower with every job ever run.
+        """
+        return self._read(f"{_SELECT} WHERE state NOT IN ({_FINISHED}) ORDER BY seq")
+
+    def _read(self, sql: str) -> list[JobRow]:
         with self._lock:
-            rows = self._db.execute(
-                f"SELECT {', '.join(_COLUMNS)} FROM jobs ORDER BY seq"
-            ).fetchall()
-        readable, damaged = [], {}
+            rows = self._db.execute(sql).fetchall()
+        readable = []
         for values in rows:
             try:
-                readable.append(self._row(values))
+                row = self._row(values)
             except DamagedRow as err:
-                damaged[err.job_id] = err
                 if err.job_id not in self.damaged:
                     log.error("%s", err)
-        self.damaged = damaged  # a row mended by hand drops out of the report
+                self.damaged[err.job_id] = err
+                continue
+            readable.append(row)
+            self.damaged.pop(row.id, None)  # mended by hand: out of the report
         return readable
 
     def request_cancel(self, job_id: str) -> JobRow | None:
