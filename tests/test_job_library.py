@@ -155,3 +155,14 @@ def test_a_running_job_suspends_resumes_checkpoints_and_stops_on_request(tmp_pat
         assert newest is not None and newest.step == stopped["step"] == _last_step(tmp_path)
     finally:
         proc.kill()
+
+
+def test_checkpoints_that_cannot_be_read_fail_the_attempt_instead_of_starting_over(
+    tmp_path: Path,
+) -> None:
+    from ringleader.job.checkpoint import CheckpointsUnreadable
+
+    store = CheckpointStore(tmp_path)
+    store.path_for(40).mkdir(parents=True)  # reading it is an OSError, as EIO would be
+    with pytest.raises(CheckpointsUnreadable, match="not starting over"):
+        store.restore()

@@ -34,6 +34,15 @@ class CorruptCheckpoint(ValueError):
     """A checkpoint file whose contents do not match its checksum."""
 
 
+class CheckpointsUnreadable(OSError):
+    """Checkpoints exist but none could be read for a reason other than damage.
+
+    An I/O error (EIO, a stale NFS handle) may pass; starting over from step 0
+    would throw the training away for good, since the old checkpoints are then
+    pruned. Failing the attempt lets the retry read them.
+    """
+
+
 @dataclass(frozen=True, slots=True)
 class Restored:
     step: int
@@ -118,14 +127,22 @@ class CheckpointStore:
     def restore(self, on_skip: Callable[[Path, str], None] | None = None) -> Restored | None:
         """The newest intact checkpoint, or ``None`` when there is none to resume from."""
         skipped: list[Path] = []
+        io_error: OSError | None = None
         for step in reversed(self.steps()):
             path = self.path_for(step)
             try:
                 state = self.read(path)
             except (CorruptCheckpoint, OSError, RuntimeError, EOFError) as err:
                 skipped.append(path)
+                if isinstance(err, OSError) and io_error is None:
+                    io_error = err
                 if on_skip is not None:
                     on_skip(path, str(err))
                 continue
             return Restored(step, state, path, tuple(skipped))
+        if io_error is not None:
+            raise CheckpointsUnreadable(
+                f"{len(skipped)} checkpoint(s) in {self.directory} could not be read "
+                f"({io_error}); not starting over from step 0"
+            )
         return None
