@@ -133,8 +133,7 @@ class Controller:
             if r.state is State.RUNNING and r.stopping is None
         }
         for row in rows:
-            if not row.state.finished:
-                self._observe_one(row, now)
+            self._observe_one(row, now)
         due = now - self._last_decision >= self.config.round_s
         woken = self._wake_at is not None and now >= self._wake_at
         if self._need_decision or due or woken:
