@@ -29,9 +29,18 @@ def rig(tmp_path: Path) -> Iterator[tuple[Store, LocalExecutor, Path]]:
     store = Store(tmp_path / "ringleader.db")
     executor = LocalExecutor(2, warm=False)
     yield store, executor, tmp_path
+    # A gang launched in the last tick may not have written its pid files yet:
+    # keep killing until every rank is accounted for, or the sleepers outlive us.
+    deadline = time.monotonic() + 20
     for row in store.all():
+        job_dir = tmp_path / "jobs" / row.id
         for generation in range(1, row.generation + 1):
-            executor.kill(tmp_path / "jobs" / row.id, generation)
+            while True:
+                executor.kill(job_dir, generation)
+                status = executor.status(job_dir, generation, max(1, row.last_workers))
+                if (status.alive == 0 and status.starting == 0) or time.monotonic() > deadline:
+                    break
+                time.sleep(0.2)
     executor.warm.close()
     store.close()
 
