@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Hashable, Sequence
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,21 @@ def read_capped(path: Path, limit: int, what: str, error: type[ValueError]) -> s
         return data.decode("utf-8")
     except (OSError, UnicodeDecodeError) as err:
         raise error(f"{path}: cannot read the {what}: {err}") from err
+
+
+def output_dir_problem(path: Path) -> str | None:
+    """Create ``path`` if need be; why it cannot hold our output, or ``None`` if it can.
+
+    Checked before a long run, so a bad output path fails in a second, not
+    after the work it was to hold.
+    """
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        return f"cannot be a directory ({err.strerror})"
+    if not os.access(path, os.W_OK):
+        return "cannot write there"
+    return None
 
 
 class _StrictLoader(yaml.SafeLoader):

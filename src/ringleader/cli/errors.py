@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import NoReturn
 
 import typer
 from rich.console import Console
+
+from ringleader.inputs import output_dir_problem
 
 USAGE_ERROR = 2
 _stderr = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -29,9 +30,5 @@ def check_output_file(option: str, path: Path, *, needs_suffix: bool = False) ->
 
 def check_output_dir(option: str, path: Path) -> None:
     """Create ``path`` if need be; fail with one line if it cannot hold our output."""
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError as err:
-        fail(f"{option} {path}: cannot be a directory ({err.strerror})")
-    if not os.access(path, os.W_OK):
-        fail(f"{option} {path}: cannot write there")
+    if (why := output_dir_problem(path)) is not None:
+        fail(f"{option} {path}: {why}")

@@ -229,8 +229,10 @@ class Controller:
             self._readers[row.id] = reader
             # A new reader starts past what an earlier server read, so a
             # suspend it saw confirmed is confirmed again from the file.
-            said = last_event(path, row.generation, ("suspended", "resumed"))
-            if row.state is State.SUSPENDED and said == "suspended":
+            if (
+                row.state is State.SUSPENDED
+                and last_event(path, row.generation, ("suspended", "resumed")) == "suspended"
+            ):
                 self._confirmed_suspended.add(row.id)
         records = reader.read_new()
         if not records and reader.offset == row.progress_offset and not force:

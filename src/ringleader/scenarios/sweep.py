@@ -24,7 +24,7 @@ import numpy as np
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ringleader.inputs import field_path, load_yaml, read_capped
+from ringleader.inputs import field_path, load_yaml, output_dir_problem, read_capped
 from ringleader.policy.catalog import POLICY_NAMES, policy_named
 from ringleader.policy.views import ClusterView
 from ringleader.sim.contention import GavelContention
@@ -112,17 +112,13 @@ def load_sweep(path: Path) -> SweepSpec:
 
 def _check_out(out: Path, path: Path) -> None:
     """Fail before hours of simulation, not after, if the results cannot be written."""
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as err:
-        raise SweepError(f"{path}: out: {out} cannot be a directory ({err.strerror})") from None
+    if (why := output_dir_problem(out)) is not None:
+        raise SweepError(f"{path}: out: {out} {why}")
     for name in ("results.csv", *PLOTS):
         if (out / name).is_dir():
             raise SweepError(
                 f"{path}: out: {out / name} is a directory; move it or pick another out"
             )
-    if not os.access(out, os.W_OK):
-        raise SweepError(f"{path}: out: cannot write into {out}")
 
 
 def run_cell(cell: Cell) -> tuple[Row, list[float], list[tuple[float, int]]]:
