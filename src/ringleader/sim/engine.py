@@ -67,6 +67,15 @@ class Contention(Protocol):
         ...
 
 
+class Host(Protocol):
+    """How a node's shared resources (CPU cores under virtual devices) slow its workers."""
+
+    def speed(self, workers_on_node: int) -> float:
+        """Speed of each worker on a node running ``workers_on_node`` workers in all,
+        relative to a worker running there alone."""
+        ...
+
+
 @dataclass(frozen=True, slots=True)
 class SimJob:
     """A job as submitted to the simulator, with its true behaviour."""
@@ -240,6 +249,7 @@ class Simulator:
         until: float | None = None,
         snapshot_at: Sequence[float] = (),
         driver: Driver | None = None,
+        host: Host | None = None,
     ) -> None:
         if restart_delay_s < 0 or switch_delay_s < 0:
             raise ValueError("restart_delay_s and switch_delay_s must be >= 0")
@@ -262,6 +272,8 @@ class Simulator:
         self.snapshot_at = sorted(snapshot_at)
         self._widest = max((n.gpus for n in cluster.nodes), default=1)
         self.driver = driver
+        self.host = host
+        """Shared host resources (the fidelity replay's CPU cores); None: GPUs share nothing."""
 
     def run(self) -> SimResult:
         started = time.perf_counter()
@@ -392,6 +404,8 @@ class Simulator:
                 state.partners = tuple(
                     sorted({*state.partners, *(o.job.id for o in group if o is not state)})
                 )
+        if self.host is not None:
+            self._share_hosts(active, self.host)
         model = self.contention
         for state in active.values():
             kind = state.job.kind
@@ -412,6 +426,19 @@ class Simulator:
             extra = nodes - -(-gpus // self._widest)
             if extra > 0:
                 state.factor *= model.spread(kind, gpus, extra)
+
+    @staticmethod
+    def _share_hosts(active: dict[str, _State], host: Host) -> None:
+        """Slow every running job to the pace its most crowded node allows."""
+        per_node: dict[str, int] = {}
+        for state in active.values():
+            if state.running:
+                for d in state.devices[: state.workers]:
+                    per_node[d.node] = per_node.get(d.node, 0) + 1
+        for state in active.values():
+            if state.running:
+                nodes = {d.node for d in state.devices[: state.workers]}
+                state.factor *= min(host.speed(per_node[n]) for n in nodes)
 
     def _next_event(
         self,
