@@ -226,6 +226,7 @@ def test_introspection_keeps_good_packings_and_reverts_bad_ones(speed: float, pa
 
     class Watch:
         name = "watch"
+        needs = policy.needs
 
         def decide(self, views: list[JobView], cluster: ClusterView, now: float) -> Plan:
             plan = policy.decide(views, cluster, now)

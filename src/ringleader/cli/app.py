@@ -32,14 +32,28 @@ for command in (server, submit, jobs, show, logs, cancel, demo, netlab, sweep, a
 
 @app.command()
 def policies() -> None:
-    """List the policies you can name in --policy and in config files."""
-    from ringleader.policy.catalog import POLICY_NAMES, describe
+    """List the policies you can name in --policy and in config files.
+
+    "needs" is what the policy relies on; "server" says whether `ringleader
+    server` runs it as is, with a measured profiling phase standing in for
+    the speed models the simulator gives it, or not at all (an oracle).
+    """
+    from ringleader.policy.catalog import POLICY_NAMES, describe, policy_named
+    from ringleader.spine.needs import RUNTIME, PolicyNotServed, serve_policy
 
     table = Table(title="policies")
     table.add_column("name")
     table.add_column("what it does")
+    table.add_column("needs")
+    table.add_column("server")
     for name in POLICY_NAMES:
-        table.add_row(name, describe(name))
+        policy = policy_named(name)
+        try:
+            served = serve_policy(policy, RUNTIME)
+            server = "yes" if served is policy else "yes, measured profiling"
+        except PolicyNotServed:
+            server = "no (oracle)" if policy.needs.oracle else "no"
+        table.add_row(name, describe(name), policy.needs.describe(), server)
     Console().print(table)
 
 

@@ -44,7 +44,13 @@ def server(
     ] = None,
     host: Annotated[str, typer.Option(help="Address to serve the API on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(min=1, max=65535)] = 8765,
-    policy: Annotated[str, typer.Option(help=f"One of: {', '.join(POLICY_NAMES)}.")] = "elastic",
+    policy: Annotated[
+        str,
+        typer.Option(
+            help="Any policy `ringleader policies` marks as served (not the oracles). "
+            "Those that expect speed models on arrival get a short measured profiling phase."
+        ),
+    ] = "elastic",
     config: Annotated[
         Path | None,
         typer.Option(
@@ -133,8 +139,15 @@ class PolicySettings(BaseModel):
     @field_validator("policy")
     @classmethod
     def _known(cls, value: str) -> str:
+        from ringleader.policy.catalog import policy_named
+        from ringleader.spine.needs import RUNTIME, PolicyNotServed, serve_policy
+
         if value not in POLICY_NAMES:
             raise ValueError(f"unknown {value!r}; choose one of {', '.join(POLICY_NAMES)}")
+        try:
+            serve_policy(policy_named(value), RUNTIME)
+        except PolicyNotServed as err:
+            raise ValueError(str(err)) from None
         return value
 
     @field_validator("probe_window_s", "round_s", "quantum_s", mode="before")

@@ -31,6 +31,11 @@ class Allocator(Protocol):
         """Whether the allocator predicts from speed models (so needs profiling)."""
         ...
 
+    @property
+    def needs_true_remaining(self) -> bool:
+        """Whether it ranks jobs by their true remaining time (an oracle)."""
+        ...
+
     def base(self, jobs: Sequence[Candidate], capacity: int) -> Counts: ...
 
     def grow(self, jobs: Sequence[Candidate], counts: Counts, free: int) -> Counts: ...
@@ -67,6 +72,7 @@ class FixedSize:
 
     size: int | None = None
     needs_speed: bool = False
+    needs_true_remaining: bool = False
 
     @property
     def name(self) -> str:
@@ -142,6 +148,7 @@ class Doubling:
 
     name: str = "doubling"
     needs_speed: bool = True
+    needs_true_remaining: bool = False
 
     def base(self, jobs: Sequence[Candidate], capacity: int) -> Counts:
         return fifo_base(jobs, capacity, _elastic_start)
@@ -166,6 +173,7 @@ class OptimusGreedy:
 
     name: str = "optimus"
     needs_speed: bool = True
+    needs_true_remaining: bool = False
 
     def base(self, jobs: Sequence[Candidate], capacity: int) -> Counts:
         return fifo_base(jobs, capacity, _elastic_start)

@@ -49,6 +49,7 @@ class Tiresias:
     thresholds_gpu_s: tuple[float, ...] = (3600.0, 36_000.0)
     name: str = "tiresias"
     needs_speed: bool = False
+    needs_true_remaining: bool = False
 
     def base(self, jobs: Sequence[Candidate], capacity: int) -> Counts:
         key = lambda c: (las_queue(c, self.thresholds_gpu_s), c.job.submitted_at)  # noqa: E731
@@ -62,6 +63,7 @@ class Tiresias:
 class SRTFOracle:
     name: str = "srtf-oracle"
     needs_speed: bool = True
+    needs_true_remaining: bool = True
 
     def base(self, jobs: Sequence[Candidate], capacity: int) -> Counts:
         def remaining(c: Candidate) -> tuple[float, ...]:
@@ -90,6 +92,7 @@ class LasDoubling:
     thresholds_gpu_s: tuple[float, ...] = (3600.0, 36_000.0)
     name: str = "ringleader"
     needs_speed: bool = True
+    needs_true_remaining: bool = False
 
     def _order(self, jobs: Sequence[Candidate]) -> list[Candidate]:
         """Least-attained-service queues first, FIFO within a queue (stable sort)."""

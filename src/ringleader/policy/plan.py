@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from ringleader.policy.needs import Needs
 from ringleader.policy.views import ClusterView, Device, JobView
 
 
@@ -79,5 +80,10 @@ class Decider(Protocol):
 
     @property
     def name(self) -> str: ...
+
+    @property
+    def needs(self) -> Needs:
+        """What the policy relies on a body to supply (see ``ringleader.policy.needs``)."""
+        ...
 
     def decide(self, jobs: Sequence[JobView], cluster: ClusterView, now: float) -> Plan: ...

@@ -32,6 +32,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from ringleader.policy.needs import Needs
 from ringleader.policy.placement import _FreeGPUs, _keep_subset, _place_one
 from ringleader.policy.plan import Assignment, Plan
 from ringleader.policy.views import ClusterView, Device, JobView
@@ -80,6 +81,14 @@ class Sharing:
             raise ValueError("quantum_s and trial_window_s must be positive")
         if self.max_residents < 1:
             raise ValueError("max_residents must be at least 1")
+
+    @property
+    def needs(self) -> Needs:
+        return Needs(
+            time_slicing=self.time_slicing,
+            packing=self.packing,
+            migration=self.migration,
+        )
 
     def decide(self, jobs: Sequence[JobView], cluster: ClusterView, now: float) -> Plan:
         memory = {n.name: n.gpu_memory_gib for n in cluster.nodes}

@@ -19,10 +19,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ringleader.policy.allocator import Allocator, Counts
+from ringleader.policy.needs import Needs
 from ringleader.policy.objective import Candidate
 from ringleader.policy.placement import place
 from ringleader.policy.plan import Assignment, Plan
-from ringleader.policy.profiling import Precompute, Profiling
+from ringleader.policy.profiling import Exploratory, Precompute, Profiling
 from ringleader.policy.views import ClusterView, JobView
 
 
@@ -36,6 +37,16 @@ class Policy:
     name: str
     allocator: Allocator
     profiling: Profiling = field(default_factory=Precompute)
+
+    @property
+    def needs(self) -> Needs:
+        speed = self.allocator.needs_speed
+        return Needs(
+            true_model=speed and isinstance(self.profiling, Precompute),
+            true_remaining=self.allocator.needs_true_remaining,
+            speed_model=speed,
+            profiling=speed and isinstance(self.profiling, Exploratory),
+        )
 
     def decide(self, jobs: Sequence[JobView], cluster: ClusterView, now: float) -> Plan:
         ordered = fifo(jobs)

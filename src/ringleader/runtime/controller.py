@@ -3,17 +3,20 @@
 Each tick (default 0.5 s) it reads what every running job reported, checks its
 workers, and settles finished gangs (succeeded, stopped for a resize,
 cancelled, crashed). On an event — a submission, a gang settling, a cancel —
-or every ``round_s``, it builds the snapshot, calls the same
-``Policy.decide`` the simulator calls, and diffs the Plan against what runs:
+or every ``round_s``, it builds the snapshot with the spine's ``job_view``,
+calls the same ``decide`` the simulator calls, and applies the actions the
+spine's ``diff`` derives from the Plan and what each job holds:
 
-* a running job whose target differs (size, GPUs, or none) is asked to
-  checkpoint and stop at its next minibatch boundary;
-* a running job the plan suspends (time-slicing) is asked to suspend at its
-  next boundary: it frees the device and waits in host memory;
-* a queued job with a target is launched, and a suspended one resumed, once
-  its GPUs are free — a GPU is free when nothing runs on it that the plan
-  does not also run there (packing) — so two generations of a job never run
-  at once and no GPU is given twice.
+* ``Stop`` (resize, migrate, preempt): the job is asked to checkpoint and
+  stop at its next minibatch boundary;
+* ``Suspend`` (time-slicing): the job is asked to suspend at its next
+  boundary: it frees the device and waits in host memory;
+* ``Launch`` and ``Resume`` wait until the job's GPUs are free — a GPU is free
+  when nothing runs on it that the plan does not also run there (packing) —
+  so two generations of a job never run at once and no GPU is given twice.
+
+The tick runs in a worker thread, off the API's event loop, so a slow
+decision never delays a request.
 
 Minibatch times are profiled separately for a job running alone and for it
 packed beside each partner: introspection compares the two.
@@ -45,6 +48,9 @@ from ringleader.policy.plan import Assignment, Decider, Plan
 from ringleader.policy.views import Device, JobShape, JobView, Observation
 from ringleader.runtime.executor.base import Executor
 from ringleader.runtime.store import JobRow, State, Store
+from ringleader.spine.actions import Held, Kind, Launch, Resume, Stop, Suspend, diff_one
+from ringleader.spine.observe import co_runners, fold
+from ringleader.spine.views import Known, Submitted, job_view
 
 log = logging.getLogger("ringleader.controller")
 
@@ -86,6 +92,7 @@ class Controller:
         self._warm: dict[tuple[str, int], int] = {}
         self._stop_sent: dict[str, float] = {}
         self._launched: dict[str, float] = {}
+        self._plan: Plan | None = None
         self._targets: dict[str, Assignment] = {}
         self._held_since: dict[str, float] = {}
         self._confirmed_suspended: set[str] = set()
@@ -94,8 +101,8 @@ class Controller:
         """Jobs killed because a requested stop did not come: settled as stopped."""
         self._broken: dict[str, str] = {}
         """Jobs whose files this controller cannot handle, with the last error logged."""
-        self._running_on: dict[str, set[tuple[str, int]]] = {}
-        """Devices of each job running at the start of this tick (who is packed with whom)."""
+        self._partners: dict[str, tuple[str, ...]] = {}
+        """Jobs running beside each running job at the start of this tick (packed with it)."""
         self._switching = False
         """A job waits for another to leave its GPU: tick fast until it has."""
         self._need_decision = True
@@ -116,7 +123,8 @@ class Controller:
         self._running = True
         while self._running:
             try:
-                self.tick()
+                # Off the event loop: the API answers while the policy decides.
+                await asyncio.to_thread(self.tick)
             except Exception:  # keep serving; the next tick retries from the store
                 log.exception("controller tick failed")
             await asyncio.sleep(SWITCH_TICK_S if self._switching else self.config.tick_s)
@@ -127,18 +135,20 @@ class Controller:
     def tick(self, now: float | None = None) -> None:
         now = time.time() if now is None else now
         rows = self.store.unfinished()
-        self._running_on = {
-            r.id: {(n, i) for n, i in r.devices}
-            for r in rows
-            if r.state is State.RUNNING and r.stopping is None
-        }
+        self._partners = co_runners(
+            {
+                r.id: [Device(n, i) for n, i in r.devices]
+                for r in rows
+                if r.state is State.RUNNING and r.stopping is None
+            }
+        )
         for row in rows:
             self._observe_one(row, now)
         due = now - self._last_decision >= self.config.round_s
         woken = self._wake_at is not None and now >= self._wake_at
         if self._need_decision or due or woken:
             self._decide(now)
-        self._launch_ready(now)
+        self._apply(now)
 
     # -- observing -----------------------------------------------------------
     def _observe_one(self, row: JobRow, now: float) -> None:
@@ -237,7 +247,7 @@ class Controller:
         records = reader.read_new()
         if not records and reader.offset == row.progress_offset and not force:
             return
-        partners = self._co_runners(row)
+        partners = self._partners.get(row.id, ()) if row.state is State.RUNNING else ()
         for rec in records:
             if rec.get("g") != row.generation:
                 continue
@@ -290,14 +300,6 @@ class Controller:
             return False
         return bool(codes) and all(code == 0 for code in codes.values())
 
-    def _co_runners(self, row: JobRow) -> list[str]:
-        """Other jobs running now on any of ``row``'s devices (packed with it)."""
-        if row.state is not State.RUNNING:
-            return []
-        mine = {(n, i) for n, i in row.devices}
-        running = self._running_on.items()
-        return sorted(other for other, on in running if other != row.id and mine & on)
-
     def _settle(self, row: JobRow, *, failed: bool, codes: dict[int, int], now: float) -> None:
         reason, gen = row.stopping, row.generation
         row.stopping = None
@@ -333,27 +335,21 @@ class Controller:
                 self.store.save(row, "failed", generation=gen, codes=codes)
 
     # -- deciding ------------------------------------------------------------
+    @staticmethod
+    def held(row: JobRow) -> Held:
+        """What the job holds, for the spine: devices while its processes live."""
+        last = tuple(Device(n, i) for n, i in row.last_devices) or None
+        if last is None and row.last_workers:
+            # A row from before last_devices was kept: its size is all we know.
+            last = tuple(Device("?", i) for i in range(row.last_workers))
+        if row.state not in (State.RUNNING, State.SUSPENDED):
+            return Held(last=last)
+        devices = tuple(Device(n, i) for n, i in row.devices)
+        return Held(devices, row.state is State.SUSPENDED, last)
+
     def view(self, row: JobRow) -> JobView:
         spec, shape = row.spec, row.shape
-        observations = {
-            int(w): Observation(v[0], v[1], int(v[3]) or 1)
-            for w, v in row.observations.items()
-            if v[2] > 0
-        }
-        packed = {
-            other: Observation(v[0], v[1], int(v[3]) or 1)
-            for other, v in row.packed.items()
-            if v[2] > 0
-        }
-        devices = tuple(Device(n, i) for n, i in row.devices)
-        workers, suspended = row.workers, row.state is State.SUSPENDED
-        placed = self._targets.get(row.id)
-        if row.state is State.QUEUED and placed is not None and placed.suspended:
-            # Placed in a time-sliced group, not launched yet: keep its place.
-            devices, workers, suspended = placed.devices, placed.workers, True
-        return JobView(
-            id=row.id,
-            submitted_at=row.submitted_at,
+        known = Known(
             shape=JobShape(
                 int(shape.get("examples_per_epoch", 1)),
                 int(shape.get("batch_per_worker", 1)),
@@ -361,19 +357,23 @@ class Controller:
             ),
             epochs=EpochsToConverge.constant(spec.epochs),
             remaining_fraction=max(1e-3, 1.0 - row.epoch / spec.epochs),
-            min_gpus=spec.lowest,
-            max_gpus=min(spec.highest, self.cluster.capacity),
-            requested_gpus=spec.gpus,
-            elastic=spec.elastic,
-            priority=spec.priority,
-            devices=devices,
-            workers=workers,
-            observations=observations,
+            observations={int(w): o for w, o in _profile(row.observations).items()},
+            packed=_profile(row.packed),
             attained_gpu_s=row.attained_gpu_s,
-            suspended=suspended,
             state_since=row.state_since,
-            packed=packed,
+            priority=spec.priority,
             memory_gib=shape.get("memory_gib"),
+        )
+        submitted = Submitted(
+            row.id, row.submitted_at, spec.lowest, spec.highest, spec.gpus, spec.elastic
+        )
+        return job_view(
+            submitted,
+            known,
+            self.held(row),
+            self._targets.get(row.id),
+            capacity=self.cluster.capacity,
+            needs=self.config.policy.needs,
         )
 
     def _decide(self, now: float) -> None:
@@ -395,19 +395,8 @@ class Controller:
             return
         self.decisions += 1
         self._wake_at = plan.wake_at
+        self._plan = plan
         self._targets = dict(plan.assignments)
-        for row in rows:
-            if row.state not in (State.RUNNING, State.SUSPENDED) or row.stopping:
-                continue
-            target = plan.of(row.id)
-            current = tuple(Device(n, i) for n, i in row.devices)
-            if not target.resident:
-                self._request_stop(row, "preempt", now)
-            elif target.active_devices != current:
-                self._request_stop(row, "resize", now)
-            elif target.suspended and row.state is State.RUNNING:
-                self._suspend(row, now)
-            # Resuming waits in _launch_ready until the GPU is free.
         self._log_plan(plan, rows)
 
     def _log_plan(self, plan: Plan, rows: Sequence[JobRow]) -> None:
@@ -417,12 +406,14 @@ class Controller:
 
     def _suspend(self, row: JobRow, now: float) -> None:
         log.info("suspending %s", row.id)
+        _count(row, Kind.SUSPEND)
         write_control(self.job_dir(row.id), Control(row.generation, Action.SUSPEND))
         row.state, row.state_since = State.SUSPENDED, now
         self.store.save(row, "suspend_requested", generation=row.generation)
 
     def _resume(self, row: JobRow, now: float) -> None:
         log.info("resuming %s", row.id)
+        _count(row, Kind.RESUME)
         write_control(self.job_dir(row.id), Control(row.generation, Action.RUN))
         row.state, row.state_since = State.RUNNING, now
         self.store.save(row, "resume_requested", generation=row.generation)
@@ -436,31 +427,43 @@ class Controller:
         write_control(self.job_dir(row.id), Control(row.generation, Action.STOP))
 
     # -- acting --------------------------------------------------------------
-    def _launch_ready(self, now: float) -> None:
+    def _apply(self, now: float) -> None:
+        """Carry out the spine's actions for the latest plan, as far as the GPUs allow.
+
+        Stops and suspends are asked for at once. A launch or a resume waits
+        until its GPUs are free, and a job being stopped is left alone until
+        its old generation has exited (then it is queued and diffed again).
+        """
+        plan = self._plan
+        if plan is None:
+            return
         rows = self.store.unfinished()
         blocked = self._blocked(rows)
         self._switching = False
         for row in rows:
-            if row.cancel_requested or row.state not in (State.QUEUED, State.SUSPENDED):
+            if row.cancel_requested or row.stopping:
                 continue
-            if row.stopping:
+            if row.state not in (State.QUEUED, State.RUNNING, State.SUSPENDED):
                 continue
-            target = self._targets.get(row.id)
-            if target is None or not target.running:
-                continue
-            wanted = {(d.node, d.index) for d in target.active_devices}
-            if any(blocked.get(d, set()) - {row.id} for d in wanted):
-                # Its GPUs are still being given back: by a stop (seconds) or a
-                # suspend (one minibatch, so look again very soon).
-                self._switching = self._switching or any(
-                    r.state is State.SUSPENDED and r.id not in self._confirmed_suspended
-                    for r in rows
-                )
-                continue
-            if row.state is State.SUSPENDED:
-                self._resume(row, now)
-            else:
-                self._launch(row, target, now)
+            for action in diff_one(row.id, self.held(row), plan):
+                if isinstance(action, Stop):
+                    self._request_stop(row, action.why.value, now)
+                    break
+                if isinstance(action, Suspend):
+                    self._suspend(row, now)
+                    continue
+                wanted = plan.of(row.id).active_devices
+                if any(blocked.get((d.node, d.index), set()) - {row.id} for d in wanted):
+                    # Its GPUs are still being given back: by a stop (seconds) or a
+                    # suspend (one minibatch, so look again very soon).
+                    self._switching = self._switching or any(
+                        r.state is State.SUSPENDED and r.id not in self._confirmed_suspended
+                        for r in rows
+                    )
+                elif isinstance(action, Resume):
+                    self._resume(row, now)
+                elif isinstance(action, Launch):
+                    self._launch(row, action, now)
 
     def _blocked(self, rows: Sequence[JobRow]) -> dict[tuple[str, int], set[str]]:
         """GPUs not free for anyone else to start on, and the jobs holding them.
@@ -487,13 +490,15 @@ class Controller:
                     blocked.setdefault((n, i), set()).add(r.id)
         return blocked
 
-    def _launch(self, row: JobRow, target: Assignment, now: float) -> None:
+    def _launch(self, row: JobRow, action: Launch, now: float) -> None:
         job_dir = self.job_dir(row.id)
-        devices = target.active_devices
+        devices = action.devices
         row.generation += 1
-        if row.last_workers and row.last_workers != len(devices):
+        _count(row, action.kind)
+        if action.kind is Kind.RESIZE:
             row.resizes += 1
         row.last_workers = len(devices)
+        row.last_devices = [(d.node, d.index) for d in devices]
         row.state, row.state_since = State.RUNNING, now
         row.workers = len(devices)
         row.devices = [(d.node, d.index) for d in devices]
@@ -502,7 +507,12 @@ class Controller:
         # Saved before the processes exist: a crash in between leaves a job that
         # looks launched and is settled by the launch timeout, never a second copy.
         self.store.save(
-            row, "launched", generation=row.generation, workers=len(devices), devices=row.devices
+            row,
+            "launched",
+            generation=row.generation,
+            workers=len(devices),
+            devices=row.devices,
+            kind=action.kind.value,
         )
         self._launched[row.id] = now
         self.executor.launch(
@@ -511,7 +521,19 @@ class Controller:
         log.info("launched %s generation %d on %d workers", row.id, row.generation, len(devices))
 
 
+def _count(row: JobRow, kind: Kind) -> None:
+    row.counts[kind.value] = row.counts.get(kind.value, 0) + 1
+
+
+def _profile(table: dict[str, list[float]]) -> dict[str, Observation]:
+    """A stored profile ``{key: [mean, seconds, count, batch]}`` as observations."""
+    return {k: Observation(v[0], v[1], int(v[3]) or 1) for k, v in table.items() if v[2] > 0}
+
+
 def _record(table: dict[str, list[float]], key: str, step_time: float, batch: float) -> None:
     """Fold one minibatch time into a [mean, seconds, count, batch] profile entry."""
-    mean, seconds, n, old_batch = table.get(key, [0.0, 0.0, 0, 0])
-    table[key] = [(mean * n + step_time) / (n + 1), seconds + step_time, n + 1, batch or old_batch]
+    entry = table.get(key)
+    seen = _profile({key: entry}).get(key) if entry is not None else None
+    count = int(entry[2]) if entry is not None else 0
+    obs = fold(seen, step_time, step_time, int(batch))
+    table[key] = [obs.step_time, obs.seconds, count + 1, float(obs.batch_per_worker)]

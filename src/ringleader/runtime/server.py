@@ -6,7 +6,7 @@ import asyncio
 import fcntl
 import logging
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO
 
@@ -18,6 +18,7 @@ from ringleader.runtime.controller import Controller, ControllerConfig
 from ringleader.runtime.executor.base import Executor
 from ringleader.runtime.executor.local import LocalExecutor
 from ringleader.runtime.store import Store, StoreError
+from ringleader.spine.needs import RUNTIME, serve_policy
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
@@ -79,7 +80,14 @@ def build(config: ServerConfig) -> tuple[Store, Controller]:
         executor = RayExecutor(config.address)
     else:
         executor = LocalExecutor(config.gpus, warm=config.warm_start)
-    policy = policy_from_config(config.policy, config.probe_window_s, config.quantum_s)
+    chosen = policy_from_config(config.policy, config.probe_window_s, config.quantum_s)
+    body = (
+        RUNTIME
+        if config.probe_window_s is None
+        else replace(RUNTIME, probe_window_s=config.probe_window_s)
+    )
+    # Refused here, before a job is accepted, if this body cannot run it.
+    policy = serve_policy(chosen, body)
     controller = Controller(
         store,
         executor,
@@ -90,7 +98,11 @@ def build(config: ServerConfig) -> tuple[Store, Controller]:
 
 async def serve(config: ServerConfig) -> None:
     lock = claim_state_dir(config.state_dir)
-    store, controller = build(config)
+    try:
+        store, controller = build(config)
+    except BaseException:
+        lock.close()
+        raise
     app = create_app(store, controller)
     server = uvicorn.Server(
         uvicorn.Config(app, host=config.host, port=config.port, log_level="warning")

@@ -91,6 +91,10 @@ class JobRow:
     """Per partner job packed on the same GPU: like ``observations``."""
     state_since: float = 0.0
     """When the job last started running, was suspended, or went back to the queue."""
+    last_devices: list[tuple[str, int]] = field(default_factory=list)
+    """Devices of the most recent launch: the spine classifies the next one by them."""
+    counts: dict[str, int] = field(default_factory=dict)
+    """Counted events (``ringleader.spine.actions.Kind``): starts, resizes, migrations…"""
 
     def public(self) -> dict[str, Any]:
         return {
@@ -109,6 +113,7 @@ class JobRow:
             "finished_at": self.finished_at,
             "attempts": self.attempts,
             "resizes": self.resizes,
+            "counts": dict(self.counts),
             "error": self.error,
             "spec": self.spec.model_dump(mode="json"),
         }
@@ -140,8 +145,10 @@ _COLUMNS = (
     "attained_gpu_s",
     "packed",
     "state_since",
+    "last_devices",
+    "counts",
 )
-_JSON = {"spec", "devices", "observations", "shape", "packed"}
+_JSON = {"spec", "devices", "observations", "shape", "packed", "last_devices", "counts"}
 _INTS = [
     "seq",
     "step",
@@ -192,7 +199,9 @@ CREATE TABLE IF NOT EXISTS jobs (
     last_workers INTEGER NOT NULL DEFAULT 0,
     attained_gpu_s REAL NOT NULL DEFAULT 0,
     packed TEXT NOT NULL DEFAULT '{}',
-    state_since REAL NOT NULL DEFAULT 0
+    state_since REAL NOT NULL DEFAULT 0,
+    last_devices TEXT NOT NULL DEFAULT '[]',
+    counts TEXT NOT NULL DEFAULT '{}'
 );
 CREATE TABLE IF NOT EXISTS events (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -253,6 +262,8 @@ class Store:
             ("attained_gpu_s", "REAL NOT NULL DEFAULT 0"),
             ("packed", "TEXT NOT NULL DEFAULT '{}'"),
             ("state_since", "REAL NOT NULL DEFAULT 0"),
+            ("last_devices", "TEXT NOT NULL DEFAULT '[]'"),
+            ("counts", "TEXT NOT NULL DEFAULT '{}'"),
         ):
             if column not in have:
                 self._db.execute(f"ALTER TABLE jobs ADD COLUMN {column} {ddl}")
@@ -285,8 +296,10 @@ class Store:
             data["spec"] = JobSpec.model_validate(data["spec"])
             column = "state"
             data["state"] = State(data["state"])
-            column = "devices"
-            data["devices"] = [(str(n), int(i)) for n, i in data["devices"]]
+            for column in ("devices", "last_devices"):
+                data[column] = [(str(n), int(i)) for n, i in data[column]]
+            column = "counts"
+            data["counts"] = {str(k): int(v) for k, v in data["counts"].items()}
             for column in ("observations", "packed"):
                 data[column] = {str(k): [float(x) for x in v[:4]] for k, v in data[column].items()}
                 if any(len(v) != 4 for v in data[column].values()):

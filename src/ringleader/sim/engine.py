@@ -29,10 +29,24 @@ from typing import Protocol
 
 from ringleader.metrics import JobRecord, Summary, UsagePoint, summarize
 from ringleader.perf.epochs import EpochsToConverge
-from ringleader.policy.plan import Decider, Plan
+from ringleader.policy.needs import Needs
+from ringleader.policy.plan import Assignment, Decider, Plan
 from ringleader.policy.views import ClusterView, Device, JobView, Observation
 from ringleader.sim.errors import SimulationStalled
 from ringleader.sim.profiles import TrueProfile
+from ringleader.spine.actions import (
+    EventCounts,
+    Held,
+    Kind,
+    Launch,
+    Resume,
+    Stop,
+    Suspend,
+    diff_one,
+)
+from ringleader.spine.needs import SIMULATOR, serve_policy
+from ringleader.spine.observe import co_runners, fold
+from ringleader.spine.views import Known, Submitted, job_view
 
 # Checkpoint → stop → restart at a new world size, measured on this project's
 # 2-core CPU machine with gloo (1 → 2 ranks, ~3.8 s, 2 s of it Python and
@@ -106,12 +120,15 @@ class _State:
     ready_at: float = 0.0
     started_at: float | None = None
     finished_at: float | None = None
-    resizes: int = 0
+    counts: EventCounts = field(default_factory=EventCounts)
+    last: tuple[Device, ...] | None = None
+    """Devices of the job's latest launch."""
     observations: dict[int, Observation] = field(default_factory=dict)
     attained_gpu_s: float = 0.0
     suspended: bool = False
     state_since: float = 0.0
     pending_restart: bool = False
+    """No process of the job exists: it (re)starts, paying the restart, when it next runs."""
     packed: dict[str, Observation] = field(default_factory=dict)
     partners: tuple[str, ...] = ()
     factor: float = 1.0
@@ -119,35 +136,39 @@ class _State:
     """When the job finished its first ``FIRST_MINIBATCHES`` minibatches."""
     priority: int = 0
     epochs: EpochsToConverge = field(init=False)
+    submitted: Submitted = field(init=False)
 
     def __post_init__(self) -> None:
-        self.epochs = self.job.profile.epochs.scaled(self.job.work_scale)
-        self.priority = self.job.priority
-
-    def view(self) -> JobView:
         job = self.job
-        profile = job.profile
-        return JobView(
-            id=job.id,
-            submitted_at=job.submitted_at,
-            shape=profile.shape,
+        self.epochs = job.profile.epochs.scaled(job.work_scale)
+        self.priority = job.priority
+        self.submitted = Submitted(
+            job.id, job.submitted_at, job.min_gpus, job.max_gpus, job.requested_gpus, job.elastic
+        )
+
+    def held(self) -> Held:
+        """What the job holds, for the spine: its devices while a process of it exists."""
+        alive = self.workers > 0 and not self.pending_restart
+        return Held(self.devices[: self.workers] if alive else (), self.suspended, self.last)
+
+    def view(self, capacity: int, needs: Needs) -> JobView:
+        job = self.job
+        known = Known(
+            shape=job.profile.shape,
             epochs=self.epochs,
             remaining_fraction=self.remaining,
-            min_gpus=job.min_gpus,
-            max_gpus=job.max_gpus,
-            requested_gpus=job.requested_gpus,
-            elastic=job.elastic,
-            devices=self.devices,
-            workers=self.workers,
-            speed=profile.speed_model,
-            # Shared, not copied: the policy reads it only while deciding.
+            # Shared, not copied: the policy reads them only while deciding.
             observations=self.observations,
-            attained_gpu_s=self.attained_gpu_s,
-            priority=self.priority,
-            suspended=self.suspended,
-            state_since=self.state_since,
             packed=self.packed,
+            attained_gpu_s=self.attained_gpu_s,
+            state_since=self.state_since,
+            priority=self.priority,
             memory_gib=job.memory_gib,
+        )
+        placed = Assignment(self.devices, self.workers, self.suspended)
+        truth = job.profile.speed_model if needs.true_model else None
+        return job_view(
+            self.submitted, known, self.held(), placed, capacity=capacity, needs=needs, truth=truth
         )
 
     @property
@@ -187,20 +208,13 @@ class _State:
             goal = 1.0 - min(FIRST_MINIBATCHES, total) / total
             if self.remaining <= goal + _DONE:
                 self.first_at = begin + (before - goal) / self.rate()
+        step, batch = self.step_time(), self.job.profile.shape.batch_per_worker
         if self.partners:
             for other in self.partners:
-                self.packed[other] = _add(self.packed.get(other), self, productive)
+                self.packed[other] = fold(self.packed.get(other), step, productive, batch)
         else:
             w = self.workers
-            self.observations[w] = _add(self.observations.get(w), self, productive)
-
-
-def _add(seen: Observation | None, state: _State, seconds: float) -> Observation:
-    return Observation(
-        state.step_time(),
-        seconds + (seen.seconds if seen is not None else 0.0),
-        state.job.profile.shape.batch_per_worker,
-    )
+            self.observations[w] = fold(self.observations.get(w), step, productive, batch)
 
 
 @dataclass(frozen=True, slots=True)
@@ -258,7 +272,8 @@ class Simulator:
         ids = [j.id for j in jobs]
         if len(set(ids)) != len(ids):
             raise ValueError("job ids must be unique")
-        self.policy = policy
+        self.policy = serve_policy(policy, SIMULATOR)
+        self._needs = policy.needs
         self.cluster = cluster
         self.jobs = sorted(jobs, key=lambda j: (j.submitted_at, j.id))
         self.restart_delay_s = restart_delay_s
@@ -300,7 +315,9 @@ class Simulator:
                 for job_id, priority in steer.items():
                     if job_id in active:
                         active[job_id].priority = priority
-            plan = self.policy.decide([s.view() for s in active.values()], self.cluster, now)
+            capacity, needs = self.cluster.capacity, self._needs
+            views = [s.view(capacity, needs) for s in active.values()]
+            plan = self.policy.decide(views, self.cluster, now)
             decisions += 1
             self._apply(plan, active, now)
             point = UsagePoint(now, plan.busy_gpus, plan.held_gpus, len(active))
@@ -351,7 +368,7 @@ class Simulator:
             for s in sorted([*done, *active.values()], key=lambda s: (s.job.submitted_at, s.job.id))
         )
         records = tuple(
-            JobRecord(s.job.id, s.job.submitted_at, s.started_at, s.finished_at, s.resizes)
+            JobRecord(s.job.id, s.job.submitted_at, s.started_at, s.finished_at, s.counts.resizes)
             for s in sorted(done, key=lambda s: (s.job.submitted_at, s.job.id))
         )
         return SimResult(
@@ -367,22 +384,28 @@ class Simulator:
         )
 
     def _apply(self, plan: Plan, active: dict[str, _State], now: float) -> None:
+        """Carry out the spine's actions: time is the only effect a simulator has."""
         for state in active.values():
             target = plan.of(state.job.id)
             was_running = state.running
-            if target.active_devices != state.devices[: state.workers]:
-                # New GPUs or a new size: checkpoint, stop, restart when it next runs.
-                state.pending_restart = True
-            if target.running and (state.pending_restart or not was_running):
-                if state.pending_restart:
+            held = state.held()
+            alive = bool(held.devices)
+            for action in diff_one(state.job.id, held, plan):
+                if isinstance(action, Stop):
+                    alive = False  # checkpointed; restarts when it next runs
+                elif isinstance(action, Launch):
+                    alive = True
                     state.ready_at = now + self.restart_delay_s
                     if state.started_at is None:
                         state.started_at = now
-                    else:
-                        state.resizes += 1
-                    state.pending_restart = False
-                else:  # resumed where it was suspended
+                    state.last = action.devices
+                    state.counts.add(action.kind)
+                elif isinstance(action, Resume):
                     state.ready_at = now + self.switch_delay_s
+                    state.counts.add(Kind.RESUME)
+                elif isinstance(action, Suspend):
+                    state.counts.add(Kind.SUSPEND)
+            state.pending_restart = not alive
             state.devices = target.devices
             state.workers = target.workers
             state.suspended = target.suspended
@@ -392,18 +415,10 @@ class Simulator:
 
     def _contend(self, active: dict[str, _State]) -> None:
         """Who shares a GPU with whom, and each running job's resulting speed factor."""
-        on: dict[Device, list[_State]] = {}
-        for state in active.values():
-            state.partners, state.factor = (), 1.0
-            if state.running:
-                for d in state.devices[: state.workers]:
-                    on.setdefault(d, []).append(state)
-        shared = [group for group in on.values() if len(group) > 1]
-        for group in shared:
-            for state in group:
-                state.partners = tuple(
-                    sorted({*state.partners, *(o.job.id for o in group if o is not state)})
-                )
+        running = {i: s.devices[: s.workers] for i, s in active.items() if s.running}
+        partners = co_runners(running)
+        for job_id, state in active.items():
+            state.partners, state.factor = partners.get(job_id, ()), 1.0
         if self.host is not None:
             self._share_hosts(active, self.host)
         model = self.contention

@@ -1,0 +1,82 @@
+"""Matching a policy's needs to what a body supplies, once, at start-up.
+
+The simulator supplies everything, truth included. The runtime cannot know a
+job's true speed or remaining time; it supplies a speed model the way the
+ring-allreduce seed's exploration does — each new job is measured for a short
+window at two or more worker counts, then its model is refitted online from
+everything it reports — and it refuses an oracle outright. ``serve_policy`` returns
+the policy a body should call, or raises ``PolicyNotServed`` saying why.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from ringleader.policy.plan import Decider
+from ringleader.policy.profiling import Exploratory, Precompute
+from ringleader.policy.stack import Policy
+
+MEASURED_PROBE_SIZES = (1, 2, 4)
+"""Worker counts a measured profiling phase probes (those the job allows)."""
+MEASURED_WINDOW_S = 10.0
+"""Seconds of minibatches measured at each probe size before the model is fitted."""
+
+
+class PolicyNotServed(ValueError):
+    """This body cannot run this policy; the message says why and what to use instead."""
+
+
+@dataclass(frozen=True, slots=True)
+class Supplies:
+    """What a body can give a policy."""
+
+    name: str
+    truth: bool
+    """True speed models and remaining times (only a simulator)."""
+    suspend: bool = True
+    packing: bool = True
+    traffic: bool = False
+    probe_window_s: float = MEASURED_WINDOW_S
+
+
+SIMULATOR = Supplies("the simulator", truth=True, traffic=True)
+RUNTIME = Supplies("ringleader server", truth=False)
+
+
+def serve_policy(policy: Decider, body: Supplies) -> Decider:
+    """``policy`` as ``body`` can run it; ``PolicyNotServed`` when it cannot."""
+    needs = policy.needs
+    if needs.true_remaining and not body.truth:
+        raise PolicyNotServed(
+            f"policy {policy.name!r} is an oracle: it ranks jobs by their true remaining "
+            f"time, which only a simulator knows; {body.name} cannot run it (use it in "
+            "`ringleader simulate` as a bound, or run 'tiresias' or 'ringleader' here)"
+        )
+    if needs.time_slicing and not body.suspend:
+        raise PolicyNotServed(f"policy {policy.name!r} time-slices jobs; {body.name} cannot")
+    if needs.packing and not body.packing:
+        raise PolicyNotServed(f"policy {policy.name!r} packs jobs on a GPU; {body.name} cannot")
+    if needs.traffic and not body.traffic:
+        raise PolicyNotServed(f"policy {policy.name!r} sets traffic priority; {body.name} cannot")
+    if needs.true_model and not body.truth:
+        return measured(policy, body.probe_window_s)
+    return policy
+
+
+def measured(policy: Decider, window_s: float = MEASURED_WINDOW_S) -> Decider:
+    """A policy that expects speed models on arrival, fed by a measured profiling phase."""
+    if isinstance(policy, Policy) and isinstance(policy.profiling, Precompute):
+        return replace(policy, profiling=Exploratory(MEASURED_PROBE_SIZES, window_s))
+    raise PolicyNotServed(
+        f"policy {policy.name!r} needs speed models on arrival and has no profiling stage "
+        "to measure them with"
+    )
+
+
+def served_by_runtime(policy: Decider) -> bool:
+    """Whether ``ringleader server`` can run ``policy`` (for listings)."""
+    try:
+        serve_policy(policy, RUNTIME)
+    except PolicyNotServed:
+        return False
+    return True

@@ -1,0 +1,43 @@
+"""Observations, kept one way for both bodies: step-time profiles and co-runners.
+
+A job's profile holds, per worker count (running alone) and per partner
+(packed on one GPU with that job), its mean minibatch time and how many
+seconds it was measured for. The runtime folds one reported minibatch at a
+time; the simulator folds a stretch of time at one step time. Both call
+``fold``, so a mean means the same thing in both: seconds over minibatches.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from ringleader.policy.views import Device, Observation
+
+
+def fold(
+    seen: Observation | None, step_time: float, seconds: float, batch_per_worker: int
+) -> Observation:
+    """``seen`` with ``seconds`` more of minibatches taking ``step_time`` each."""
+    if seen is None:
+        return Observation(step_time, seconds, batch_per_worker)
+    total = seen.seconds + seconds
+    if seen.step_time == step_time or seconds <= 0:
+        mean = seen.step_time
+    else:
+        steps = seen.seconds / seen.step_time + seconds / step_time
+        mean = total / steps
+    return Observation(mean, total, batch_per_worker or seen.batch_per_worker)
+
+
+def co_runners(running: Mapping[str, Iterable[Device]]) -> dict[str, tuple[str, ...]]:
+    """For each running job, the other jobs running on any of its devices, sorted."""
+    on: dict[Device, list[str]] = {}
+    for job, devices in running.items():
+        for d in set(devices):
+            on.setdefault(d, []).append(job)
+    partners: dict[str, set[str]] = {job: set() for job in running}
+    for jobs in on.values():
+        if len(jobs) > 1:
+            for job in jobs:
+                partners[job].update(j for j in jobs if j != job)
+    return {job: tuple(sorted(others)) for job, others in partners.items()}

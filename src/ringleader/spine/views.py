@@ -1,0 +1,92 @@
+"""The policy's view of one job, built the same way by every body.
+
+Both bodies know a job's submitted facts, what it reported, and what it
+holds; only the simulator also knows the truth. ``job_view`` is the one place
+these become a ``JobView``, so the two bodies cannot drift apart on:
+
+* **truth**: a true speed model reaches the policy only when the policy says
+  it is given one (``Needs.true_model``), never an online learner;
+* **size bounds**: ``max_gpus`` never exceeds the cluster;
+* **placement**: a job placed in a time-sliced group but not started there
+  keeps its place in the next view (suspended, on its group's GPUs).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from ringleader.perf.epochs import EpochsToConverge
+from ringleader.perf.speed import SpeedModel
+from ringleader.policy.needs import Needs
+from ringleader.policy.plan import Assignment
+from ringleader.policy.views import JobShape, JobView, Observation
+from ringleader.spine.actions import Held
+
+
+@dataclass(frozen=True, slots=True)
+class Submitted:
+    """What the job's owner said when submitting it."""
+
+    id: str
+    submitted_at: float
+    min_gpus: int
+    max_gpus: int
+    requested_gpus: int
+    elastic: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Known:
+    """What a body has learned of the job so far."""
+
+    shape: JobShape
+    epochs: EpochsToConverge
+    remaining_fraction: float
+    observations: Mapping[int, Observation]
+    packed: Mapping[str, Observation]
+    attained_gpu_s: float
+    state_since: float
+    priority: int = 0
+    memory_gib: float | None = None
+
+
+def job_view(
+    job: Submitted,
+    known: Known,
+    held: Held,
+    placed: Assignment | None,
+    *,
+    capacity: int,
+    needs: Needs,
+    truth: SpeedModel | None = None,
+) -> JobView:
+    """The ``JobView`` of one job; ``placed`` is its assignment in the last plan carried out."""
+    devices, workers, suspended = held.devices, len(held.devices), held.suspended
+    if placed is not None and placed.resident and set(placed.active_devices) == set(devices):
+        # Carried out as planned: the plan's own devices, extra held ones included.
+        devices, workers, suspended = placed.devices, placed.workers, placed.suspended
+    elif not devices and placed is not None and placed.resident and placed.suspended:
+        # Placed in a time-sliced group, not started there yet: keep its place.
+        devices, workers, suspended = placed.devices, placed.workers, True
+    return JobView(
+        id=job.id,
+        submitted_at=job.submitted_at,
+        shape=known.shape,
+        epochs=known.epochs,
+        remaining_fraction=known.remaining_fraction,
+        min_gpus=job.min_gpus,
+        max_gpus=min(job.max_gpus, capacity),
+        requested_gpus=job.requested_gpus,
+        elastic=job.elastic,
+        priority=known.priority,
+        devices=devices,
+        workers=workers,
+        speed=truth if needs.true_model else None,
+        observations=known.observations,
+        attained_gpu_s=known.attained_gpu_s,
+        suspended=suspended,
+        state_since=known.state_since,
+        packed=known.packed,
+        memory_gib=known.memory_gib,
+    )
