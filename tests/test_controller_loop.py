@@ -1,0 +1,70 @@
+"""The controller decides off the API's event loop: a slow policy never delays a request."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import httpx
+
+from ringleader.policy.catalog import policy_named
+from ringleader.policy.needs import Needs
+from ringleader.policy.plan import Plan
+from ringleader.policy.views import ClusterView, JobView
+from ringleader.runtime.api import create_app
+from ringleader.runtime.controller import Controller, ControllerConfig
+from ringleader.runtime.executor.local import LocalExecutor
+from ringleader.runtime.store import Store
+
+DECISION_S = 1.0
+
+
+class Slow:
+    """FIFO that takes a second per decision and asks to be woken at once."""
+
+    name = "slow"
+    needs = Needs()
+
+    def __init__(self) -> None:
+        self.decisions = 0
+
+    def decide(self, jobs: Sequence[JobView], cluster: ClusterView, now: float) -> Plan:
+        time.sleep(DECISION_S)
+        self.decisions += 1
+        plan = policy_named("fifo").decide(jobs, cluster, now)
+        return Plan(plan.assignments, wake_at=now)
+
+
+def test_api_latency_does_not_depend_on_decision_time(tmp_path: Path) -> None:
+    store = Store(tmp_path / "ringleader.db")
+    policy = Slow()
+    config = ControllerConfig(tmp_path, policy, round_s=0.1, tick_s=0.05)
+    controller = Controller(store, LocalExecutor(1, warm=False), config)
+    app = create_app(store, controller)
+    latencies: list[float] = []
+
+    async def scenario() -> None:
+        loop = asyncio.create_task(controller.run())
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+            await asyncio.sleep(0.2)  # a decision is under way
+            deadline = time.monotonic() + 3 * DECISION_S
+            while time.monotonic() < deadline:
+                started = time.monotonic()
+                r = await client.get("/health")
+                latencies.append(time.monotonic() - started)
+                assert r.status_code == 200
+                await asyncio.sleep(0.02)
+        controller.stop()
+        await loop
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        store.close()
+    assert policy.decisions >= 2, "the slow policy was not deciding during the requests"
+    assert len(latencies) > 20
+    # On the event loop, a request waited for up to a whole decision (1 s).
+    assert max(latencies) < DECISION_S / 2, f"slowest request {max(latencies):.3f} s"

@@ -1,0 +1,201 @@
+"""The spine: plan diffing, counted events, observations, views and needs, written once."""
+
+from __future__ import annotations
+
+import ast
+import pathlib
+
+import pytest
+
+from ringleader.perf.epochs import EpochsToConverge
+from ringleader.policy.catalog import POLICY_NAMES, policy_named
+from ringleader.policy.needs import Needs
+from ringleader.policy.plan import Assignment, Plan
+from ringleader.policy.profiling import Exploratory
+from ringleader.policy.stack import Policy
+from ringleader.policy.views import ClusterView, Device, JobView, Observation
+from ringleader.sim.engine import SimJob, Simulator
+from ringleader.sim.profiles import RESNET110_K40
+from ringleader.spine.actions import (
+    Held,
+    Kind,
+    Launch,
+    Resume,
+    Stop,
+    Suspend,
+    Why,
+    diff_one,
+    launch_kind,
+)
+from ringleader.spine.needs import RUNTIME, SIMULATOR, PolicyNotServed, serve_policy
+from ringleader.spine.observe import co_runners, fold
+from ringleader.spine.views import Known, Submitted, job_view
+from tests.helpers import SHAPE
+
+A, B, C, D = (Device("n0", i) for i in range(4))
+
+
+def plan(**assignments: Assignment) -> Plan:
+    return Plan(assignments)
+
+
+# -- diff ---------------------------------------------------------------------
+
+
+def test_a_queued_job_with_a_target_is_launched_as_a_start() -> None:
+    actions = diff_one("j", Held(), plan(j=Assignment((A, B), 2)))
+    assert actions == [Launch("j", (A, B), Kind.START)]
+
+
+def test_a_new_size_is_a_stop_then_a_launch_counted_as_a_resize() -> None:
+    held = Held((A,), last=(A,))
+    actions = diff_one("j", held, plan(j=Assignment((A, B), 2)))
+    assert actions == [Stop("j", Why.RESIZE), Launch("j", (A, B), Kind.RESIZE)]
+
+
+def test_the_same_size_elsewhere_is_a_migration() -> None:
+    held = Held((A, B), last=(A, B))
+    actions = diff_one("j", held, plan(j=Assignment((C, D), 2)))
+    assert actions == [Stop("j", Why.MIGRATE), Launch("j", (C, D), Kind.MIGRATION)]
+
+
+def test_no_target_preempts_and_a_later_launch_in_place_is_a_restart() -> None:
+    assert diff_one("j", Held((A,), last=(A,)), plan()) == [Stop("j", Why.PREEMPT)]
+    assert diff_one("j", Held(last=(A,)), plan(j=Assignment((A,), 1))) == [
+        Launch("j", (A,), Kind.RESTART)
+    ]
+
+
+def test_time_slicing_on_the_same_devices_suspends_and_resumes() -> None:
+    running, parked = Held((A,), last=(A,)), Held((A,), suspended=True, last=(A,))
+    assert diff_one("j", running, plan(j=Assignment((A,), 1, suspended=True))) == [Suspend("j")]
+    assert diff_one("j", parked, plan(j=Assignment((A,), 1))) == [Resume("j")]
+    assert diff_one("j", parked, plan(j=Assignment((A,), 1, suspended=True))) == []
+    assert diff_one("j", running, plan(j=Assignment((A, B), 1))) == []  # holds B unused
+
+
+def test_a_job_placed_in_a_group_but_never_started_waits_without_actions() -> None:
+    assert diff_one("j", Held(), plan(j=Assignment((A,), 1, suspended=True))) == []
+
+
+def test_launch_kinds() -> None:
+    assert launch_kind(None, (A,)) is Kind.START
+    assert launch_kind((A,), (A, B)) is Kind.RESIZE
+    assert launch_kind((A, B), (B, C)) is Kind.MIGRATION
+    assert launch_kind((A, B), (B, A)) is Kind.RESTART
+
+
+# -- observations -------------------------------------------------------------
+
+
+def test_fold_is_seconds_over_minibatches_for_steps_and_for_stretches() -> None:
+    seen = None
+    for t in (0.1, 0.2, 0.3):  # the runtime: one minibatch at a time
+        seen = fold(seen, t, t, 32)
+    assert seen is not None
+    assert seen.step_time == pytest.approx(0.2)
+    assert seen.seconds == pytest.approx(0.6)
+    # The simulator: 10 s at 0.1 s per step, then 10 s at 0.2 s per step.
+    stretch = fold(fold(None, 0.1, 10.0, 32), 0.2, 10.0, 32)
+    assert stretch.step_time == pytest.approx(20.0 / 150.0)
+    assert fold(Observation(0.5, 3.0, 8), 0.5, 1.0, 0) == Observation(0.5, 4.0, 8)
+
+
+def test_co_runners_are_jobs_on_a_shared_device() -> None:
+    got = co_runners({"x": [A], "y": [A, B], "z": [C], "w": [B]})
+    assert got == {"x": ("y",), "y": ("w", "x"), "z": (), "w": ("y",)}
+
+
+# -- views ---------------------------------------------------------------------
+
+
+def _view(needs: Needs, held: Held, placed: Assignment | None) -> JobView:
+    known = Known(SHAPE, EpochsToConverge.constant(10), 1.0, {}, {}, 0.0, 0.0)
+    submitted = Submitted("j", 0.0, 1, 64, 1, True)
+    truth = RESNET110_K40.speed_model
+    return job_view(submitted, known, held, placed, capacity=4, needs=needs, truth=truth)
+
+
+def test_only_a_policy_given_the_truth_sees_it_and_sizes_never_pass_the_cluster() -> None:
+    assert _view(Needs(true_model=True), Held(), None).speed is not None
+    assert _view(Needs(speed_model=True), Held(), None).speed is None
+    assert _view(Needs(), Held(), None).max_gpus == 4
+
+
+def test_a_view_keeps_a_placement_in_a_group_and_extra_held_devices() -> None:
+    parked = _view(Needs(), Held(), Assignment((B,), 1, suspended=True))
+    assert (parked.devices, parked.workers, parked.suspended) == ((B,), 1, True)
+    probing = _view(Needs(), Held((A,)), Assignment((A, B), 1))
+    assert (probing.devices, probing.workers) == ((A, B), 1)
+    moved = _view(Needs(), Held((A,)), Assignment((C,), 1))  # not carried out yet
+    assert (moved.devices, moved.workers) == ((A,), 1)
+
+
+def test_online_policies_learn_in_the_simulator_and_oracles_are_given_the_truth() -> None:
+    seen: dict[str, list[JobView]] = {}
+    measured: list[int] = []
+
+    def watch(name: str) -> None:
+        inner = policy_named(name)
+
+        class Watch:
+            needs = inner.needs
+
+            @property
+            def name(self) -> str:
+                return name
+
+            def decide(self, views: list[JobView], cluster: ClusterView, now: float) -> Plan:
+                seen.setdefault(name, []).extend(views)
+                if name == "elastic":
+                    measured.append(len(views[0].observations))
+                return inner.decide(views, cluster, now)
+
+        job = SimJob("j", 0.0, RESNET110_K40, max_gpus=4, work_scale=0.2)
+        Simulator(Watch(), ClusterView.uniform(1, 4), [job]).run()
+
+    for name in ("elastic", "ringleader", "precompute", "srtf-oracle"):
+        watch(name)
+    assert all(v.speed is None for v in seen["elastic"] + seen["ringleader"])
+    assert all(v.speed is not None for v in seen["precompute"] + seen["srtf-oracle"])
+    # What the online learner saw grew from nothing to measured sizes.
+    assert measured[0] == 0 and max(measured) >= 1
+
+
+# -- needs -----------------------------------------------------------------------
+
+
+def test_the_runtime_refuses_oracles_and_measures_what_precompute_is_given() -> None:
+    with pytest.raises(PolicyNotServed, match="oracle"):
+        serve_policy(policy_named("srtf-oracle"), RUNTIME)
+    served = serve_policy(policy_named("precompute"), RUNTIME)
+    assert isinstance(served, Policy) and isinstance(served.profiling, Exploratory)
+    assert not served.needs.true_model and len(served.profiling.probe_sizes) >= 2
+    gandiva = policy_named("gandiva")
+    assert serve_policy(gandiva, RUNTIME) is gandiva
+    for name in POLICY_NAMES:
+        policy = policy_named(name)
+        assert serve_policy(policy, SIMULATOR) is policy
+
+
+# -- one spine ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "body", ["src/ringleader/sim/engine.py", "src/ringleader/runtime/controller.py"]
+)
+def test_bodies_diff_plans_only_through_the_spine(body: str) -> None:
+    """No body compares a target's devices with what runs: that is ``diff_one``'s job."""
+    source = (pathlib.Path(__file__).parents[1] / body).read_text()
+    tree = ast.parse(source)
+    compared = [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Compare)
+        and any(
+            isinstance(side, ast.Attribute) and side.attr == "active_devices"
+            for side in (node.left, *node.comparators)
+        )
+    ]
+    assert not compared, f"{body} diffs a plan itself at line {compared[0].lineno}"
+    assert "diff_one" in source and "job_view" in source
