@@ -53,8 +53,10 @@ def test_each_served_policy_runs_a_real_job_to_success(server: LiveServer) -> No
 @pytest.mark.parametrize("name", REFUSED)
 def test_an_oracle_is_refused_at_start_up_with_the_reason(name: str, tmp_path: Path) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "ringleader", "server", "--policy", name]
-        + ["--state-dir", str(tmp_path), "--port", "1"],
+        [
+            *(sys.executable, "-m", "ringleader", "server", "--policy", name),
+            *("--state-dir", str(tmp_path), "--port", "1"),
+        ],
         capture_output=True,
         text=True,
         timeout=60,
