@@ -512,7 +512,7 @@ class Controller:
             generation=row.generation,
             workers=len(devices),
             devices=row.devices,
-            kind=action.kind.value,
+            counted=action.kind.value,
         )
         self._launched[row.id] = now
         self.executor.launch(
