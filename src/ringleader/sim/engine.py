@@ -137,6 +137,8 @@ class _State:
     priority: int = 0
     epochs: EpochsToConverge = field(init=False)
     submitted: Submitted = field(init=False)
+    seen: JobView | None = None
+    """The last view built; kept until something in it changes (a waiting job's never does)."""
 
     def __post_init__(self) -> None:
         job = self.job
@@ -152,6 +154,11 @@ class _State:
         return Held(self.devices[: self.workers] if alive else (), self.suspended, self.last)
 
     def view(self, capacity: int, needs: Needs) -> JobView:
+        if self.seen is None:
+            self.seen = self._view(capacity, needs)
+        return self.seen
+
+    def _view(self, capacity: int, needs: Needs) -> JobView:
         job = self.job
         known = Known(
             shape=job.profile.shape,
@@ -196,6 +203,7 @@ class _State:
     def advance(self, start: float, end: float) -> None:
         if not self.running:
             return
+        self.seen = None
         self.attained_gpu_s += self.workers * (end - start)
         begin = max(start, self.ready_at)
         productive = end - begin
@@ -315,6 +323,7 @@ class Simulator:
                 for job_id, priority in steer.items():
                     if job_id in active:
                         active[job_id].priority = priority
+                        active[job_id].seen = None
             capacity, needs = self.cluster.capacity, self._needs
             views = [s.view(capacity, needs) for s in active.values()]
             plan = self.policy.decide(views, self.cluster, now)
@@ -387,6 +396,13 @@ class Simulator:
         """Carry out the spine's actions: time is the only effect a simulator has."""
         for state in active.values():
             target = plan.of(state.job.id)
+            if (target.devices, target.workers, target.suspended) == (
+                state.devices,
+                state.workers,
+                state.suspended,
+            ):
+                continue  # as it was: nothing to do, nothing changes
+            state.seen = None
             was_running = state.running
             held = state.held()
             alive = bool(held.devices)
