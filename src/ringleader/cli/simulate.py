@@ -388,6 +388,7 @@ def _workload(path: Path, policy_name: str, json_path: Path | None, plot: Path |
                 "gpus": workload.cluster.capacity,
                 "summary": result.summary.as_dict(),
                 "decisions": result.decisions,
+                "counts": result.counts,
                 "wall_s": round(result.wall_s, 3),
                 "jobs": [
                     {
@@ -436,7 +437,10 @@ def _print_summary(result: SimResult, gpus: int) -> None:
         ("makespan", f"{s.makespan_s / 3600:.2f} h"),
         ("GPU utilisation", f"{s.utilization:.1%}"),
         ("peak jobs in system", str(s.peak_jobs)),
-        ("resizes", str(sum(r.resizes for r in result.records))),
+        (
+            "resizes / migrations / suspends",
+            " / ".join(str(result.counts.get(k, 0)) for k in ("resize", "migration", "suspend")),
+        ),
         ("simulation wall time", f"{result.wall_s:.2f} s ({result.decisions} decisions)"),
     ]
     for name, value in rows:

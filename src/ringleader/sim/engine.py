@@ -248,6 +248,8 @@ class SimResult:
     ended_at: float = 0.0
     snapshots: dict[float, dict[str, float]] = field(default_factory=dict)
     """Done fraction of every job at each requested snapshot time."""
+    counts: dict[str, int] = field(default_factory=dict)
+    """The spine's counted events over the whole run (starts, resizes, migrations…)."""
 
 
 MAX_FROZEN_EVENTS = 10_000
@@ -380,7 +382,12 @@ class Simulator:
             JobRecord(s.job.id, s.job.submitted_at, s.started_at, s.finished_at, s.counts.resizes)
             for s in sorted(done, key=lambda s: (s.job.submitted_at, s.job.id))
         )
+        total = EventCounts()
+        for s in [*done, *active.values()]:
+            for kind, n in s.counts.events.items():
+                total.add(kind, n)
         return SimResult(
+            counts=total.as_dict(),
             policy=self.policy.name,
             records=records,
             usage=tuple(usage),
