@@ -1,6 +1,7 @@
 import ast
 import pathlib
 import random
+from dataclasses import replace
 
 import pytest
 
@@ -243,3 +244,22 @@ def test_a_job_that_has_reported_nothing_grows_before_measured_ones(allocator: s
     )
     plan = policy_named(allocator).decide([measured, reported], ClusterView.uniform(1, 3), 2.0)
     assert plan.of("measured").workers == 2 and plan.of("new").workers == 1
+
+
+def test_a_running_job_grows_only_where_the_restart_is_won_back() -> None:
+    """A nearly finished job is not restarted to grow; the GPUs go to a job that gains."""
+    cluster = ClusterView.uniform(1, 8)
+    on = (Device("node0", 0),)
+    # 1e-4 of a 3.8 h job is ~1.4 s of work at 1 GPU: a 3.8 s restart cannot pay.
+    ending = resnet_job("ending", remaining=1e-4, devices=on, workers=1, max_gpus=8)
+    policy = policy_named("precompute")
+    grown = policy.decide([ending], cluster, 0.0).of("ending").workers
+    assert grown > 1  # with no restart cost known, doubling grows it
+    ending = replace(ending, restart_s=3.8)
+    assert policy.decide([ending], cluster, 0.0).of("ending").workers == 1
+    fresh = resnet_job("fresh", at=1.0, max_gpus=8)
+    plan = policy.decide([ending, fresh], cluster, 0.0)
+    assert plan.of("ending").workers == 1 and plan.of("fresh").workers == 4
+    # A long job still grows: hours saved against seconds of restart.
+    long = replace(ending, remaining_fraction=0.5)
+    assert policy.decide([long], cluster, 0.0).of("ending").workers == grown

@@ -44,6 +44,19 @@ def fitted_model(job: JobView) -> SpeedModel:
     return _fit(job.shape, samples)
 
 
+@lru_cache(maxsize=8192)
+def _prior(shape: JobShape, step: float) -> SpeedModel:
+    """Perfect scaling from one step time; one object per input, so downstream memos hit."""
+    return SpeedModel(
+        (0.0, 0.0, 0.0, 0.0, step),
+        shape.algorithm,
+        shape.grad_bytes,
+        shape.batch_per_worker,
+        shape.examples_per_epoch,
+        rank=1,
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class Probe:
     """An exploring job's next probe: the size to run at and seconds still to run."""
@@ -129,15 +142,7 @@ class Online:
     @staticmethod
     def prior(job: JobView) -> SpeedModel:
         step = next(iter(job.observations.values())).step_time if job.observations else 1.0
-        shape = job.shape
-        return SpeedModel(
-            (0.0, 0.0, 0.0, 0.0, step),
-            shape.algorithm,
-            shape.grad_bytes,
-            shape.batch_per_worker,
-            shape.examples_per_epoch,
-            rank=1,
-        )
+        return _prior(job.shape, step)
 
     def split(self, jobs: Sequence[JobView]) -> tuple[list[Candidate], list[JobView]]:
         known = []

@@ -100,3 +100,6 @@ class JobView:
     """Measured minibatch time while packed with each other job (by id) on one GPU."""
     memory_gib: float | None = None
     """Peak device memory the job was seen to use, when known (packing checks it)."""
+    restart_s: float = 0.0
+    """Seconds a checkpoint-stop-restart of this job costs, as the body measured it
+    (0: unknown, and resizes are not weighed against it)."""

@@ -68,6 +68,9 @@ class ControllerConfig:
     tick_s: float = 0.5
     stop_timeout_s: float = 60.0
     launch_timeout_s: float = 120.0
+    restart_s: float = 3.0
+    """A resize's cost until a job's own is measured: a cold checkpoint-stop-restart of
+    a small ResNet here (bench/results/resize.json, medians 2.9-3.4 s)."""
 
 
 def log_tail(job_dir: Path, lines: int = 20) -> str:
@@ -270,6 +273,8 @@ class Controller:
                 row.shape["memory_gib"] = max(row.shape.get("memory_gib", 0.0), rec["memory_gib"])
             seen = self._warm.get((row.id, row.generation), 0) + 1
             self._warm[(row.id, row.generation)] = seen
+            if seen == 1:
+                _measure_restart(row, rec.get("t"))
             if seen > WARMUP_STEPS and "step_time" in rec:
                 t = float(rec["step_time"])
                 batch = float(rec.get("batch_per_worker", 0))
@@ -363,6 +368,7 @@ class Controller:
             state_since=row.state_since,
             priority=spec.priority,
             memory_gib=shape.get("memory_gib"),
+            restart_s=shape.get(RESTART, self.config.restart_s),
         )
         submitted = Submitted(
             row.id, row.submitted_at, spec.lowest, spec.highest, spec.gpus, spec.elastic
@@ -423,6 +429,9 @@ class Controller:
         # job that is known to be stopping, not one whose exit looks like done.
         row.stopping = reason
         self._stop_sent[row.id] = now
+        if reason in ("resize", "migrate"):
+            # Its restart is timed from here to the next generation's first step.
+            row.shape[STOP_ASKED], row.shape[STOP_GENERATION] = now, row.generation
         self.store.save(row, "stop_requested", reason=reason, generation=row.generation)
         write_control(self.job_dir(row.id), Control(row.generation, Action.STOP))
 
@@ -519,6 +528,29 @@ class Controller:
             row.id, job_dir, row.generation, row.spec.command, devices, row.spec.env
         )
         log.info("launched %s generation %d on %d workers", row.id, row.generation, len(devices))
+
+
+STOP_ASKED = "stop_requested_at"
+STOP_GENERATION = "stop_generation"
+RESTART = "restart_s"
+"""Keys in a row's ``shape``: when a resize's stop was asked for, of which generation,
+and the job's measured restart cost."""
+
+
+def _measure_restart(row: JobRow, first_step_at: object) -> None:
+    """Fold the time from a resize's stop to the next generation's first step into
+    the job's restart cost."""
+    if row.shape.get(STOP_GENERATION, row.generation) >= row.generation:
+        return  # no resize under way, or a step of the generation being stopped
+    stopped_at = row.shape.pop(STOP_ASKED, None)
+    row.shape.pop(STOP_GENERATION, None)
+    if stopped_at is None or not isinstance(first_step_at, int | float):
+        return
+    seconds = float(first_step_at) - stopped_at
+    if not 0 < seconds < 3600:
+        return  # a clock step, or a stop long before the relaunch: not a restart
+    old = row.shape.get(RESTART)
+    row.shape[RESTART] = seconds if old is None else 0.5 * (old + seconds)
 
 
 def _count(row: JobRow, kind: Kind) -> None:

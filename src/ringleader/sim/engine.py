@@ -30,7 +30,7 @@ from typing import Protocol
 from ringleader.metrics import JobRecord, Summary, UsagePoint, summarize
 from ringleader.perf.epochs import EpochsToConverge
 from ringleader.policy.needs import Needs
-from ringleader.policy.plan import Assignment, Decider, Plan
+from ringleader.policy.plan import WAIT, Assignment, Decider, Plan
 from ringleader.policy.views import ClusterView, Device, JobView, Observation
 from ringleader.sim.errors import SimulationStalled
 from ringleader.sim.profiles import TrueProfile
@@ -139,6 +139,10 @@ class _State:
     submitted: Submitted = field(init=False)
     seen: JobView | None = None
     """The last view built; kept until something in it changes (a waiting job's never does)."""
+    target: Assignment = WAIT
+    """The assignment last carried out (``devices``, ``workers`` and ``suspended`` copy it)."""
+    holding: Held = field(default_factory=Held)
+    """What the job holds since the assignment was carried out (see ``held``)."""
 
     def __post_init__(self) -> None:
         job = self.job
@@ -153,12 +157,22 @@ class _State:
         alive = self.workers > 0 and not self.pending_restart
         return Held(self.devices[: self.workers] if alive else (), self.suspended, self.last)
 
-    def view(self, capacity: int, needs: Needs) -> JobView:
+    def carry_out(self, target: Assignment, alive: bool) -> None:
+        self.target = target
+        self.devices, self.workers, self.suspended = (
+            target.devices,
+            target.workers,
+            target.suspended,
+        )
+        self.pending_restart = not alive
+        self.holding = self.held()
+
+    def view(self, capacity: int, needs: Needs, restart_s: float) -> JobView:
         if self.seen is None:
-            self.seen = self._view(capacity, needs)
+            self.seen = self._view(capacity, needs, restart_s)
         return self.seen
 
-    def _view(self, capacity: int, needs: Needs) -> JobView:
+    def _view(self, capacity: int, needs: Needs, restart_s: float) -> JobView:
         job = self.job
         known = Known(
             shape=job.profile.shape,
@@ -171,11 +185,12 @@ class _State:
             state_since=self.state_since,
             priority=self.priority,
             memory_gib=job.memory_gib,
+            restart_s=restart_s,
         )
-        placed = Assignment(self.devices, self.workers, self.suspended)
+        placed = self.target
         truth = job.profile.speed_model if needs.true_model else None
         return job_view(
-            self.submitted, known, self.held(), placed, capacity=capacity, needs=needs, truth=truth
+            self.submitted, known, self.holding, placed, capacity=capacity, needs=needs, truth=truth
         )
 
     @property
@@ -327,7 +342,8 @@ class Simulator:
                         active[job_id].priority = priority
                         active[job_id].seen = None
             capacity, needs = self.cluster.capacity, self._needs
-            views = [s.view(capacity, needs) for s in active.values()]
+            restart = self.restart_delay_s
+            views = [s.view(capacity, needs, restart) for s in active.values()]
             plan = self.policy.decide(views, self.cluster, now)
             decisions += 1
             self._apply(plan, active, now)
@@ -403,15 +419,11 @@ class Simulator:
         """Carry out the spine's actions: time is the only effect a simulator has."""
         for state in active.values():
             target = plan.of(state.job.id)
-            if (target.devices, target.workers, target.suspended) == (
-                state.devices,
-                state.workers,
-                state.suspended,
-            ):
+            if target == state.target:
                 continue  # as it was: nothing to do, nothing changes
             state.seen = None
             was_running = state.running
-            held = state.held()
+            held = state.holding
             alive = bool(held.devices)
             for action in diff_one(state.job.id, held, plan):
                 if isinstance(action, Stop):
@@ -428,10 +440,7 @@ class Simulator:
                     state.counts.add(Kind.RESUME)
                 elif isinstance(action, Suspend):
                     state.counts.add(Kind.SUSPEND)
-            state.pending_restart = not alive
-            state.devices = target.devices
-            state.workers = target.workers
-            state.suspended = target.suspended
+            state.carry_out(target, alive)
             if state.running != was_running:
                 state.state_since = now
         self._contend(active)

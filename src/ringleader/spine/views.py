@@ -49,6 +49,8 @@ class Known:
     state_since: float
     priority: int = 0
     memory_gib: float | None = None
+    restart_s: float = 0.0
+    """What a checkpoint-stop-restart of this job costs (0: unknown)."""
 
 
 def job_view(
@@ -63,12 +65,14 @@ def job_view(
 ) -> JobView:
     """The ``JobView`` of one job; ``placed`` is its assignment in the last plan carried out."""
     devices, workers, suspended = held.devices, len(held.devices), held.suspended
-    if placed is not None and placed.resident and set(placed.active_devices) == set(devices):
-        # Carried out as planned: the plan's own devices, extra held ones included.
-        devices, workers, suspended = placed.devices, placed.workers, placed.suspended
-    elif not devices and placed is not None and placed.resident and placed.suspended:
-        # Placed in a time-sliced group, not started there yet: keep its place.
-        devices, workers, suspended = placed.devices, placed.workers, True
+    if placed is not None and placed.workers:
+        active = placed.devices[: placed.workers]
+        if active == devices or (devices and set(active) == set(devices)):
+            # Carried out as planned: the plan's own devices, extra held ones included.
+            devices, workers, suspended = placed.devices, placed.workers, placed.suspended
+        elif not devices and placed.suspended:
+            # Placed in a time-sliced group, not started there yet: keep its place.
+            devices, workers, suspended = placed.devices, placed.workers, True
     return JobView(
         id=job.id,
         submitted_at=job.submitted_at,
@@ -89,4 +93,5 @@ def job_view(
         state_since=known.state_since,
         packed=known.packed,
         memory_gib=known.memory_gib,
+        restart_s=known.restart_s,
     )
