@@ -103,7 +103,7 @@ def test_fold_is_seconds_over_minibatches_for_steps_and_for_stretches() -> None:
 
 def test_co_runners_are_jobs_on_a_shared_device() -> None:
     got = co_runners({"x": [A], "y": [A, B], "z": [C], "w": [B]})
-    assert got == {"x": ("y",), "y": ("w", "x"), "z": (), "w": ("y",)}
+    assert got == {"x": ("y",), "y": ("w", "x"), "w": ("y",)}  # z runs alone
 
 
 # -- views ---------------------------------------------------------------------

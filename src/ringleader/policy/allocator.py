@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from ringleader.policy.objective import Candidate
+from ringleader.policy.payback import pays
 
 Counts = dict[str, int]
 
@@ -98,7 +99,9 @@ def _greedy(
 
     ``step(c, w)`` returns ``(gpus added, score)`` for growing ``c`` from ``w``
     workers, or ``None`` when it cannot grow. A step that does not fit the GPUs
-    left is dropped for good: free GPUs only ever shrink.
+    left is dropped for good: free GPUs only ever shrink. A step that takes a
+    running job past its size without winning back the restart is never taken
+    (``ringleader.policy.payback``).
 
     A job not yet measured (``Candidate.measured`` false) grows first, in
     FIFO order: its guessed model has no scale to compare with measured jobs
@@ -112,7 +115,7 @@ def _greedy(
 
     def push(i: int, c: Candidate, w: int) -> None:
         nxt = step(c, w)
-        if nxt is not None and nxt[1] > 0:
+        if nxt is not None and nxt[1] > 0 and pays(c, w + nxt[0]):
             heapq.heappush(heap, (-(nxt[1] if c.measured else math.inf), i, nxt[0]))
 
     for i, c in enumerate(by_index):

@@ -7,9 +7,9 @@ order, which is the explore/optimise trade-off the seed describes:
 1. explorations already under way keep the GPUs they hold;
 2. every profiled job gets its minimum (FIFO);
 3. new explorations start, in FIFO order, while their largest probe size fits;
-4. the allocator grows profiled jobs with what is left;
-5. a running job's grow that would not win back its restart is undone
-   (``ringleader.policy.payback``) and its GPUs go to the others.
+4. the allocator grows profiled jobs with what is left, never a running job
+   past its size where the restart would not be won back
+   (``ringleader.policy.payback``).
 
 Under light load step 3 almost always succeeds and exploration costs only the
 probes; under heavy load new jobs wait behind the profiled ones.
@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 from ringleader.policy.allocator import Allocator, Counts
 from ringleader.policy.needs import Needs
 from ringleader.policy.objective import Candidate
-from ringleader.policy.payback import unpaid_grows
 from ringleader.policy.placement import place
 from ringleader.policy.plan import Assignment, Plan
 from ringleader.policy.profiling import Exploratory, Precompute, Profiling
@@ -86,14 +85,6 @@ class Policy:
             if not explore(job):
                 break
         counts = self.allocator.grow(known, counts, free)
-        pinned: Counts = {}
-        while keep := unpaid_grows([c for c in known if c.job.id not in pinned], counts):
-            # Those jobs stay as they are; what they would have taken goes to the others.
-            pinned.update(keep)
-            counts = {**counts, **keep}
-            free = cluster.capacity - sum(counts.values()) - sum(held.values())
-            others = [c for c in known if c.job.id not in pinned]
-            counts = self.allocator.grow(others, counts, free)
         for job_id, n in counts.items():
             held[job_id] = n
             workers[job_id] = n

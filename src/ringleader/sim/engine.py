@@ -312,6 +312,8 @@ class Simulator:
         self.snapshot_at = sorted(snapshot_at)
         self._widest = max((n.gpus for n in cluster.nodes), default=1)
         self.driver = driver
+        self._jobs_changed = False
+        """A job arrived or left since the last placement: sharing must be worked out again."""
         self.host = host
         """Shared host resources (the fidelity replay's CPU cores); None: GPUs share nothing."""
 
@@ -332,6 +334,7 @@ class Simulator:
             while nxt < len(pending) and pending[nxt].submitted_at <= now:
                 job = pending[nxt]
                 active[job.id] = _State(job, state_since=now)
+                self._jobs_changed = True
                 nxt += 1
             if self.driver is not None:
                 steer = self.driver.steer(now, {i: 1.0 - s.remaining for i, s in active.items()})
@@ -385,6 +388,7 @@ class Simulator:
                 }
             for job_id in [i for i, s in active.items() if s.workers and s.remaining <= _DONE]:
                 state = active.pop(job_id)
+                self._jobs_changed = True  # its partners run alone now
                 state.finished_at = now
                 done.append(state)
                 if self.on_finish is not None:
@@ -417,10 +421,13 @@ class Simulator:
 
     def _apply(self, plan: Plan, active: dict[str, _State], now: float) -> None:
         """Carry out the spine's actions: time is the only effect a simulator has."""
+        changed = self._jobs_changed
+        self._jobs_changed = False
         for state in active.values():
             target = plan.of(state.job.id)
             if target == state.target:
                 continue  # as it was: nothing to do, nothing changes
+            changed = True
             state.seen = None
             was_running = state.running
             held = state.holding
@@ -443,7 +450,8 @@ class Simulator:
             state.carry_out(target, alive)
             if state.running != was_running:
                 state.state_since = now
-        self._contend(active)
+        if changed:  # who shares a GPU, and so every speed, changes only with a placement
+            self._contend(active)
 
     def _contend(self, active: dict[str, _State]) -> None:
         """Who shares a GPU with whom, and each running job's resulting speed factor."""

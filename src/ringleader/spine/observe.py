@@ -30,14 +30,18 @@ def fold(
 
 
 def co_runners(running: Mapping[str, Iterable[Device]]) -> dict[str, tuple[str, ...]]:
-    """For each running job, the other jobs running on any of its devices, sorted."""
-    on: dict[Device, list[str]] = {}
+    """The other jobs running on any of each job's devices, sorted; jobs alone are left out."""
+    owners: dict[Device, list[str]] = {}
     for job, devices in running.items():
-        for d in set(devices):
-            on.setdefault(d, []).append(job)
-    partners: dict[str, set[str]] = {job: set() for job in running}
-    for jobs in on.values():
+        for d in devices:
+            on = owners.get(d)
+            if on is None:
+                owners[d] = [job]
+            elif on[-1] != job:
+                on.append(job)
+    partners: dict[str, set[str]] = {}
+    for jobs in owners.values():
         if len(jobs) > 1:
             for job in jobs:
-                partners[job].update(j for j in jobs if j != job)
+                partners.setdefault(job, set()).update(j for j in jobs if j != job)
     return {job: tuple(sorted(others)) for job, others in partners.items()}

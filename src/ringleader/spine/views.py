@@ -36,9 +36,10 @@ class Submitted:
     elastic: bool
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Known:
-    """What a body has learned of the job so far."""
+    """What a body has learned of the job so far (built afresh for every view, so not
+    frozen: a frozen dataclass costs a ``setattr`` per field, a million times a run)."""
 
     shape: JobShape
     epochs: EpochsToConverge
