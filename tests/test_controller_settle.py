@@ -168,3 +168,26 @@ def test_a_job_id_in_use_is_never_handed_out_again(
     second = store.add(spec)
     assert first.id != second.id and len(store.all()) == 2
     store.close()
+
+
+def test_a_resize_is_timed_and_counted_by_the_spine(
+    rig: tuple[Store, LocalExecutor, Path],
+) -> None:
+    store, executor, state = rig
+    controller = _controller(store, executor, state)
+    command = TINY_RESNET.format(epochs=30, ckpt=1.0)
+    job = store.add(parse_spec({"name": "timed", "command": command, "epochs": 30}))
+    row = _until(controller, store, job.id, lambda r: r.state is State.RUNNING and r.step > 3, 60)
+    assert controller.view(row).restart_s == controller.config.restart_s  # not measured yet
+    asked = time.time()
+    controller._request_stop(row, "resize", asked)
+    again = _until(
+        controller, store, job.id, lambda r: r.generation == 2 and "restart_s" in r.shape, 60
+    )
+    measured = again.shape["restart_s"]
+    assert 0 < measured < time.time() - asked
+    assert controller.view(again).restart_s == measured
+    # Relaunched on its own devices: the spine counts a restart, not a resize.
+    assert again.counts == {"start": 1, "restart": 1} and again.resizes == 0
+    launched = [e for e in store.events(job.id) if e["kind"] == "launched"]
+    assert [e["counted"] for e in launched] == ["start", "restart"]
