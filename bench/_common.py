@@ -7,6 +7,22 @@ import time
 from typing import Any
 
 
+def calibration_s(repeats: int = 3) -> float:
+    """Median seconds of a fixed pure-Python loop: how fast this machine is right now.
+
+    Wall times from different days, or different machines, compare only as
+    ratios to this (a loaded or throttled VM slows both alike).
+    """
+    times = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        table: dict[int, int] = {}
+        for i in range(3_000_000):
+            table[i % 1000] = table.get(i % 1000, 0) + i * i
+        times.append(time.perf_counter() - started)
+    return round(sorted(times)[len(times) // 2], 3)
+
+
 def wait_until(check: Any, timeout: float = 300.0, poll_s: float = 0.02) -> Any:
     """``check()``'s first truthy value, polled every ``poll_s`` up to ``timeout``."""
     deadline = time.monotonic() + timeout

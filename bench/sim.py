@@ -20,6 +20,7 @@ import sys
 import time
 from pathlib import Path
 
+from _common import calibration_s
 from ringleader.policy import ClusterView, policy_named
 from ringleader.scenarios.table3 import LOADS, STRATEGIES, run_table3
 from ringleader.sim import RESNET110_K40, SimJob, Simulator
@@ -71,6 +72,7 @@ def main() -> None:
             "cpus": os.cpu_count(),
             "python": sys.version.split()[0],
             "platform": platform.platform(),
+            "calibration_s": calibration_s(),
         },
         "table3": bench_table3(),
         "poisson_10k_1024gpu": bench_poisson(),

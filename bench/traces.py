@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from _common import calibration_s
 from ringleader.policy import ClusterView, policy_named
 from ringleader.sim import Simulator
 from ringleader.traces.jobs import GPUS_PER_NODE, recommended_gpus, to_sim_jobs
@@ -24,7 +25,11 @@ POLICIES = ("fifo", "tiresias", "ringleader")
 
 
 def main() -> None:
-    report: dict[str, Any] = {"speed_model": "resnet110-shape", "clusters": {}}
+    report: dict[str, Any] = {
+        "speed_model": "resnet110-shape",
+        "calibration_s": calibration_s(),
+        "clusters": {},
+    }
     for name in [n for n in available_traces() if n.startswith("itp:")]:
         path, fmt = resolve_trace(name)
         rows = load_trace(path, fmt)
