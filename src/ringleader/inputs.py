@@ -5,9 +5,10 @@ from __future__ import annotations
 import os
 from collections.abc import Hashable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
+from pydantic import BaseModel, ValidationError
 
 
 def read_capped(path: Path, limit: int, what: str, error: type[ValueError]) -> str:
@@ -78,3 +79,37 @@ def field_path(loc: Sequence[int | str], whole: str) -> str:
     for part in loc:
         out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
     return out or whole
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def load_yaml_model(
+    path: Path, model: type[M], *, what: str, error: type[ValueError], limit: int, top: str
+) -> M:
+    """Read a YAML file into ``model``; ``error`` naming the file, each field and the fix.
+
+    ``top`` says what the file's top level should hold, for files that are not a mapping.
+    """
+    text = read_capped(path, limit, what, error)
+    try:
+        data = load_yaml(text)
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f" line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise error(f"{path}:{where}: not valid YAML: {err}") from err
+    if not isinstance(data, dict):
+        raise error(f"{path}: expected a mapping with {top} at the top, got {type(data).__name__}")
+    try:
+        return model.model_validate(data)
+    except ValidationError as err:
+        lines = []
+        for e in err.errors()[:10]:
+            shown = e["type"] not in ("missing", "value_error")
+            got = f" (got {e['input']!r})" if shown else ""
+            got = got if len(got) < 80 else got[:77] + "...)"
+            message = e["msg"].removeprefix("Value error, ")
+            lines.append(f"  {field_path(e['loc'], '(top level)')}: {message}{got}")
+        more = len(err.errors()) - 10
+        tail = f"\n  ... and {more} more" if more > 0 else ""
+        raise error(f"{path}: invalid {what}\n" + "\n".join(lines) + tail) from err

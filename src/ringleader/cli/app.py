@@ -9,6 +9,7 @@ from rich.table import Table
 from ringleader import __version__
 from ringleader.cli.automl import automl
 from ringleader.cli.demo import demo
+from ringleader.cli.fidelity import fidelity
 from ringleader.cli.netlab import netlab
 from ringleader.cli.runtime import cancel, jobs, logs, server, show, submit
 from ringleader.cli.simulate import simulate
@@ -26,7 +27,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.command()(simulate)
-for command in (server, submit, jobs, show, logs, cancel, demo, netlab, sweep, automl):
+for command in (server, submit, jobs, show, logs, cancel, demo, fidelity, netlab, sweep, automl):
     app.command()(command)
 
 

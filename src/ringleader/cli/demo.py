@@ -11,9 +11,6 @@ from __future__ import annotations
 import itertools
 import json
 import math
-import signal
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -27,8 +24,8 @@ from rich.table import Table
 
 from ringleader.cli.errors import check_output_dir, fail
 from ringleader.metrics import JobRecord, summarize
-from ringleader.runtime.executor.local import free_port
 from ringleader.runtime.history import usage_from_events
+from ringleader.runtime.local_server import LocalServerError, local_server
 
 console = Console(highlight=False)
 
@@ -119,20 +116,6 @@ def _table(jobs: list[dict[str, Any]], elapsed: float) -> Table:
     return table
 
 
-def _wait_healthy(url: str, server: subprocess.Popen[bytes], timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if server.poll() is not None:
-            fail(f"the demo server exited early with status {server.returncode}")
-        try:
-            if httpx.get(url + "/health", timeout=1).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.2)
-    fail(f"the demo server did not answer at {url} within {timeout:.0f} s")
-
-
 def demo(
     out: Annotated[Path, typer.Option(help="Where to write results and the plot.")] = Path(
         "demo-output"
@@ -145,39 +128,15 @@ def demo(
         fail(f"--timeout: {timeout} must be a positive number of seconds")
     check_output_dir("--out", out)
     state = Path(tempfile.mkdtemp(prefix="ringleader-demo-"))
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    server_log = open(out / "server.log", "wb")  # noqa: SIM115 - lives as long as the server
-    server = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "ringleader",
-            "server",
-            "--gpus",
-            str(gpus),
-            "--state-dir",
-            str(state),
-            "--port",
-            str(port),
-            "--round-s",
-            "10",
-        ],
-        stdout=server_log,
-        stderr=subprocess.STDOUT,
-    )
     try:
-        _wait_healthy(url, server)
-        console.print(f"server at {url}, {gpus} devices, state in {state}; log in {out}/server.log")
-        jobs = _run(url, timeout)
-        _report(url, jobs, out, gpus, state)
-    finally:
-        server.send_signal(signal.SIGTERM)
-        try:
-            server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            server.kill()
-        server_log.close()
+        with local_server(gpus=gpus, state_dir=state, log=out / "server.log", round_s=10) as url:
+            console.print(
+                f"server at {url}, {gpus} devices, state in {state}; log in {out}/server.log"
+            )
+            jobs = _run(url, timeout)
+            _report(url, jobs, out, gpus, state)
+    except LocalServerError as err:
+        fail(str(err))
 
 
 def _run(url: str, timeout: float) -> list[dict[str, Any]]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import NoReturn
 
@@ -32,3 +33,12 @@ def check_output_dir(option: str, path: Path) -> None:
     """Create ``path`` if need be; fail with one line if it cannot hold our output."""
     if (why := output_dir_problem(path)) is not None:
         fail(f"{option} {path}: {why}")
+
+
+def write_json(option: str, path: Path, payload: object) -> None:
+    """Write ``payload`` as indented JSON, or fail naming ``option``."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(payload, indent=2) + "\n")
+    except OSError as err:
+        fail(f"{option} {path}: cannot write: {err}")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
@@ -12,7 +11,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from ringleader.cli.errors import check_output_file, fail
+from ringleader.cli.errors import check_output_file, fail, write_json
 from ringleader.policy.catalog import POLICY_NAMES, UnknownPolicyError, policy_named
 from ringleader.policy.profiling import PolicyInputError
 from ringleader.sim.contention import GavelContention
@@ -37,14 +36,6 @@ def _progress() -> Progress:
         console=Console(stderr=True),
         transient=True,
     )
-
-
-def _write_json(path: Path, payload: object) -> None:
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(payload, indent=2) + "\n")
-    except OSError as err:
-        fail(f"--json {path}: cannot write: {err}")
 
 
 def simulate(
@@ -166,7 +157,7 @@ def _table3(seeds: int, json_path: Path | None, plot: Path | None, processes: in
         "see docs/table3.md for what differs and why"
     )
     if json_path is not None:
-        _write_json(json_path, payload)
+        write_json("--json", json_path, payload)
         console.print(f"wrote {json_path}")
     if plot is not None:
         from ringleader.report.plots import jct_cdf_grid
@@ -228,7 +219,8 @@ def _trace(
     _print_summary(result, size)
     s = result.summary
     if json_path is not None:
-        _write_json(
+        write_json(
+            "--json",
             json_path,
             {
                 "trace": str(path),
@@ -289,7 +281,7 @@ def _sharing(
             console.print(f"  {name}: {shown}")
     console.print("model and what differs from the seed: docs/gandiva.md")
     if json_path is not None:
-        _write_json(json_path, result)
+        write_json("--json", json_path, result)
         console.print(f"wrote {json_path}")
     if plot is not None:
         from ringleader.report.plots import sharing_plot
@@ -347,7 +339,7 @@ def _tensorlights(seeds: int, fifo_model: str, json_path: Path | None, plot: Pat
     console.print(table)
     console.print("model and what differs from the seed: docs/tensorlights.md")
     if json_path is not None:
-        _write_json(json_path, result)
+        write_json("--json", json_path, result)
         console.print(f"wrote {json_path}")
     if plot is not None:
         from ringleader.report.plots import tensorlights_plot
@@ -380,7 +372,8 @@ def _workload(path: Path, policy_name: str, json_path: Path | None, plot: Path |
             fail(f"{path}: {err}")
     _print_summary(result, workload.cluster.capacity)
     if json_path is not None:
-        _write_json(
+        write_json(
+            "--json",
             json_path,
             {
                 "policy": result.policy,

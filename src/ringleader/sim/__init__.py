@@ -8,6 +8,7 @@ from ringleader.sim.engine import (
     Simulator,
 )
 from ringleader.sim.errors import SimulationStalled
+from ringleader.sim.host import Host, SharedCores
 from ringleader.sim.profiles import PROFILES, RESNET110_K40, TrueProfile
 
 __all__ = [
@@ -15,6 +16,8 @@ __all__ = [
     "DEFAULT_ROUND_S",
     "PROFILES",
     "RESNET110_K40",
+    "Host",
+    "SharedCores",
     "SimJob",
     "SimResult",
     "SimulationStalled",

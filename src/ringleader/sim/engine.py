@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -33,6 +33,7 @@ from ringleader.policy.needs import Needs
 from ringleader.policy.plan import WAIT, Assignment, Decider, Plan
 from ringleader.policy.views import ClusterView, Device, JobView, Observation
 from ringleader.sim.errors import SimulationStalled
+from ringleader.sim.host import Host
 from ringleader.sim.profiles import TrueProfile
 from ringleader.spine.actions import (
     EventCounts,
@@ -81,15 +82,6 @@ class Contention(Protocol):
         ...
 
 
-class Host(Protocol):
-    """How a node's shared resources (CPU cores under virtual devices) slow its workers."""
-
-    def speed(self, workers_on_node: int) -> float:
-        """Speed of each worker on a node running ``workers_on_node`` workers in all,
-        relative to a worker running there alone."""
-        ...
-
-
 @dataclass(frozen=True, slots=True)
 class SimJob:
     """A job as submitted to the simulator, with its true behaviour."""
@@ -109,6 +101,10 @@ class SimJob:
     """Minibatches in the whole job, when known: then time to the first 100 is tracked."""
     priority: int = 0
     memory_gib: float | None = None
+    startup_s: float | None = None
+    """Launch to first minibatch of the job's first start; None: the simulator's restart delay."""
+    restart_s: float | None = None
+    """Stop to first minibatch of a later start; None: the simulator's restart delay."""
 
 
 @dataclass(slots=True)
@@ -185,7 +181,7 @@ class _State:
             state_since=self.state_since,
             priority=self.priority,
             memory_gib=job.memory_gib,
-            restart_s=restart_s,
+            restart_s=restart_s if job.restart_s is None else job.restart_s,
         )
         placed = self.target
         truth = job.profile.speed_model if needs.true_model else None
@@ -437,7 +433,7 @@ class Simulator:
                     alive = False  # checkpointed; restarts when it next runs
                 elif isinstance(action, Launch):
                     alive = True
-                    state.ready_at = now + self.restart_delay_s
+                    state.ready_at = now + self._launch_s(state)
                     if state.started_at is None:
                         state.started_at = now
                     state.last = action.devices
@@ -452,6 +448,12 @@ class Simulator:
                 state.state_since = now
         if changed:  # who shares a GPU, and so every speed, changes only with a placement
             self._contend(active)
+
+    def _launch_s(self, state: _State) -> float:
+        """What a launch costs the job: its own measured start-up or restart, if known."""
+        job = state.job
+        own = job.startup_s if state.started_at is None else job.restart_s
+        return self.restart_delay_s if own is None else own
 
     def _contend(self, active: dict[str, _State]) -> None:
         """Who shares a GPU with whom, and each running job's resulting speed factor."""
@@ -468,6 +470,8 @@ class Simulator:
                 continue
             for other in state.partners:
                 other_kind = active[other].job.kind
+                if self.host is not None and (model is None or kind is None):
+                    continue  # the host charges for the core the two share
                 if model is None or kind is None or other_kind is None:
                     # Nothing measured for this pair: packing is worth exactly a
                     # time-share, no gain and no loss.
@@ -484,16 +488,17 @@ class Simulator:
 
     @staticmethod
     def _share_hosts(active: dict[str, _State], host: Host) -> None:
-        """Slow every running job to the pace its most crowded node allows."""
-        per_node: dict[str, int] = {}
+        """Slow every running job to the pace its most crowded resource allows."""
+        load: dict[Hashable, int] = {}
         for state in active.values():
             if state.running:
                 for d in state.devices[: state.workers]:
-                    per_node[d.node] = per_node.get(d.node, 0) + 1
+                    key = host.resource(d)
+                    load[key] = load.get(key, 0) + 1
         for state in active.values():
             if state.running:
-                nodes = {d.node for d in state.devices[: state.workers]}
-                state.factor *= min(host.speed(per_node[n]) for n in nodes)
+                keys = {host.resource(d) for d in state.devices[: state.workers]}
+                state.factor *= min(host.speed(load[k]) for k in keys)
 
     def _next_event(
         self,

@@ -11,10 +11,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Literal
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from ringleader.inputs import field_path, load_yaml, read_capped
+from ringleader.inputs import load_yaml_model
 from ringleader.perf.allreduce import Algorithm
 from ringleader.perf.epochs import EpochsToConverge
 from ringleader.policy.views import ClusterView, JobShape
@@ -190,28 +189,12 @@ def _sim_job(name: str, at: float, f: _JobFields, profiles: dict[str, TrueProfil
 
 def load_workload(path: Path) -> Workload:
     """Read and validate a workload file; raises ``WorkloadFileError`` on any problem."""
-    text = read_capped(path, MAX_FILE_BYTES, "workload file", WorkloadFileError)
-    try:
-        data = load_yaml(text)
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f" line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise WorkloadFileError(f"{path}:{where}: not valid YAML: {err}") from err
-    if not isinstance(data, dict):
-        raise WorkloadFileError(
-            f"{path}: expected a mapping with 'cluster' and 'jobs' or 'poisson' at the top, "
-            f"got {type(data).__name__}"
-        )
-    try:
-        return Workload(WorkloadSpec.model_validate(data))
-    except ValidationError as err:
-        lines = []
-        for e in err.errors()[:10]:
-            shown = e["type"] not in ("missing", "value_error")
-            got = f" (got {e['input']!r})" if shown else ""
-            got = got if len(got) < 80 else got[:77] + "...)"
-            message = e["msg"].removeprefix("Value error, ")
-            lines.append(f"  {field_path(e['loc'], '(top level)')}: {message}{got}")
-        more = len(err.errors()) - 10
-        tail = f"\n  ... and {more} more" if more > 0 else ""
-        raise WorkloadFileError(f"{path}: invalid workload\n" + "\n".join(lines) + tail) from err
+    spec = load_yaml_model(
+        path,
+        WorkloadSpec,
+        what="workload",
+        error=WorkloadFileError,
+        limit=MAX_FILE_BYTES,
+        top="'cluster' and 'jobs' or 'poisson'",
+    )
+    return Workload(spec)

@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ringleader.perf.cores import device_cores
 from ringleader.policy.views import ClusterView, Device, Node
 from ringleader.runtime.executor.base import GangStatus
 from ringleader.runtime.executor.forkserver import Forkserver
@@ -73,11 +74,7 @@ class LocalExecutor:
 
     def cpus_for(self, device: int) -> list[int]:
         """Cores for a virtual device: an even share, or one core shared round-robin."""
-        n = len(self.cores)
-        if self.gpus >= n:
-            return [self.cores[device % n]]
-        per = n // self.gpus
-        return self.cores[device * per : (device + 1) * per]
+        return device_cores(device, self.gpus, self.cores)
 
     def launch(
         self,

@@ -1,0 +1,245 @@
+"""What the real run measured, in the simulator's terms.
+
+From a ``RealRun`` this takes, per job: the mean minibatch time at each worker
+count it ran at, with the slowdown of sharing CPU cores taken out (so the
+simulator can put back whatever sharing the replay has); its start-up cost
+(launch to first minibatch); its restart cost (stop request to the next
+generation's first minibatch); and, over the run, the cost of one
+suspend-and-resume. Nothing here is assumed that the run did not show,
+except the rule of how cores are shared (``ringleader.sim.host``).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import statistics
+from collections.abc import Hashable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ringleader.fidelity.real import RealJob, RealRun
+from ringleader.policy.views import Device
+from ringleader.sim.host import SharedCores
+
+WARMUP_STEPS = 2
+"""Minibatches of each generation left out of its step times (first-step overheads)."""
+IMMEDIATE_S = 1.0
+"""A launch this soon after the job's previous generation stopped is that stop's restart."""
+
+
+@dataclass(frozen=True, slots=True)
+class Generation:
+    """One launch of a job: its devices and when it computed."""
+
+    job: str
+    number: int
+    devices: tuple[Device, ...]
+    launched_at: float
+    steps: tuple[tuple[float, int], ...]
+    """(time, world size) of each minibatch it reported, in order."""
+    paused: tuple[tuple[float, float], ...]
+    """Intervals it sat suspended."""
+    stop_requested_at: float | None = None
+    stopped_at: float | None = None
+
+    @property
+    def first_step_at(self) -> float | None:
+        return self.steps[0][0] if self.steps else None
+
+    def computing(self, t: float) -> bool:
+        if not self.steps or not self.steps[0][0] <= t <= self.steps[-1][0]:
+            return False
+        return not any(a <= t < b for a, b in self.paused)
+
+    def typical_step_s(self) -> float:
+        gaps = [b[0] - a[0] for a, b in itertools.pairwise(self.steps)]
+        return statistics.median(gaps) if gaps else 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class JobMeasure:
+    name: str
+    step_times: dict[int, float]
+    """Mean seconds per minibatch at each worker count, on cores of its own."""
+    examples_per_epoch: int
+    batch_per_worker: int
+    grad_bytes: float
+    startup_s: float
+    restart_s: float | None
+    restarts: int
+
+
+@dataclass(frozen=True, slots=True)
+class Measured:
+    jobs: dict[str, JobMeasure]
+    switch_s: float | None
+    """One suspend plus one resume, averaged over the run; None: nothing was suspended."""
+    restart_s: float | None
+    """Every job's restarts averaged: for a job that never restarted."""
+    host: SharedCores
+    notes: list[str] = field(default_factory=list)
+
+
+def generations(job: RealJob) -> list[Generation]:
+    """The job's launches, from its events (devices, stops) and progress (minibatches)."""
+    launches = {int(e["generation"]): e for e in job.events if e["kind"] == "launched"}
+    requested = {int(e["generation"]): e["t"] for e in job.events if e["kind"] == "stop_requested"}
+    stopped = {
+        int(e["generation"]): e["t"]
+        for e in job.events
+        if e["kind"] == "stopped" and "generation" in e
+    }
+    steps: dict[int, list[tuple[float, int]]] = {}
+    paused: dict[int, list[tuple[float, float]]] = {}
+    since: dict[int, float] = {}
+    for rec in job.progress:
+        g, t = rec.get("g"), rec.get("t")
+        if not isinstance(g, int) or not isinstance(t, (int, float)):
+            continue
+        event = rec.get("event")
+        if event is None and "step" in rec:
+            steps.setdefault(g, []).append((float(t), int(rec.get("world_size", 1))))
+        elif event == "suspended":
+            since[g] = float(t)
+        elif event == "resumed" and g in since:
+            paused.setdefault(g, []).append((since.pop(g), float(t)))
+    for g, t in since.items():  # suspended until it ended
+        paused.setdefault(g, []).append((t, math.inf))
+    out = []
+    for g, event in sorted(launches.items()):
+        devices = tuple(Device(str(n), int(i)) for n, i in event["devices"])
+        out.append(
+            Generation(
+                job.name,
+                g,
+                devices,
+                float(event["t"]),
+                tuple(sorted(steps.get(g, []))),
+                tuple(paused.get(g, [])),
+                requested.get(g),
+                stopped.get(g),
+            )
+        )
+    return out
+
+
+class _Load:
+    """How many workers compute on each shared resource at a moment of the real run."""
+
+    def __init__(self, gens: Iterable[Generation], host: SharedCores) -> None:
+        self.gens = list(gens)
+        self.host = host
+
+    def factor(self, gen: Generation, t: float) -> float:
+        """The speed sharing allowed ``gen`` at ``t``, as ``host`` models it."""
+        load: dict[Hashable, int] = {}
+        for other in self.gens:
+            if other is gen or other.computing(t):
+                for d in other.devices:
+                    key = self.host.resource(d)
+                    load[key] = load.get(key, 0) + 1
+        return min(self.host.speed(load[self.host.resource(d)]) for d in gen.devices)
+
+
+def measure(run: RealRun) -> Measured:
+    host = SharedCores(run.devices, run.cores)
+    per_job = {j.name: generations(j) for j in run.jobs}
+    load = _Load((g for gens in per_job.values() for g in gens), host)
+    jobs: dict[str, JobMeasure] = {}
+    notes: list[str] = []
+    for job in run.jobs:
+        gens = per_job[job.name]
+        if job.state != "succeeded" or not any(g.steps for g in gens):
+            notes.append(f"{job.name}: {job.state}, left out of the replay")
+            continue
+        jobs[job.name] = _job(job, gens, load)
+    restarts = [
+        s for j in jobs.values() if j.restart_s is not None for s in [j.restart_s] * j.restarts
+    ]
+    switches = [s for j in run.jobs for s in _switches(j, per_job[j.name])]
+    return Measured(
+        jobs,
+        statistics.fmean(switches) if switches else None,
+        statistics.fmean(restarts) if restarts else None,
+        host,
+        notes,
+    )
+
+
+def _job(job: RealJob, gens: list[Generation], load: _Load) -> JobMeasure:
+    base: dict[int, list[float]] = {}
+    for gen in gens:
+        steps = gen.steps[WARMUP_STEPS:]
+        for (a, _), (b, world) in itertools.pairwise(steps):
+            if any(p < b and a < q for p, q in gen.paused):
+                continue  # a suspension in between: not a minibatch's time
+            base.setdefault(world, []).append((b - a) * load.factor(gen, (a + b) / 2))
+    if not base:  # too short to leave warm-up out: use what there is
+        for gen in gens:
+            for (a, _), (b, world) in itertools.pairwise(gen.steps):
+                base.setdefault(world, []).append((b - a) * load.factor(gen, (a + b) / 2))
+    step_times = {w: statistics.fmean(ts) for w, ts in base.items() if ts}
+    if not step_times:
+        gen = next(g for g in gens if g.steps)
+        step_times = {gen.steps[0][1]: gen.steps[0][0] - gen.launched_at}
+    shape = _shape(job.progress)
+    first = gens[0]
+    start = (first.first_step_at or first.launched_at) - first.launched_at
+    startup = max(0.0, start - first.typical_step_s())
+    costs = []
+    for before, gen in itertools.pairwise(gens):
+        if gen.first_step_at is None:
+            continue
+        began = gen.launched_at
+        if (
+            before.stop_requested_at is not None
+            and before.stopped_at is not None
+            and gen.launched_at - before.stopped_at < IMMEDIATE_S
+        ):
+            began = before.stop_requested_at  # a resize or migration: the stop is part of it
+        costs.append(max(0.0, gen.first_step_at - began - gen.typical_step_s()))
+    return JobMeasure(
+        job.name,
+        step_times,
+        int(shape.get("examples_per_epoch", 1)),
+        int(shape.get("batch_per_worker", 1)),
+        float(shape.get("grad_bytes", 1e7)),
+        startup,
+        statistics.fmean(costs) if costs else None,
+        len(costs),
+    )
+
+
+def _shape(progress: list[dict[str, Any]]) -> dict[str, float]:
+    for rec in progress:
+        if "examples_per_epoch" in rec and "batch_per_worker" in rec:
+            return {
+                k: float(rec[k])
+                for k in ("examples_per_epoch", "batch_per_worker", "grad_bytes")
+                if k in rec
+            }
+    return {}
+
+
+def _switches(job: RealJob, gens: list[Generation]) -> list[float]:
+    """Each suspend's latency plus the following resume's, to the next minibatch."""
+    requested = sorted(
+        (e["t"], e["kind"])
+        for e in job.events
+        if e["kind"] in ("suspend_requested", "resume_requested")
+    )
+    out = []
+    for gen in gens:
+        for began, ended in gen.paused:
+            if math.isinf(ended):
+                continue
+            asked = [t for t, k in requested if k == "suspend_requested" and t <= began]
+            resumed = [t for t, k in requested if k == "resume_requested" and t <= ended]
+            after = [t for t, _ in gen.steps if t > ended]
+            if not asked or not resumed or not after:
+                continue
+            suspend = began - asked[-1]
+            resume = after[0] - resumed[-1] - gen.typical_step_s()
+            out.append(max(0.0, suspend) + max(0.0, resume))
+    return out

@@ -1,0 +1,146 @@
+"""The real half of a fidelity run: the workload's jobs on a local ``ringleader server``.
+
+Starts a server with the policy in a fresh state directory, submits each job
+at its arrival time, waits for all of them to end, and keeps what the runtime
+recorded: each job's events (launches with their devices, stops, suspends)
+from the API and its progress file (every minibatch, start, suspend, resume)
+from its job directory. The replay measures everything it needs from these.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from ringleader.fidelity.workload import FidelityWorkload
+from ringleader.job.control import PROGRESS, ProgressReader
+from ringleader.runtime.local_server import local_server
+
+TERMINAL = frozenset({"succeeded", "failed", "cancelled"})
+Progress = Callable[[float, list[dict[str, Any]]], None]
+"""Called about once a second with the seconds elapsed and every job as the API shows it."""
+
+
+class RealRunError(RuntimeError):
+    """The real run could not finish; the message says which jobs and where the log is."""
+
+
+@dataclass(frozen=True, slots=True)
+class RealJob:
+    name: str
+    id: str
+    state: str
+    submitted_at: float
+    started_at: float | None
+    finished_at: float | None
+    events: list[dict[str, Any]]
+    progress: list[dict[str, Any]]
+
+    @property
+    def jct_s(self) -> float | None:
+        if self.state != "succeeded" or self.finished_at is None:
+            return None
+        return self.finished_at - self.submitted_at
+
+
+@dataclass(frozen=True, slots=True)
+class RealRun:
+    policy: str
+    devices: int
+    cores: tuple[int, ...]
+    """The CPU cores the server's workers were pinned to."""
+    round_s: float
+    jobs: tuple[RealJob, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RealRun:
+        jobs = tuple(RealJob(**j) for j in data["jobs"])
+        return cls(data["policy"], data["devices"], tuple(data["cores"]), data["round_s"], jobs)
+
+
+def run_real(
+    workload: FidelityWorkload,
+    policy: str,
+    work_dir: Path,
+    *,
+    timeout_s: float,
+    on_progress: Progress | None = None,
+) -> RealRun:
+    """Run ``workload`` under ``policy`` on a local server; ``work_dir`` keeps its state and log."""
+    state = work_dir / "state"
+    state.mkdir(parents=True, exist_ok=True)
+    log = work_dir / "server.log"
+    with (
+        local_server(
+            gpus=workload.devices, state_dir=state, log=log, round_s=workload.round_s, policy=policy
+        ) as url,
+        httpx.Client(base_url=url, timeout=30) as client,
+    ):
+        jobs = _submit_and_wait(client, workload.submissions(), timeout_s, log, on_progress)
+        real = tuple(_collect(client, state, j) for j in jobs)
+    return RealRun(
+        policy, workload.devices, tuple(sorted(os.sched_getaffinity(0))), workload.round_s, real
+    )
+
+
+def _submit_and_wait(
+    client: httpx.Client,
+    submissions: Sequence[tuple[float, dict[str, Any]]],
+    timeout_s: float,
+    log: Path,
+    on_progress: Progress | None,
+) -> list[dict[str, Any]]:
+    start = time.monotonic()
+    pending = list(submissions)
+    while True:
+        elapsed = time.monotonic() - start
+        while pending and pending[0][0] <= elapsed:
+            _, spec = pending.pop(0)
+            client.post("/jobs", json=spec).raise_for_status()
+        jobs: list[dict[str, Any]] = client.get("/jobs").json()
+        if on_progress is not None:
+            on_progress(elapsed, jobs)
+        if not pending and all(j["state"] in TERMINAL for j in jobs):
+            return jobs
+        if elapsed > timeout_s:
+            for j in jobs:
+                if j["state"] not in TERMINAL:
+                    client.delete(f"/jobs/{j['id']}")
+            unfinished = sorted(j["name"] for j in jobs if j["state"] not in TERMINAL)
+            raise RealRunError(
+                f"jobs {', '.join(unfinished)} did not finish within {timeout_s:.0f} s "
+                f"(cancelled; server log: {log})"
+            )
+        time.sleep(0.5 if pending and pending[0][0] - elapsed < 1 else 1.0)
+
+
+def _collect(client: httpx.Client, state: Path, job: dict[str, Any]) -> RealJob:
+    events = client.get(f"/jobs/{job['id']}").json()["events"]
+    reader = ProgressReader(state / "jobs" / job["id"] / PROGRESS)
+    progress: list[dict[str, Any]] = []
+    while chunk := reader.read_new():
+        progress += chunk
+    return RealJob(
+        name=job["name"],
+        id=job["id"],
+        state=job["state"],
+        submitted_at=job["submitted_at"],
+        started_at=job["started_at"],
+        finished_at=job["finished_at"],
+        events=events,
+        progress=progress,
+    )
+
+
+def save_run(run: RealRun, path: Path) -> None:
+    path.write_text(json.dumps(run.to_json()) + "\n")

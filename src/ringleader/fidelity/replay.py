@@ -1,0 +1,74 @@
+"""The simulated half of a fidelity run: the real run's jobs, replayed with its costs.
+
+Each job arrives when it really arrived, trains the same epochs with the
+minibatch times the real run measured at each worker count (a count it never
+ran at takes the nearest one it did), pays its own measured start-up and
+restart costs, and shares CPU cores the way the local executor pins them.
+The policy is the one the server ran, served as the server serves it (a
+measured profiling phase where it wants speed models), and sees only what
+the simulator observes: nothing of the measurements but their effects.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ringleader.fidelity.measure import JobMeasure, Measured
+from ringleader.fidelity.real import RealRun
+from ringleader.fidelity.workload import FidelityWorkload
+from ringleader.perf.epochs import EpochsToConverge
+from ringleader.policy.catalog import policy_from_config
+from ringleader.policy.views import ClusterView, JobShape, Node
+from ringleader.runtime.executor.local import NODE
+from ringleader.sim.engine import DEFAULT_SWITCH_DELAY_S, SimJob, SimResult, Simulator
+from ringleader.sim.profiles import TrueProfile
+from ringleader.spine.needs import RUNTIME, serve_policy
+
+
+def replay(run: RealRun, measured: Measured, workload: FidelityWorkload) -> SimResult:
+    """Simulate ``run``'s workload under its policy with what ``measured`` found."""
+    specs = {j.name: j.spec() for j in workload.jobs}
+    t0 = min(j.submitted_at for j in run.jobs)
+    fallback = measured.restart_s
+    jobs = []
+    for real in run.jobs:
+        m = measured.jobs.get(real.name)
+        if m is None:
+            continue
+        spec = specs[real.name]
+        restart = m.restart_s if m.restart_s is not None else fallback
+        jobs.append(
+            SimJob(
+                id=real.name,
+                submitted_at=real.submitted_at - t0,
+                profile=_profile(m, spec.epochs, run.devices),
+                max_gpus=spec.highest,
+                min_gpus=spec.lowest,
+                requested_gpus=spec.gpus,
+                elastic=spec.elastic,
+                startup_s=m.startup_s,
+                restart_s=m.startup_s if restart is None else restart,
+            )
+        )
+    policy = serve_policy(policy_from_config(run.policy, quantum_s=workload.quantum_s), RUNTIME)
+    startups = [m.startup_s for m in measured.jobs.values()]
+    return Simulator(
+        policy,
+        ClusterView((Node(NODE, run.devices),)),
+        jobs,
+        restart_delay_s=fallback if fallback is not None else max(startups, default=0.0),
+        round_s=run.round_s,
+        switch_delay_s=DEFAULT_SWITCH_DELAY_S if measured.switch_s is None else measured.switch_s,
+        host=measured.host,
+    ).run()
+
+
+def _profile(m: JobMeasure, epochs: float, devices: int) -> TrueProfile:
+    """The job's truth for the simulator: measured step times at every size it may get."""
+    times = dict(m.step_times)
+    for w in range(1, devices + 1):
+        if w not in times:
+            nearest = min(m.step_times, key=lambda s: (abs(math.log(s / w)), s))
+            times[w] = m.step_times[nearest]
+    shape = JobShape(m.examples_per_epoch, m.batch_per_worker, m.grad_bytes)
+    return TrueProfile(m.name, shape, times, EpochsToConverge.constant(epochs))

@@ -1,0 +1,86 @@
+"""A ``ringleader server`` of our own on this machine, for commands that run real jobs.
+
+``ringleader demo`` and ``ringleader fidelity`` each start one in a child
+process on a free port, wait until it answers, and stop it however they end.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+
+from ringleader.runtime.executor.local import free_port
+
+
+class LocalServerError(RuntimeError):
+    """The server did not come up; the message says why and where its log is."""
+
+
+@contextmanager
+def local_server(
+    *,
+    gpus: int,
+    state_dir: Path,
+    log: Path,
+    round_s: float,
+    policy: str | None = None,
+    quantum_s: float | None = None,
+) -> Iterator[str]:
+    """Run a server with ``gpus`` devices and state in ``state_dir``; yields its URL."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    args = [
+        sys.executable,
+        "-m",
+        "ringleader",
+        "server",
+        "--gpus",
+        str(gpus),
+        "--state-dir",
+        str(state_dir),
+        "--port",
+        str(port),
+        "--round-s",
+        f"{round_s:g}",
+    ]
+    if policy is not None:
+        args += ["--policy", policy]
+    if quantum_s is not None:
+        args += ["--quantum-s", f"{quantum_s:g}"]
+    with open(log, "wb") as out:
+        server = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT)
+        try:
+            _wait_healthy(url, server, log)
+            yield url
+        finally:
+            server.send_signal(signal.SIGTERM)
+            try:
+                server.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                server.wait()
+
+
+def _wait_healthy(
+    url: str, server: subprocess.Popen[bytes], log: Path, timeout: float = 30
+) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise LocalServerError(
+                f"the server exited early with status {server.returncode}; see {log}"
+            )
+        try:
+            if httpx.get(url + "/health", timeout=1).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    raise LocalServerError(f"the server did not answer at {url} within {timeout:.0f} s; see {log}")
