@@ -52,6 +52,7 @@ class Comparison:
 def compare(run: RealRun, measured: Measured, sim: SimResult, wall_s: float) -> Comparison:
     """Pair each job's real and simulated JCT (jobs the replay left out are not paired)."""
     simulated = {r.id: r for r in sim.records}
+    sim_t0 = min(r.submitted_at for r in sim.records)
     t0 = min(j.submitted_at for j in run.jobs)
     jobs = []
     for real in run.jobs:
@@ -69,7 +70,7 @@ def compare(run: RealRun, measured: Measured, sim: SimResult, wall_s: float) -> 
         raise ValueError(f"policy {run.policy}: no job finished in both bodies")
     names = {j["name"] for j in jobs}
     real_end = max(j.finished_at or t0 for j in run.jobs if j.name in names) - t0
-    sim_end = max(r.finished_at or 0.0 for r in sim.records if r.id in names)
+    sim_end = max(r.finished_at or sim_t0 for r in sim.records if r.id in names) - sim_t0
     real_counts: dict[str, int] = {}
     for real in run.jobs:
         for e in real.events:

@@ -82,7 +82,12 @@ def run_real(
     log = work_dir / "server.log"
     with (
         local_server(
-            gpus=workload.devices, state_dir=state, log=log, round_s=workload.round_s, policy=policy
+            gpus=workload.devices,
+            state_dir=state,
+            log=log,
+            round_s=workload.round_s,
+            policy=policy,
+            quantum_s=workload.quantum_s,
         ) as url,
         httpx.Client(base_url=url, timeout=30) as client,
     ):

@@ -24,11 +24,15 @@ from ringleader.sim.engine import DEFAULT_SWITCH_DELAY_S, SimJob, SimResult, Sim
 from ringleader.sim.profiles import TrueProfile
 from ringleader.spine.needs import RUNTIME, serve_policy
 
+ALIGN_S = 3600.0
+
 
 def replay(run: RealRun, measured: Measured, workload: FidelityWorkload) -> SimResult:
     """Simulate ``run``'s workload under its policy with what ``measured`` found."""
     specs = {j.name: j.spec() for j in workload.jobs}
-    t0 = min(j.submitted_at for j in run.jobs)
+    # Clock-aligned policy timers (time-slicing quanta) turn over at the same
+    # instants as in the real run: the clock is shifted by whole hours only.
+    t0 = math.floor(min(j.submitted_at for j in run.jobs) / ALIGN_S) * ALIGN_S
     fallback = measured.restart_s
     jobs = []
     for real in run.jobs:

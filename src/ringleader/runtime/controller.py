@@ -407,8 +407,13 @@ class Controller:
 
     def _log_plan(self, plan: Plan, rows: Sequence[JobRow]) -> None:
         if log.isEnabledFor(logging.INFO):
-            sizes = {r.id: plan.of(r.id).workers for r in rows}
-            log.info("plan (%s): %s", self.config.policy.name, sizes)
+            sizes = {
+                r.id: f"{a.workers}{' suspended' if a.suspended else ''}"
+                for r in rows
+                for a in [plan.of(r.id)]
+            }
+            wake = "" if plan.wake_at is None else f", next decision at {plan.wake_at:.1f}"
+            log.info("plan (%s): %s%s", self.config.policy.name, sizes, wake)
 
     def _suspend(self, row: JobRow, now: float) -> None:
         log.info("suspending %s", row.id)
