@@ -44,6 +44,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/ray_executor.py
 	$(BIN)/python bench/tensorlights_models.py
 	$(BIN)/python bench/store_history.py
+	$(BIN)/python bench/fidelity.py
 	$(BIN)/ringleader simulate --scenario gandiva-cluster --seeds 10 --json bench/results/gandiva-cluster.json
 	$(BIN)/ringleader simulate --scenario automl --seeds 30 --json bench/results/automl.json
 
