@@ -43,7 +43,10 @@ class Comparison:
             "real_makespan_s": round(self.real_makespan_s, 3),
             "sim_makespan_s": round(self.sim_makespan_s, 3),
             "real_wall_s": round(self.real_wall_s, 1),
-            "jobs": self.jobs,
+            "jobs": [
+                {k: round(v, 3) if isinstance(v, float) else v for k, v in j.items()}
+                for j in self.jobs
+            ],
             "measured": self.measured,
             "counts": self.counts,
         }
@@ -54,7 +57,7 @@ def compare(run: RealRun, measured: Measured, sim: SimResult, wall_s: float) -> 
     simulated = {r.id: r for r in sim.records}
     sim_t0 = min(r.submitted_at for r in sim.records)
     t0 = min(j.submitted_at for j in run.jobs)
-    jobs = []
+    jobs: list[dict[str, Any]] = []
     for real in run.jobs:
         record = simulated.get(real.name)
         if real.jct_s is None or record is None or record.jct is None:

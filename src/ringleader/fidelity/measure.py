@@ -48,13 +48,16 @@ class Generation:
         return self.steps[0][0] if self.steps else None
 
     def computing(self, t: float) -> bool:
-        if not self.steps or not self.steps[0][0] <= t <= self.steps[-1][0]:
+        """Whether its workers load their cores at ``t``: from launch (start-up
+        takes CPU too, and the simulator counts a launched worker at once) to the
+        last minibatch, less the time it sat suspended."""
+        if not self.steps or not self.launched_at <= t <= self.steps[-1][0]:
             return False
         return not any(a <= t < b for a, b in self.paused)
 
-    def typical_step_s(self) -> float:
-        gaps = [b[0] - a[0] for a, b in itertools.pairwise(self.steps)]
-        return statistics.median(gaps) if gaps else 0.0
+    def first_step_s(self) -> float:
+        """About how long the first minibatch took: the gap to the second (same load)."""
+        return self.steps[1][0] - self.steps[0][0] if len(self.steps) > 1 else 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,7 +189,7 @@ def _job(job: RealJob, gens: list[Generation], load: _Load) -> JobMeasure:
     shape = _shape(job.progress)
     first = gens[0]
     start = (first.first_step_at or first.launched_at) - first.launched_at
-    startup = max(0.0, start - first.typical_step_s())
+    startup = max(0.0, start - first.first_step_s())
     costs = []
     for before, gen in itertools.pairwise(gens):
         if gen.first_step_at is None:
@@ -198,7 +201,7 @@ def _job(job: RealJob, gens: list[Generation], load: _Load) -> JobMeasure:
             and gen.launched_at - before.stopped_at < IMMEDIATE_S
         ):
             began = before.stop_requested_at  # a resize or migration: the stop is part of it
-        costs.append(max(0.0, gen.first_step_at - began - gen.typical_step_s()))
+        costs.append(max(0.0, gen.first_step_at - began - gen.first_step_s()))
     return JobMeasure(
         job.name,
         step_times,
@@ -240,6 +243,6 @@ def _switches(job: RealJob, gens: list[Generation]) -> list[float]:
             if not asked or not resumed or not after:
                 continue
             suspend = began - asked[-1]
-            resume = after[0] - resumed[-1] - gen.typical_step_s()
+            resume = after[0] - resumed[-1] - gen.first_step_s()
             out.append(max(0.0, suspend) + max(0.0, resume))
     return out

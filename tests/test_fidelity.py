@@ -1,0 +1,225 @@
+"""``ringleader fidelity``: the workload file, measuring a run, replaying it, and a real run.
+
+Measuring and replaying are pure, so they are checked on a run whose truth
+is known (two jobs sharing one CPU core, built here step by step); the
+command itself runs two real jobs on a local server end to end.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ringleader.fidelity import compare, load_fidelity_workload, measure, replay
+from ringleader.fidelity.real import RealJob, RealRun
+from ringleader.fidelity.workload import FidelityFileError, FidelityWorkload
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "fidelity.yaml"
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "w.yaml"
+    path.write_text(text)
+    return path
+
+
+JOB = "  - {name: a, workload: resnet, epochs: 1%s}\n"
+
+
+@pytest.mark.parametrize(
+    ("extra", "expected"),
+    [
+        (", gpu: 2", "jobs[0].gpu"),
+        (", args: {epochs: 3}", "set 'epochs' on the job itself"),
+        (", gpus: 8", "needs at least 8 devices but the server has 4"),
+        (", args: {depth: '20; rm -rf /'}", "jobs[0].args.depth"),
+        (", elastic: true, min_gpus: 3, max_gpus: 2", "min_gpus (3) exceeds max_gpus (2)"),
+    ],
+)
+def test_a_bad_file_names_the_field(tmp_path: Path, extra: str, expected: str) -> None:
+    path = _write(tmp_path, "version: 1\ndevices: 4\njobs:\n" + JOB % extra)
+    with pytest.raises(FidelityFileError, match="invalid fidelity workload") as err:
+        load_fidelity_workload(path)
+    assert expected in str(err.value)
+
+
+def test_only_reference_workloads_run(tmp_path: Path) -> None:
+    path = _write(tmp_path, "jobs:\n  - {name: a, workload: bash, epochs: 1}\n")
+    with pytest.raises(FidelityFileError, match=r"jobs\[0\]\.workload"):
+        load_fidelity_workload(path)
+
+
+def test_duplicate_names_are_refused(tmp_path: Path) -> None:
+    path = _write(tmp_path, "jobs:\n" + JOB % "" + JOB % "")
+    with pytest.raises(FidelityFileError, match="duplicate names"):
+        load_fidelity_workload(path)
+
+
+def test_the_example_builds_argument_lists() -> None:
+    workload = load_fidelity_workload(EXAMPLE)
+    assert set(workload.policies) == {"elastic", "time-slicing"}
+    first = workload.jobs[0]
+    assert first.command()[:3] == ["python", "-m", "ringleader.workloads.resnet"]
+    assert first.command()[3:5] == ["--epochs", "12"]
+    submitted = [at for at, _ in workload.submissions()]
+    assert submitted == sorted(submitted)
+    assert sum(j.gpus for j in workload.jobs) > workload.devices  # a burst to time-slice
+
+
+# -- measuring and replaying a run whose truth is known ------------------------------
+
+STEP_S = 0.1
+"""Seconds per minibatch on a core of one's own."""
+STARTUP_S = 0.4
+
+
+def _shared_core_run() -> tuple[RealRun, FidelityWorkload]:
+    """Three 1-worker jobs on devices 0, 1 and 2 of 4 on 2 cores: a and c share core 0.
+
+    Each computes a minibatch in ``STEP_S`` alone and in twice that while
+    another computes on its core too (the fair share of one core), as the
+    real executor pins them. Built with a small fixed-increment clock,
+    independent of the simulator under test.
+    """
+    # submitted at, device (FIFO's placement: the lowest free), minibatches
+    plan = {"a": (0.0, 0, 100), "b": (1.0, 1, 80), "c": (4.5, 2, 60)}
+    core = {name: device % 2 for name, (_, device, _) in plan.items()}
+    done = dict.fromkeys(plan, 0.0)
+    times: dict[str, list[float]] = {name: [] for name in plan}
+    t, dt = 0.0, 0.0005
+    while any(len(times[n]) < plan[n][2] for n in plan):
+        # A launched worker loads its core from launch (start-up takes CPU
+        # too) and trains once its start-up is over.
+        loading = [n for n, (at, _, total) in plan.items() if t >= at and len(times[n]) < total]
+        for n in loading:
+            if t < plan[n][0] + STARTUP_S:
+                continue
+            sharing = sum(1 for m in loading if core[m] == core[n])
+            done[n] += dt / (STEP_S * sharing)
+            if done[n] >= len(times[n]) + 1 - 1e-9:
+                times[n].append(round(t + dt, 6))
+        t += dt
+    jobs = []
+    for name, (at, device, _) in plan.items():
+        shape = {"examples_per_epoch": 320, "batch_per_worker": 32, "grad_bytes": 1e6}
+        progress: list[dict[str, Any]] = [{"event": "started", "g": 1, "t": at + 0.1}]
+        progress += [
+            {"g": 1, "step": i + 1, "t": when, "world_size": 1, "step_time": STEP_S, **shape}
+            for i, when in enumerate(times[name])
+        ]
+        events = [
+            {"t": at, "kind": "submitted"},
+            {
+                "t": at,
+                "kind": "launched",
+                "generation": 1,
+                "workers": 1,
+                "devices": [["local", device]],
+                "counted": "start",
+            },
+            {"t": times[name][-1], "kind": "succeeded", "generation": 1},
+        ]
+        jobs.append(
+            RealJob(name, f"{name}-1", "succeeded", at, at, times[name][-1], events, progress)
+        )
+    workload = FidelityWorkload.model_validate(
+        {
+            "devices": 4,
+            "round_s": 10,
+            "jobs": [
+                {"name": "a", "workload": "resnet", "epochs": 10},
+                {"name": "b", "workload": "resnet", "epochs": 8, "submit_s": 1.0},
+                {"name": "c", "workload": "resnet", "epochs": 6, "submit_s": 4.5},
+            ],
+        }
+    )
+    return RealRun("fifo", 4, (0, 1), 10.0, tuple(jobs)), workload
+
+
+def test_measuring_takes_the_shared_core_out() -> None:
+    run, _ = _shared_core_run()
+    measured = measure(run)
+    for name in ("a", "b", "c"):
+        job = measured.jobs[name]
+        assert job.step_times[1] == pytest.approx(STEP_S, rel=0.02)
+        assert job.startup_s == pytest.approx(STARTUP_S, abs=0.02)
+        assert job.examples_per_epoch == 320
+
+
+def test_the_replay_reproduces_a_run_it_measured() -> None:
+    run, workload = _shared_core_run()
+    measured = measure(run)
+    result = compare(run, measured, replay(run, measured, workload), wall_s=0.0)
+    assert abs(result.avg_jct_error) < 0.01
+    for pair in result.jobs:
+        assert pair["sim_jct_s"] == pytest.approx(pair["real_jct_s"], rel=0.01)
+
+
+# -- the command, for real ----------------------------------------------------------
+
+TINY = """\
+version: 1
+devices: 2
+round_s: 5
+jobs:
+  - name: r8
+    workload: resnet
+    epochs: 6
+    args: {depth: 8, examples-per-epoch: 1024, batch: 32, checkpoint-every-s: 2}
+    submit_s: 0
+    elastic: true
+    max_gpus: 2
+  - name: lm
+    workload: transformer
+    epochs: 8
+    args: {examples-per-epoch: 2048, batch: 16, length: 32, width: 64, checkpoint-every-s: 2}
+    submit_s: 3
+    gpus: 1
+"""
+
+
+def _fidelity(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "ringleader", "fidelity", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def test_the_command_refuses_unknown_and_oracle_policies(tmp_path: Path) -> None:
+    path = _write(tmp_path, TINY)
+    unknown = _fidelity(str(path), "--policies", "nope")
+    assert unknown.returncode == 2
+    assert "unknown policy 'nope'" in unknown.stderr
+    oracle = _fidelity(str(path), "--policies", "srtf-oracle")
+    assert oracle.returncode == 2
+    assert "oracle" in oracle.stderr
+    assert "Traceback" not in oracle.stderr + unknown.stderr
+
+
+@pytest.mark.slow
+def test_real_jobs_run_and_replay(tmp_path: Path) -> None:
+    path = _write(tmp_path, TINY)
+    out = tmp_path / "out.json"
+    done = _fidelity(
+        str(path), "--policies", "elastic", "--json", str(out), "--work-dir", str(tmp_path / "w")
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    result = json.loads(out.read_text())["policies"]["elastic"]
+    assert {j["name"] for j in result["jobs"]} == {"r8", "lm"}
+    for pair in result["jobs"]:
+        assert pair["real_jct_s"] > 1.0
+        assert pair["sim_jct_s"] > 1.0
+    # Loose on purpose: two short jobs on a busy test machine. The tight goal
+    # is bench/fidelity.py's, on the example workload.
+    assert abs(result["sim_avg_jct_s"] / result["real_avg_jct_s"] - 1) < 0.25
+    measured = result["measured"]["jobs"]
+    assert set(measured) == {"r8", "lm"}
+    assert all(m["step_time_s"] for m in measured.values())
+    assert (tmp_path / "w" / "elastic" / "real.json").exists()
