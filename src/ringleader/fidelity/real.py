@@ -21,6 +21,8 @@ import httpx
 
 from ringleader.fidelity.workload import FidelityWorkload
 from ringleader.job.control import PROGRESS, ProgressReader
+from ringleader.policy.catalog import policy_from_config
+from ringleader.policy.sharing import Sharing
 from ringleader.runtime.local_server import local_server
 
 TERMINAL = frozenset({"succeeded", "failed", "cancelled"})
@@ -91,11 +93,26 @@ def run_real(
         ) as url,
         httpx.Client(base_url=url, timeout=30) as client,
     ):
+        _to_quantum_boundary(policy, workload.quantum_s)
         jobs = _submit_and_wait(client, workload.submissions(), timeout_s, log, on_progress)
         real = tuple(_collect(client, state, j) for j in jobs)
     return RealRun(
         policy, workload.devices, tuple(sorted(os.sched_getaffinity(0))), workload.round_s, real
     )
+
+
+def _to_quantum_boundary(policy: str, quantum_s: float | None) -> None:
+    """Start a time-slicing policy's run on a quantum boundary (waiting at most one quantum).
+
+    Quanta turn over at multiples of the quantum on the clock, so where the
+    arrivals fall between boundaries would otherwise change from run to run;
+    from a boundary, the file's ``submit_s`` times say where they fall, and
+    the replay (which keeps the clock's phase) sees the same.
+    """
+    decider = policy_from_config(policy, quantum_s=quantum_s)
+    if isinstance(decider, Sharing) and decider.time_slicing:
+        q = decider.quantum_s
+        time.sleep((-time.time()) % q)
 
 
 def _submit_and_wait(
