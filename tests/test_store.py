@@ -166,3 +166,12 @@ def test_the_controller_reads_only_unfinished_jobs_and_damage_stays_reported(
     store.unfinished()  # a narrower read does not forget what a wider one found
     assert set(store.damaged) == {bad}
     store.close()
+
+
+def test_a_queued_job_has_waited_since_its_submission(tmp_path: Path) -> None:
+    """As in the simulator: time-slicing gives the next turn to the longest-waiting job."""
+    store = Store(tmp_path / "ringleader.db")
+    row = store.add(parse_spec({"name": "a", "command": ["true"]}), now=1234.5)
+    assert row.state_since == 1234.5
+    (again,) = store.unfinished()
+    assert again.state_since == 1234.5

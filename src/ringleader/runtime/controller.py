@@ -365,7 +365,8 @@ class Controller:
             observations={int(w): o for w, o in _profile(row.observations).items()},
             packed=_profile(row.packed),
             attained_gpu_s=row.attained_gpu_s,
-            state_since=row.state_since,
+            # A row from before submissions set it says 0: waiting since submitted.
+            state_since=max(row.state_since, row.submitted_at),
             priority=spec.priority,
             memory_gib=shape.get("memory_gib"),
             restart_s=shape.get(RESTART, self.config.restart_s),

@@ -325,7 +325,10 @@ class Store:
                 if db.execute("SELECT 1 FROM jobs WHERE id = ?", (job_id,)).fetchone() is None:
                     break
             seq = db.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM jobs").fetchone()[0]
-            row = JobRow(job_id, seq, spec, State.QUEUED, now if now is not None else time.time())
+            at = now if now is not None else time.time()
+            # Waiting since it was submitted: a policy ranks waiters by this
+            # (time-slicing runs the longest-waiting first), as the simulator does.
+            row = JobRow(job_id, seq, spec, State.QUEUED, at, state_since=at)
             self._write(db, row)
             self._event(db, job_id, "submitted", {})
         return row
