@@ -42,6 +42,8 @@ class Generation:
     """Intervals it sat suspended."""
     stop_requested_at: float | None = None
     stopped_at: float | None = None
+    restored_at: float | None = None
+    """When the job library had restored the checkpoint and was about to compute."""
 
     @property
     def first_step_at(self) -> float | None:
@@ -54,6 +56,16 @@ class Generation:
         if not self.steps or not self.launched_at <= t <= self.steps[-1][0]:
             return False
         return not any(a <= t < b for a, b in self.paused)
+
+    def ready_after(self) -> float:
+        """Launch to ready for its first minibatch: from the first minibatch's end
+        less its length, or, for a generation stopped before it computed one
+        (resized during a slow start), from the job library's restored time."""
+        if self.first_step_at is not None:
+            return max(0.0, self.first_step_at - self.launched_at - self.first_step_s())
+        if self.restored_at is not None:
+            return max(0.0, self.restored_at - self.launched_at)
+        return 0.0
 
     def first_step_s(self) -> float:
         """About how long the first minibatch took: the gap to the second (same load)."""
@@ -96,9 +108,14 @@ def generations(job: RealJob) -> list[Generation]:
     steps: dict[int, list[tuple[float, int]]] = {}
     paused: dict[int, list[tuple[float, float]]] = {}
     since: dict[int, float] = {}
+    restored: dict[int, float] = {}
     for rec in job.progress:
         g, t = rec.get("g"), rec.get("t")
-        if not isinstance(g, int) or not isinstance(t, (int, float)):
+        if not isinstance(g, int):
+            continue
+        if rec.get("event") == "started" and isinstance(rec.get("t_restored"), (int, float)):
+            restored[g] = float(rec["t_restored"])  # the start record has no "t"
+        if not isinstance(t, (int, float)):
             continue
         event = rec.get("event")
         if event is None and "step" in rec:
@@ -122,6 +139,7 @@ def generations(job: RealJob) -> list[Generation]:
                 tuple(paused.get(g, [])),
                 requested.get(g),
                 stopped.get(g),
+                restored.get(g),
             )
         )
     return out
@@ -187,9 +205,7 @@ def _job(job: RealJob, gens: list[Generation], load: _Load) -> JobMeasure:
         gen = next(g for g in gens if g.steps)
         step_times = {gen.steps[0][1]: gen.steps[0][0] - gen.launched_at}
     shape = _shape(job.progress)
-    first = gens[0]
-    start = (first.first_step_at or first.launched_at) - first.launched_at
-    startup = max(0.0, start - first.first_step_s())
+    startup = gens[0].ready_after()
     costs = []
     for before, gen in itertools.pairwise(gens):
         if gen.first_step_at is None:
