@@ -223,3 +223,24 @@ def test_real_jobs_run_and_replay(tmp_path: Path) -> None:
     assert set(measured) == {"r8", "lm"}
     assert all(m["step_time_s"] for m in measured.values())
     assert (tmp_path / "w" / "elastic" / "real.json").exists()
+
+
+def test_a_start_stopped_before_its_first_minibatch_still_counts() -> None:
+    """A cold start resized away before it computed: its start-up comes from the restore."""
+    shape = {"examples_per_epoch": 320, "batch_per_worker": 32, "world_size": 1}
+    progress: list[dict[str, Any]] = [
+        {"event": "started", "g": 1, "t_launch": 0.0, "t_restored": 3.5},
+        {"event": "started", "g": 2, "t_launch": 4.0, "t_restored": 4.3},
+    ]
+    progress += [{"g": 2, "step": i, "t": 4.3 + 0.1 * i, **shape} for i in range(1, 40)]
+    events = [
+        {"t": 0.0, "kind": "launched", "generation": 1, "devices": [["local", 0]]},
+        {"t": 3.6, "kind": "stop_requested", "generation": 1},
+        {"t": 4.0, "kind": "stopped", "generation": 1},
+        {"t": 4.0, "kind": "launched", "generation": 2, "devices": [["local", 0]]},
+    ]
+    job = RealJob("a", "a-1", "succeeded", 0.0, 0.0, 8.2, events, progress)
+    measured = measure(RealRun("fifo", 2, (0, 1), 10.0, (job,))).jobs["a"]
+    assert measured.startup_s == pytest.approx(3.5)
+    assert measured.restart_s == pytest.approx(4.3 - 3.6, abs=0.01)
+    assert measured.step_times[1] == pytest.approx(0.1)
