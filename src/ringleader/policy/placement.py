@@ -31,18 +31,27 @@ class _FreeGPUs:
     """Free GPUs per node, indexed by how many are free, for best-fit in O(GPUs per node).
 
     One heap per free count holds (cluster order, node); entries go stale when a
-    node's count changes and are skipped lazily.
+    node's count changes and are skipped lazily. The heaps are built on the
+    first search: keeping the GPUs that running jobs already hold, hundreds
+    of takes a decision, then needs no heap work at all.
     """
 
     def __init__(self, cluster: ClusterView) -> None:
         self.free: dict[str, set[int]] = {n.name: set(range(n.gpus)) for n in cluster.nodes}
         self.order = {n.name: i for i, n in enumerate(cluster.nodes)}
         self.widest = max((n.gpus for n in cluster.nodes), default=0)
-        self.heaps: list[list[tuple[int, str]]] = [[] for _ in range(self.widest + 1)]
-        self.total = 0
-        for name, gpus in self.free.items():
-            self.total += len(gpus)
-            heapq.heappush(self.heaps[len(gpus)], (self.order[name], name))
+        self._heaps: list[list[tuple[int, str]]] | None = None
+        self.total = sum(len(gpus) for gpus in self.free.values())
+
+    @property
+    def heaps(self) -> list[list[tuple[int, str]]]:
+        if self._heaps is None:
+            self._heaps = [[] for _ in range(self.widest + 1)]
+            for name, gpus in self.free.items():
+                self._heaps[len(gpus)].append((self.order[name], name))
+            for heap in self._heaps:
+                heapq.heapify(heap)
+        return self._heaps
 
     def has(self, device: Device) -> bool:
         return device.index in self.free.get(device.node, ())
@@ -52,8 +61,8 @@ class _FreeGPUs:
         before = len(gpus)
         gpus.difference_update(indices)
         self.total -= before - len(gpus)
-        if len(gpus) != before:
-            heapq.heappush(self.heaps[len(gpus)], (self.order[node], node))
+        if len(gpus) != before and self._heaps is not None:
+            heapq.heappush(self._heaps[len(gpus)], (self.order[node], node))
 
     def _bucket(self, count: int) -> Iterator[str]:
         """Nodes with exactly ``count`` free GPUs, in cluster order (drops stale entries)."""
@@ -77,8 +86,8 @@ class _FreeGPUs:
         before = len(gpus)
         gpus.update(indices)
         self.total += len(gpus) - before
-        if len(gpus) != before:
-            heapq.heappush(self.heaps[len(gpus)], (self.order[node], node))
+        if len(gpus) != before and self._heaps is not None:
+            heapq.heappush(self._heaps[len(gpus)], (self.order[node], node))
 
     def best_fit(self, want: int, own: set[str]) -> str | None:
         """The node with the fewest free GPUs that still fits ``want`` (own nodes first)."""
@@ -112,11 +121,15 @@ def place(
         want = counts.get(job.id, 0)
         if want == 0:
             continue
-        current = tuple(d for d in job.devices if free.has(d))
+        gpus = free.free
+        current = tuple(d for d in job.devices if d.index in gpus.get(d.node, ()))
         if current and len(current) >= want:
             kept = current if len(current) == want else _keep_subset(current, want)
-            for d in kept:
-                free.take(d.node, (d.index,))
+            by_node: dict[str, list[int]] = {}
+            for d in kept:  # one take per node, not one per GPU
+                by_node.setdefault(d.node, []).append(d.index)
+            for node, indices in by_node.items():
+                free.take(node, indices)
             placed[job.id] = kept
         else:
             to_place.append(job)

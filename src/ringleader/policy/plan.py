@@ -67,12 +67,20 @@ class Plan:
     @property
     def busy_gpus(self) -> int:
         """GPUs on which some job runs now (a packed GPU counts once)."""
-        return len({d for a in self.assignments.values() if a.running for d in a.active_devices})
+        # (node, index) keys: tuples hash in C, Devices through Python (10k-job runs).
+        return len(
+            {
+                (d.node, d.index)
+                for a in self.assignments.values()
+                if a.running
+                for d in a.active_devices
+            }
+        )
 
     @property
     def held_gpus(self) -> int:
         """GPUs some job holds, running, suspended or reserved."""
-        return len({d for a in self.assignments.values() for d in a.devices})
+        return len({(d.node, d.index) for a in self.assignments.values() for d in a.devices})
 
 
 class Decider(Protocol):

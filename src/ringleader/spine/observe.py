@@ -31,12 +31,15 @@ def fold(
 
 def co_runners(running: Mapping[str, Iterable[Device]]) -> dict[str, tuple[str, ...]]:
     """The other jobs running on any of each job's devices, sorted; jobs alone are left out."""
-    owners: dict[Device, list[str]] = {}
+    # Keyed by (node, index): a tuple hashes in C, a Device through a Python
+    # __hash__, and this runs at every placement of a 10k-job simulation.
+    owners: dict[tuple[str, int], list[str]] = {}
     for job, devices in running.items():
         for d in devices:
-            on = owners.get(d)
+            key = (d.node, d.index)
+            on = owners.get(key)
             if on is None:
-                owners[d] = [job]
+                owners[key] = [job]
             elif on[-1] != job:
                 on.append(job)
     partners: dict[str, set[str]] = {}
