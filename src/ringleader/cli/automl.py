@@ -17,14 +17,14 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
+from ringleader.cli import terminal
 from ringleader.cli.client import job_path, request, request_json
 from ringleader.cli.errors import check_output_file, fail
 from ringleader.tuning import EarlyFeedback, MissingOptuna, optuna_module
 
-console = Console(highlight=False)
+console = terminal.console()
 COMMAND = (
     "python -m ringleader.workloads.resnet --depth {depth} --image-size 8 --batch 16 "
     "--examples-per-epoch {examples} --epochs {epochs} --base-lr {lr:.6g} "

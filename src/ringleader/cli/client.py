@@ -7,12 +7,12 @@ from typing import Any, NoReturn
 from urllib.parse import quote
 
 import httpx
-from rich.console import Console
 
-from ringleader.cli.errors import USAGE_ERROR
+from ringleader.cli.errors import USAGE_ERROR, say_error
+from ringleader.cli.terminal import console, shown
 
 DEFAULT_URL = "http://127.0.0.1:8765"
-_stderr = Console(stderr=True, highlight=False)
+_stderr = console(stderr=True)
 
 
 def server_url() -> str:
@@ -20,16 +20,16 @@ def server_url() -> str:
 
 
 def _unreachable(url: str, err: Exception) -> NoReturn:
-    _stderr.print(
-        f"[bold red]error:[/] cannot reach the ringleader server at {url} ({err}); "
+    say_error(
+        f"cannot reach the ringleader server at {url} ({err}); "
         "start one with `ringleader server`, or set RINGLEADER_URL"
     )
     raise SystemExit(1)
 
 
 def _not_ours(url: str, response: httpx.Response) -> NoReturn:
-    _stderr.print(
-        f"[bold red]error:[/] {url} answered {response.status_code} with something that is "
+    say_error(
+        f"{url} answered {response.status_code} with something that is "
         "not a ringleader reply; is RINGLEADER_URL the ringleader server?"
     )
     raise SystemExit(1)
@@ -45,7 +45,7 @@ def _body(url: str, response: httpx.Response) -> Any:
 def job_path(job_id: str, suffix: str = "") -> str:
     """The API path of one job: checked and escaped, so no id can name another endpoint."""
     if not job_id.strip():
-        _stderr.print("[bold red]error:[/] JOB_ID: empty; `ringleader jobs` lists the ids")
+        say_error("JOB_ID: empty; `ringleader jobs` lists the ids")
         raise SystemExit(USAGE_ERROR)
     return f"/jobs/{quote(job_id, safe='')}{suffix}"
 
@@ -56,25 +56,23 @@ def request(method: str, path: str, **kw: Any) -> httpx.Response:
         response = httpx.request(method, url + path, timeout=30.0, **kw)
     except httpx.HTTPError as err:
         _unreachable(url, err)
-    if response.status_code in (404, 422):
+    if response.status_code in (404, 409, 415, 422):
         body = _body(url, response)
         detail = body.get("detail") if isinstance(body, dict) else None
         if detail is None:
             _not_ours(url, response)
-        if response.status_code == 404 or isinstance(detail, str):
-            _stderr.print(f"[bold red]error:[/] {detail}")
+        if isinstance(detail, str):
+            say_error(detail)
         else:
-            _stderr.print("[bold red]error:[/] the server rejected the request:")
-            for problem in detail:
+            say_error("the server rejected the request:")
+            for problem in detail if isinstance(detail, list) else [detail]:
                 if isinstance(problem, dict):
                     field = problem.get("field") or ".".join(map(str, problem.get("loc", ["?"])))
                     reason = problem.get("reason") or problem.get("msg") or problem
-                    _stderr.print(f"  {field}: {reason}")
+                    _stderr.print(f"  {shown(field)}: {shown(reason)}")
         raise SystemExit(USAGE_ERROR)
     if response.status_code >= 400:
-        _stderr.print(
-            f"[bold red]error:[/] server answered {response.status_code}: {response.text[:2000]}"
-        )
+        say_error(f"server answered {response.status_code}: {response.text[:2000]}")
         raise SystemExit(1)
     return response
 

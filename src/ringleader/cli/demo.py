@@ -18,16 +18,16 @@ from typing import Annotated, Any
 
 import httpx
 import typer
-from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
+from ringleader.cli import terminal
 from ringleader.cli.errors import check_output_dir, fail
 from ringleader.metrics import JobRecord, summarize
 from ringleader.runtime.history import usage_from_events
 from ringleader.runtime.local_server import LocalServerError, local_server
 
-console = Console(highlight=False)
+console = terminal.console()
 
 RESNET = (
     "python -m ringleader.workloads.resnet --depth {depth} --epochs {epochs} "

@@ -7,17 +7,24 @@ from pathlib import Path
 from typing import NoReturn
 
 import typer
-from rich.console import Console
+from rich.text import Text
 
+from ringleader.cli.terminal import console, shown
 from ringleader.inputs import output_dir_problem
 
 USAGE_ERROR = 2
-_stderr = Console(stderr=True, highlight=False, soft_wrap=True)
+_stderr = console(stderr=True)
 
 
 def fail(message: str) -> NoReturn:
-    _stderr.print(f"[bold red]error:[/] {message}", markup=True)
+    """Print ``message`` (shown literally: it may quote user input) and exit 2."""
+    say_error(message)
     raise typer.Exit(USAGE_ERROR)
+
+
+def say_error(message: str) -> None:
+    """One ``error:`` line on stderr; the message may hold anything, it is shown literally."""
+    _stderr.print(Text.assemble(("error:", "bold red"), " ", shown(message, multiline=True)))
 
 
 def check_output_file(option: str, path: Path, *, needs_suffix: bool = False) -> None:

@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
+from ringleader.cli import terminal
 from ringleader.cli.errors import check_output_dir, check_output_file, fail, write_json
 from ringleader.fidelity import (
     Comparison,
@@ -33,7 +33,7 @@ from ringleader.policy.catalog import POLICY_NAMES, policy_named
 from ringleader.runtime.local_server import LocalServerError
 from ringleader.spine.needs import RUNTIME, PolicyNotServed, serve_policy
 
-console = Console(highlight=False, stderr=True)
+console = terminal.console(stderr=True)
 
 
 def fidelity(
@@ -169,4 +169,4 @@ def _show(results: dict[str, Comparison]) -> None:
             f"{c.sim_makespan_s / c.real_makespan_s:.3f}",
             end_section=True,
         )
-    Console(highlight=False).print(table)
+    terminal.console().print(table)

@@ -13,15 +13,17 @@ from typing import Annotated, Any, ClassVar
 import typer
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
-from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from ringleader.cli.client import job_path, request, request_json
 from ringleader.cli.errors import fail
+from ringleader.cli.terminal import console as make_console
+from ringleader.cli.terminal import shown
 from ringleader.inputs import field_path, load_yaml, read_capped
 from ringleader.policy.catalog import POLICY_NAMES
 
-console = Console(highlight=False)
+console = make_console()
 
 
 def server(
@@ -182,17 +184,29 @@ def submit(spec: Annotated[Path, typer.Argument(help="Job spec YAML; see example
     """Submit a job; prints its id."""
     payload = load_spec_file(spec)
     job = request_json("POST", "/jobs", json=payload)
-    typer.echo(job["id"])
+    typer.echo(shown(job["id"]))
 
 
-def _when(t: float | None) -> str:
-    return "-" if t is None else datetime.fromtimestamp(t).strftime("%H:%M:%S")
+def _when(t: object) -> str:
+    if isinstance(t, bool) or not isinstance(t, int | float):
+        return "-"
+    try:
+        return datetime.fromtimestamp(t).strftime("%H:%M:%S")
+    except (ValueError, OverflowError, OSError):
+        return "?"
+
+
+def _number(value: object, fmt: str) -> str:
+    """A number from the server as ``fmt``, or ``-`` for anything else (null, a damaged row)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return "-"
+    return format(value, fmt)
 
 
 def jobs(
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable.")] = False,
 ) -> None:
-    """List jobs."""
+    """List jobs (a job whose stored row is damaged is listed as ``damaged``; `show` says why)."""
     rows = request_json("GET", "/jobs")
     if as_json:
         typer.echo(json.dumps(rows, indent=2))
@@ -201,37 +215,53 @@ def jobs(
     for col in ("id", "state", "gpus", "step", "epoch", "loss", "submitted", "finished"):
         table.add_column(col)
     for r in rows:
-        loss = "-" if r["loss"] is None else f"{r['loss']:.3f}"
         table.add_row(
-            r["id"],
-            r["state"],
-            str(r["gpus"]),
-            str(r["step"]),
-            f"{r['epoch']:.2f}/{r['epochs']:g}",
-            loss,
-            _when(r["submitted_at"]),
-            _when(r["finished_at"]),
+            shown(r.get("id")),
+            shown(r.get("state")),
+            _number(r.get("gpus"), "d"),
+            _number(r.get("step"), "d"),
+            f"{_number(r.get('epoch'), '.2f')}/{_number(r.get('epochs'), 'g')}",
+            _number(r.get("loss"), ".3f"),
+            _when(r.get("submitted_at")),
+            _when(r.get("finished_at")),
         )
     console.print(table)
+
+
+def _line(key: str, value: object) -> Text:
+    return Text.assemble((key, "bold"), ": ", shown(value))
 
 
 def show(
     job_id: str, as_json: Annotated[bool, typer.Option("--json", help="Machine-readable.")] = False
 ) -> None:
-    """Show one job, with its history of launches, stops and resizes."""
+    """Show one job, with its history of launches, stops and resizes.
+
+    Everything a user or a job wrote (names, losses, errors, log tails) is
+    printed literally, control characters escaped.
+    """
     job = request_json("GET", job_path(job_id))
     if as_json:
         typer.echo(json.dumps(job, indent=2))
         return
     for key in ("id", "name", "user", "state", "gpus", "devices", "step", "epoch", "loss"):
-        console.print(f"[bold]{key}[/]: {job[key]}")
-    console.print(f"[bold]attempts[/]: {job['attempts']}  [bold]resizes[/]: {job['resizes']}")
-    if job["error"]:
-        console.print(f"[bold red]error[/]:\n{job['error']}")
-    console.print("[bold]events[/]:")
-    for e in job["events"]:
+        console.print(_line(key, job.get(key)))
+    console.print(_line("attempts", job.get("attempts")), "", _line("resizes", job.get("resizes")))
+    if job.get("bad_progress_lines"):
+        console.print(
+            _line("bad progress lines", job["bad_progress_lines"]),
+            Text("(lines the job wrote that were skipped as malformed)", "dim"),
+        )
+    if job.get("error"):
+        console.print(Text("error", "bold red"), Text(":\n" + shown(job["error"], multiline=True)))
+    console.print(Text("events", "bold"), ":", sep="")
+    for e in job.get("events") or []:
+        if not isinstance(e, dict):
+            continue
         extra = {k: v for k, v in e.items() if k not in ("t", "kind")}
-        console.print(f"  {_when(e['t'])} {e['kind']} {extra if extra else ''}")
+        console.print(
+            f"  {_when(e.get('t'))} {shown(e.get('kind'))} {shown(extra) if extra else ''}"
+        )
 
 
 def logs(
@@ -239,16 +269,28 @@ def logs(
     follow: Annotated[
         bool, typer.Option("-f", "--follow", help="Keep printing new output.")
     ] = False,
-    rank: Annotated[int, typer.Option(min=0, help="Which worker's log.")] = 0,
+    rank: Annotated[int, typer.Option(min=0, max=65535, help="Which worker's log.")] = 0,
+    raw: Annotated[
+        bool,
+        typer.Option(
+            "--raw",
+            help="Write the log's bytes as they are (for a file or a pipe). By default "
+            "control characters are shown escaped, so a job cannot drive your terminal.",
+        ),
+    ] = False,
 ) -> None:
     """Print a job's worker log (rank 0 by default)."""
+
+    def emit(text: str) -> None:
+        typer.echo(text if raw else shown(text, multiline=True), nl=False)
+
     offset = 0
     while True:
         response = request(
             "GET", job_path(job_id, "/logs"), params={"rank": rank, "offset": offset}
         )
         if response.text:
-            typer.echo(response.text, nl=False)
+            emit(response.text)
         offset = int(response.headers.get("X-Log-Offset", offset))
         if not follow:
             return
@@ -256,11 +298,12 @@ def logs(
             "succeeded",
             "failed",
             "cancelled",
+            "damaged",
         ):
             tail = request(
                 "GET", job_path(job_id, "/logs"), params={"rank": rank, "offset": offset}
             )
-            typer.echo(tail.text, nl=False)
+            emit(tail.text)
             return
         time.sleep(0.5)
 
@@ -268,7 +311,8 @@ def logs(
 def cancel(job_id: str) -> None:
     """Cancel a job: it checkpoints and stops at its next minibatch boundary."""
     job = request_json("DELETE", job_path(job_id))
+    name, state = shown(job["id"]), shown(job["state"])
     if job["state"] in ("succeeded", "failed", "cancelled"):
-        typer.echo(f"{job['id']}: already {job['state']}; nothing to cancel")
+        typer.echo(f"{name}: already {state}; nothing to cancel")
     else:
-        typer.echo(f"{job['id']}: cancel requested (was {job['state']})")
+        typer.echo(f"{name}: cancel requested (was {state})")

@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from ringleader.cli import terminal
 from ringleader.cli.errors import check_output_file, fail, write_json
 from ringleader.policy.catalog import POLICY_NAMES, UnknownPolicyError, policy_named
 from ringleader.policy.profiling import PolicyInputError
@@ -20,7 +21,7 @@ from ringleader.sim.errors import SimulationStalled
 from ringleader.sim.workload_file import WorkloadFileError, load_workload
 
 SCENARIOS = ("table3", "tensorlights", "gandiva-cluster", "automl")
-console = Console(highlight=False)
+console = terminal.console()
 
 
 MAX_SEEDS = 10_000

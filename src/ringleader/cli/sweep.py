@@ -9,9 +9,10 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from ringleader.cli import terminal
 from ringleader.cli.errors import fail
 
-console = Console(highlight=False)
+console = terminal.console()
 
 
 def sweep(

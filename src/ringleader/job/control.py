@@ -18,16 +18,17 @@ and a restarted controller finds the whole story where it left it.
 
 from __future__ import annotations
 
-import errno
 import json
+import math
 import os
-import stat
 import tempfile
 import time
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
+
+from ringleader.job.records import MAX_LINE, progress_lines, progress_record, read_regular
 
 CONTROL = "control.json"
 PROGRESS = "progress.jsonl"
@@ -88,7 +89,15 @@ def read_control(job_dir: Path) -> Control | None:
 
 
 def append_progress(job_dir: Path, record: dict[str, Any]) -> None:
-    line = json.dumps(record, separators=(",", ":")) + "\n"
+    """Append one record; a non-finite number (a diverged loss) is written as null.
+
+    JSON has no NaN, and the scheduler refuses lines that carry one
+    (``ringleader.job.records``), so a diverged loss must not cost the step.
+    """
+    clean = {
+        k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in record.items()
+    }
+    line = json.dumps(clean, separators=(",", ":"), allow_nan=False) + "\n"
     with open(job_dir / PROGRESS, "a", encoding="utf-8") as f:
         f.write(line)
         f.flush()
@@ -100,10 +109,12 @@ class ProgressReader:
     def __init__(self, path: Path, offset: int = 0) -> None:
         self.path = path
         self.offset = offset
+        self.bad = 0
+        """Lines skipped as bad since this reader was made (``ringleader.job.records``)."""
 
     def read_new(self) -> list[dict[str, Any]]:
         """Up to ``MAX_READ`` bytes of complete new lines; the rest at the next call."""
-        chunk = _read_regular(self.path, self.offset, MAX_READ)
+        chunk = read_regular(self.path, self.offset, MAX_READ)
         if chunk is None:
             return []
         if not chunk and _size(self.path) < self.offset:
@@ -111,16 +122,13 @@ class ProgressReader:
             return []
         end = chunk.rfind(b"\n")
         if end < 0:
+            if len(chunk) > MAX_LINE:  # one endless line: skip it rather than wait forever
+                self.offset += len(chunk)
+                self.bad += 1
             return []
         self.offset += end + 1
-        records = []
-        for raw in chunk[: end + 1].splitlines():
-            try:
-                value = json.loads(raw)
-            except ValueError:
-                continue
-            if isinstance(value, dict):
-                records.append(value)
+        records, bad = progress_lines(chunk[: end + 1])
+        self.bad += bad
         return records
 
 
@@ -138,15 +146,12 @@ def last_event(path: Path, generation: int, kinds: tuple[str, ...]) -> str | Non
     """
     size = _size(path)
     start = max(0, size - TAIL_BYTES)
-    chunk = _read_regular(path, start, TAIL_BYTES)
+    chunk = read_regular(path, start, TAIL_BYTES)
     if not chunk:
         return None
     for raw in reversed(chunk.splitlines()):
-        try:
-            rec = json.loads(raw)
-        except ValueError:
-            continue
-        if isinstance(rec, dict) and rec.get("g") == generation and rec.get("event") in kinds:
+        rec = progress_record(raw)
+        if rec is not None and rec.get("g") == generation and rec.get("event") in kinds:
             return str(rec["event"])
     return None
 
@@ -156,22 +161,3 @@ def _size(path: Path) -> int:
         return path.stat().st_size
     except OSError:
         return 0
-
-
-def _read_regular(path: Path, offset: int, limit: int) -> bytes | None:
-    """Bytes of a regular file from ``offset``; ``None`` if it is missing or not a file.
-
-    Opened non-blocking and checked, so a FIFO or a device put in its place
-    cannot stall the reader (the controller's event loop).
-    """
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    except FileNotFoundError:
-        return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(errno.EINVAL, f"{path} is not a regular file")
-        os.lseek(fd, offset, os.SEEK_SET)
-        return os.read(fd, limit)
-    finally:
-        os.close(fd)

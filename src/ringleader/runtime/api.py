@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import FastAPI, HTTPException, Request
+from fastapi import FastAPI, HTTPException, Query, Request
+from fastapi import Path as FastPath
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse
 
 from ringleader import __version__
+from ringleader.job.control import PROGRESS
+from ringleader.job.records import read_progress, read_regular
 from ringleader.runtime.controller import Controller
 from ringleader.runtime.spec import SpecError, parse_spec
 from ringleader.runtime.store import DamagedRow, JobRow, Store
@@ -29,11 +32,25 @@ def _problems(problems: list[tuple[str, str]]) -> JSONResponse:
 
 
 async def _json_body(request: Request) -> tuple[Any, JSONResponse | None]:
-    """The request's JSON, or the 422 that says why there is none (too big, not JSON).
+    """The request's JSON, or the 415/422 that says why there is none.
 
+    Only ``Content-Type: application/json`` is read: a web page can send a
+    ``text/plain`` POST to any local port without asking, never a JSON one.
     The body is read in chunks and dropped once over the limit, so an
     oversized request costs the server no more than the limit in memory.
+    Duplicate keys and the non-JSON constants ``NaN`` and ``Infinity`` are
+    refused, not resolved silently.
     """
+    kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if kind != "application/json":
+        detail = [
+            {
+                "field": "(content-type)",
+                "reason": f"{kind or 'none'} given; send the body as JSON with "
+                "Content-Type: application/json",
+            }
+        ]
+        return None, JSONResponse(status_code=415, content={"detail": detail})
     too_big = _problems([("(body)", "over the 1 MiB limit for a request")])
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > MAX_BODY:
@@ -44,11 +61,32 @@ async def _json_body(request: Request) -> tuple[Any, JSONResponse | None]:
         if len(body) > MAX_BODY:
             return None, too_big
     try:
-        return json.loads(body), None
+        return json.loads(body, object_pairs_hook=_unique_keys, parse_constant=_no_constant), None
     except (ValueError, UnicodeDecodeError) as err:
         return None, _problems([("(body)", f"not valid JSON: {err}")])
     except RecursionError:
         return None, _problems([("(body)", "not valid JSON: nested too deeply")])
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"key {key[:60]!r} appears twice; give each field once")
+        out[key] = value
+    return out
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number; give a finite number")
+
+
+MAX_JOB_ID = 256
+"""Longer than any id the store makes (a 40-character name, a dash, 8 hex digits)."""
+JobId = Annotated[str, FastPath(min_length=1, max_length=MAX_JOB_ID)]
+MAX_RANK = 65535
+MAX_OFFSET = 2**53
+"""Beyond any log a job can write, and within what a file offset can be."""
 
 
 def create_app(store: Store, controller: Controller) -> FastAPI:
@@ -69,9 +107,9 @@ def create_app(store: Store, controller: Controller) -> FastAPI:
 
     @app.exception_handler(DamagedRow)
     async def damaged(request: Request, err: Exception) -> JSONResponse:
-        # The job exists but its row cannot be read: a server-side problem,
-        # said plainly (and the rest of the API keeps working).
-        return JSONResponse(status_code=500, content={"detail": str(err)})
+        # The job exists but its row cannot be read: nothing can be changed
+        # until an operator mends it, which the message says how to do.
+        return JSONResponse(status_code=409, content={"detail": str(err)})
 
     @app.get("/health")
     def health() -> dict[str, Any]:
@@ -105,7 +143,8 @@ def create_app(store: Store, controller: Controller) -> FastAPI:
 
     @app.get("/jobs")
     def jobs() -> list[dict[str, Any]]:
-        return [row.public() for row in store.all()]
+        # A damaged row is listed as such, with why: a job never just vanishes.
+        return [row.public() for row in store.listing()]
 
     def _get(job_id: str) -> JobRow:
         row = store.get(job_id)
@@ -114,12 +153,15 @@ def create_app(store: Store, controller: Controller) -> FastAPI:
         return row
 
     @app.get("/jobs/{job_id}")
-    def show(job_id: str) -> dict[str, Any]:
-        public: dict[str, Any] = _get(job_id).public()
+    def show(job_id: JobId) -> dict[str, Any]:
+        try:
+            public: dict[str, Any] = _get(job_id).public()
+        except DamagedRow as err:
+            public = err.public()
         return public | {"events": store.events(job_id)}
 
     @app.delete("/jobs/{job_id}")
-    def cancel(job_id: str) -> dict[str, Any]:
+    def cancel(job_id: JobId) -> dict[str, Any]:
         row = store.request_cancel(job_id)
         if row is None:
             raise HTTPException(404, detail=f"no job {job_id!r}")
@@ -127,7 +169,7 @@ def create_app(store: Store, controller: Controller) -> FastAPI:
         return row.public()
 
     @app.patch("/jobs/{job_id}", response_model=None)
-    async def change(job_id: str, request: Request) -> JSONResponse | dict[str, Any]:
+    async def change(job_id: JobId, request: Request) -> JSONResponse | dict[str, Any]:
         """Change what may change while a job runs: today its ``priority``."""
         data, bad = await _json_body(request)
         if bad is not None:
@@ -146,7 +188,11 @@ def create_app(store: Store, controller: Controller) -> FastAPI:
         return row.public()
 
     @app.get("/jobs/{job_id}/logs", response_class=PlainTextResponse)
-    def logs(job_id: str, rank: int = 0, offset: int = 0) -> PlainTextResponse:
+    def logs(
+        job_id: JobId,
+        rank: Annotated[int, Query(ge=0, le=MAX_RANK)] = 0,
+        offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
+    ) -> PlainTextResponse:
         row = _get(job_id)
         path = controller.job_dir(job_id) / "logs" / f"rank{rank}.log"
         widest = max(row.workers, row.last_workers, row.spec.highest)
@@ -158,31 +204,29 @@ def create_app(store: Store, controller: Controller) -> FastAPI:
         return PlainTextResponse(text, headers={"X-Log-Offset": str(end)})
 
     @app.get("/jobs/{job_id}/progress")
-    def progress(job_id: str, every: int = 1) -> list[dict[str, Any]]:
+    def progress(
+        job_id: JobId, every: Annotated[int, Query(ge=1, le=1_000_000)] = 1
+    ) -> JSONResponse:
+        """Checked progress records (every ``every``-th step, all events).
+
+        Read as hostile input (``ringleader.job.records``): bad lines are
+        skipped, and their count is in the ``X-Bad-Lines`` header.
+        """
         _get(job_id)
-        path = controller.job_dir(job_id) / "progress.jsonl"
-        out = []
-        try:
-            lines = path.read_text().splitlines()
-        except OSError:
-            return []
-        for i, line in enumerate(lines):
-            try:
-                rec = json.loads(line)
-            except ValueError:
-                continue
-            if "event" in rec or i % max(every, 1) == 0:
-                out.append(rec)
-        return out
+        out: list[dict[str, Any]] = []
+        bad = 0
+        for i, record in enumerate(read_progress(controller.job_dir(job_id) / PROGRESS)):
+            if record is None:
+                bad += 1
+            elif "event" in record or i % every == 0:
+                out.append(record)
+        return JSONResponse(out, headers={"X-Bad-Lines": str(bad)})
 
     return app
 
 
 def _read_from(path: Path, offset: int) -> tuple[str, int]:
-    try:
-        with open(path, "rb") as f:
-            f.seek(max(offset, 0))
-            data = f.read(1 << 20)
-            return data.decode(errors="replace"), max(offset, 0) + len(data)
-    except OSError:
+    data = read_regular(path, offset, 1 << 20)
+    if data is None:
         return "", offset
+    return data.decode(errors="replace"), offset + len(data)

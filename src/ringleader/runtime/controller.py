@@ -43,6 +43,7 @@ from ringleader.job.control import (
     last_event,
     write_control,
 )
+from ringleader.job.records import read_regular
 from ringleader.perf.epochs import EpochsToConverge
 from ringleader.policy.plan import Assignment, Decider, Plan
 from ringleader.policy.views import Device, JobShape, JobView, Observation
@@ -77,12 +78,20 @@ def log_tail(job_dir: Path, lines: int = 20) -> str:
     """The last lines of every rank's log, for a failed job's error message."""
     out = []
     for path in sorted((job_dir / "logs").glob("rank*.log")):
+        # Only the end of each log, and only a regular file: the job wrote it.
         try:
-            text = path.read_text(errors="replace").splitlines()
+            size = path.lstat().st_size
         except OSError:
             continue
+        raw = read_regular(path, max(0, size - LOG_TAIL_BYTES), LOG_TAIL_BYTES)
+        if raw is None:
+            continue
+        text = raw.decode(errors="replace").splitlines()
         out.append(f"[{path.stem}] " + "\n".join(text[-lines:]))
     return "\n".join(out)[-4000:]
+
+
+LOG_TAIL_BYTES = 64 << 10
 
 
 class Controller:
@@ -247,9 +256,13 @@ class Controller:
                 and last_event(path, row.generation, ("suspended", "resumed")) == "suspended"
             ):
                 self._confirmed_suspended.add(row.id)
+        bad_before = reader.bad
         records = reader.read_new()
         if not records and reader.offset == row.progress_offset and not force:
             return
+        if reader.bad > bad_before:
+            row.bad_lines += reader.bad - bad_before
+            log.warning("%s: %d bad progress line(s) skipped", row.id, reader.bad - bad_before)
         partners = self._partners.get(row.id, ()) if row.state is State.RUNNING else ()
         for rec in records:
             if rec.get("g") != row.generation:
@@ -263,8 +276,8 @@ class Controller:
                 log.info("%s resumed at step %s", row.id, rec.get("step"))
             if "step" not in rec or event is not None:
                 continue
-            row.step = max(row.step, int(rec["step"]))
-            row.epoch = float(rec.get("epoch", row.epoch))
+            row.step = max(row.step, rec["step"])
+            row.epoch = rec.get("epoch", row.epoch)
             row.loss = rec.get("loss")
             for key in ("examples_per_epoch", "batch_per_worker", "grad_bytes"):
                 if key in rec:

@@ -10,7 +10,17 @@ import shlex
 from enum import StrEnum
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from ringleader.inputs import field_path
 
@@ -29,15 +39,17 @@ class JobSpec(BaseModel):
     command: list[Annotated[str, Field(min_length=1, max_length=4096)]] = Field(
         min_length=1, max_length=512
     )
-    gpus: Annotated[int, Field(ge=1, le=4096)] = 1
-    min_gpus: Annotated[int, Field(ge=1, le=4096)] | None = None
-    max_gpus: Annotated[int, Field(ge=1, le=4096)] | None = None
-    elastic: bool = False
+    # Strict: ``true`` is not 1 GPU and ``"2"`` is not 2 (JSON and YAML both
+    # have real numbers and booleans; a coerced value hides a mistake).
+    gpus: Annotated[StrictInt, Field(ge=1, le=4096)] = 1
+    min_gpus: Annotated[StrictInt, Field(ge=1, le=4096)] | None = None
+    max_gpus: Annotated[StrictInt, Field(ge=1, le=4096)] | None = None
+    elastic: StrictBool = False
     arch: Arch = Arch.ALLREDUCE
-    priority: Annotated[int, Field(ge=-1000, le=1000)] = 0
+    priority: Annotated[StrictInt, Field(ge=-1000, le=1000)] = 0
     user: Annotated[str, Field(min_length=1, max_length=100)] = "anonymous"
-    epochs: Annotated[float, Field(gt=0, le=1e7, allow_inf_nan=False)] = 1.0
-    retries: Annotated[int, Field(ge=0, le=100)] = 2
+    epochs: Annotated[StrictFloat, Field(gt=0, le=1e7, allow_inf_nan=False)] = 1.0
+    retries: Annotated[StrictInt, Field(ge=0, le=100)] = 2
     env: dict[
         Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")],
         Annotated[str, Field(max_length=65536)],
@@ -103,6 +115,8 @@ def parse_spec(data: Any, *, capacity: int | None = None) -> JobSpec:
         problems = []
         for e in err.errors()[:20]:
             message = e["msg"].removeprefix("Value error, ")
+            if e["type"].endswith("_type"):  # say what came instead, e.g. `true` for gpus
+                message += f", not {type(e['input']).__name__} {repr(e['input'])[:60]}"
             problems.append((field_path(e["loc"], "(spec)"), message))
         raise SpecError(problems) from None
     if capacity is not None and spec.lowest > capacity:

@@ -44,6 +44,30 @@ class DamagedRow(ValueError):
             "skips this job; fix or delete its row in ringleader.db"
         )
 
+    def public(self) -> dict[str, Any]:
+        """The job as listings show it: its id, state ``damaged`` and why (never hidden)."""
+        return {
+            "id": self.job_id,
+            "name": None,
+            "user": None,
+            "state": "damaged",
+            "gpus": 0,
+            "devices": [],
+            "step": 0,
+            "epoch": 0.0,
+            "epochs": None,
+            "loss": None,
+            "submitted_at": None,
+            "started_at": None,
+            "finished_at": None,
+            "attempts": 0,
+            "resizes": 0,
+            "counts": {},
+            "bad_progress_lines": 0,
+            "error": str(self),
+            "spec": None,
+        }
+
 
 class State(StrEnum):
     QUEUED = "queued"
@@ -95,6 +119,8 @@ class JobRow:
     """Devices of the most recent launch: the spine classifies the next one by them."""
     counts: dict[str, int] = field(default_factory=dict)
     """Counted events (``ringleader.spine.actions.Kind``): starts, resizes, migrations…"""
+    bad_lines: int = 0
+    """Progress lines the job wrote that were skipped as bad (``ringleader.job.records``)."""
 
     def public(self) -> dict[str, Any]:
         return {
@@ -114,6 +140,7 @@ class JobRow:
             "attempts": self.attempts,
             "resizes": self.resizes,
             "counts": dict(self.counts),
+            "bad_progress_lines": self.bad_lines,
             "error": self.error,
             "spec": self.spec.model_dump(mode="json"),
         }
@@ -147,6 +174,7 @@ _COLUMNS = (
     "state_since",
     "last_devices",
     "counts",
+    "bad_lines",
 )
 _JSON = {"spec", "devices", "observations", "shape", "packed", "last_devices", "counts"}
 _INTS = [
@@ -158,6 +186,7 @@ _INTS = [
     "progress_offset",
     "resizes",
     "last_workers",
+    "bad_lines",
 ]
 _FLOATS = [
     "submitted_at",
@@ -201,7 +230,8 @@ CREATE TABLE IF NOT EXISTS jobs (
     packed TEXT NOT NULL DEFAULT '{}',
     state_since REAL NOT NULL DEFAULT 0,
     last_devices TEXT NOT NULL DEFAULT '[]',
-    counts TEXT NOT NULL DEFAULT '{}'
+    counts TEXT NOT NULL DEFAULT '{}',
+    bad_lines INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE IF NOT EXISTS events (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -264,6 +294,7 @@ class Store:
             ("state_since", "REAL NOT NULL DEFAULT 0"),
             ("last_devices", "TEXT NOT NULL DEFAULT '[]'"),
             ("counts", "TEXT NOT NULL DEFAULT '{}'"),
+            ("bad_lines", "INTEGER NOT NULL DEFAULT 0"),
         ):
             if column not in have:
                 self._db.execute(f"ALTER TABLE jobs ADD COLUMN {column} {ddl}")
@@ -388,10 +419,17 @@ class Store:
         """
         return self._read(f"{_SELECT} WHERE state NOT IN ({_FINISHED}) ORDER BY seq")
 
+    def listing(self) -> list[JobRow | DamagedRow]:
+        """Every job in submission order; a damaged row as its ``DamagedRow``, shown not hidden."""
+        return self._read_all(f"{_SELECT} ORDER BY seq")
+
     def _read(self, sql: str) -> list[JobRow]:
+        return [row for row in self._read_all(sql) if isinstance(row, JobRow)]
+
+    def _read_all(self, sql: str) -> list[JobRow | DamagedRow]:
         with self._lock:
             rows = self._db.execute(sql).fetchall()
-        readable = []
+        out: list[JobRow | DamagedRow] = []
         for values in rows:
             try:
                 row = self._row(values)
@@ -399,10 +437,11 @@ class Store:
                 if err.job_id not in self.damaged:
                     log.error("%s", err)
                 self.damaged[err.job_id] = err
+                out.append(err)
                 continue
-            readable.append(row)
+            out.append(row)
             self.damaged.pop(row.id, None)  # mended by hand: out of the report
-        return readable
+        return out
 
     def request_cancel(self, job_id: str) -> JobRow | None:
         with self._tx() as db:

@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ringleader.job.records import rank_of, read_exit_code, read_regular
 from ringleader.perf.cores import device_cores
 from ringleader.policy.views import ClusterView, Device, Node
 from ringleader.runtime.executor.base import GangStatus
@@ -116,21 +117,22 @@ class LocalExecutor:
     def _pids(job_dir: Path, generation: int) -> dict[int, tuple[int, int]]:
         out: dict[int, tuple[int, int]] = {}
         for path in run_dir(job_dir, generation).glob("rank*.pid"):
+            rank, raw = rank_of(path, ".pid"), read_regular(path, 0, 64)
             try:
-                pid, ticks = (int(v) for v in path.read_text().split())
-            except (OSError, ValueError):
+                pid, ticks = (int(v) for v in (raw or b"").split())
+            except ValueError:
                 continue
-            out[int(path.stem.removeprefix("rank"))] = (pid, ticks)
+            if rank is not None and 0 < pid < 2**22 and ticks >= 0:
+                out[rank] = (pid, ticks)
         return out
 
     def status(self, job_dir: Path, generation: int, world: int) -> GangStatus:
         here = run_dir(job_dir, generation)
         exits: dict[int, int] = {}
         for path in here.glob("rank*.exit"):
-            try:
-                exits[int(path.stem.removeprefix("rank"))] = int(path.read_text())
-            except (OSError, ValueError):
-                continue
+            rank, code = rank_of(path, ".exit"), read_exit_code(path)
+            if rank is not None and code is not None:
+                exits[rank] = code
         pids = self._pids(job_dir, generation)
         running = sum(1 for r, (p, t) in pids.items() if r not in exits and alive(p, t))
         # A rank that has written neither a pid nor an exit file is still starting.

@@ -33,6 +33,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from ringleader.job.records import read_exit_code
 from ringleader.policy.views import ClusterView, Device, Node
 from ringleader.runtime.executor.base import GangStatus
 from ringleader.runtime.executor.local import WorkerLaunch, spawn_worker
@@ -197,13 +198,10 @@ class RayExecutor:
         alive = 0
         starting = 0
         for rank in range(world):
-            path = here / f"rank{rank}.exit"
-            if path.exists():
-                try:
-                    exits[rank] = int(path.read_text())
-                    continue
-                except (OSError, ValueError):
-                    pass
+            code = read_exit_code(here / f"rank{rank}.exit")
+            if code is not None:
+                exits[rank] = code
+                continue
             actor = self._actor(job_dir, generation, rank)
             if actor is None:
                 lost += 1
