@@ -97,7 +97,12 @@ def test_garbage_bodies_get_422_and_the_server_keeps_serving(server: LiveServer)
         b" " * (8 << 20),
     )
     for body in garbage:
-        r = httpx.post(server.url + "/jobs", content=body, timeout=30)
+        r = httpx.post(
+            server.url + "/jobs",
+            content=body,
+            headers={"Content-Type": "application/json"},
+            timeout=30,
+        )
         assert r.status_code == 422, r.text[:200]
     r = httpx.get(server.url + "/jobs/x/logs", params={"rank": "abc"}, timeout=5)
     assert r.status_code == 422 and r.json()["detail"][0]["field"] == "rank", r.text

@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import stat
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -78,11 +79,16 @@ def _text(value: Any) -> str:
         raise BadValue(f"expected a string, got {type(value).__name__}")
     if len(value) > MAX_TEXT:
         raise BadValue(f"a string of {len(value)} characters (at most {MAX_TEXT})")
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate (``"\ud800"``): no UTF-8 for it
+            raise BadValue("a string that is not valid Unicode") from None
     return value
 
 
 def _event(value: Any) -> str:
-    if value not in EVENTS:
+    if not isinstance(value, str) or value not in EVENTS:
         raise BadValue(f"unknown event {str(value)[:40]!r}")
     return str(value)
 
@@ -132,13 +138,17 @@ def progress_record(raw: bytes | str) -> dict[str, Any] | None:
     try:
         for key, item in value.items():
             rule = RULES.get(key)
-            if rule is None and key.startswith("t_") and len(key) <= 40:
+            if rule is None and key.startswith("t_") and len(key) <= 40 and _plain(key):
                 rule = _TIME
             if rule is not None:
                 out[key] = rule(item)
     except BadValue:
         return None
     return out
+
+
+def _plain(key: str) -> bool:
+    return key.isascii() and key.isidentifier()
 
 
 def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -157,7 +167,7 @@ def _no_constant(name: str) -> Any:
 def progress_lines(chunk: bytes) -> tuple[list[dict[str, Any]], int]:
     """The checked records of ``chunk``'s lines, and how many lines were bad."""
     records, bad = [], 0
-    for raw in chunk.splitlines():
+    for raw in chunk.split(b"\n"):
         if not raw.strip():
             continue
         record = progress_record(raw)
@@ -221,6 +231,7 @@ def read_progress(path: Path) -> Iterator[dict[str, Any] | None]:
 READ_SLICE = 1 << 20
 
 EXIT_BYTES = 16
+_EXIT_CODE = re.compile(rb"-?[0-9]{1,4}")
 
 
 def read_exit_code(path: Path) -> int | None:
@@ -233,7 +244,7 @@ def read_exit_code(path: Path) -> int | None:
     if raw is None:
         return None
     text = raw.strip()
-    if len(raw) > EXIT_BYTES or not text or not text.lstrip(b"-").isdigit():
+    if len(raw) > EXIT_BYTES or _EXIT_CODE.fullmatch(text) is None:
         return None
     code = int(text)
     return code if -255 <= code <= 255 else None

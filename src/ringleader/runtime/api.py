@@ -8,6 +8,7 @@ same field names the CLI prints, and never reaches the controller.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -61,7 +62,12 @@ async def _json_body(request: Request) -> tuple[Any, JSONResponse | None]:
         if len(body) > MAX_BODY:
             return None, too_big
     try:
-        return json.loads(body, object_pairs_hook=_unique_keys, parse_constant=_no_constant), None
+        # UTF-8 only, as RFC 8259 asks: no byte-order mark, no UTF-16 guessed from the bytes.
+        text = bytes(body).decode("utf-8")
+        data = json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_no_constant)
+        if (where := _not_unicode(data)) is not None:
+            raise ValueError(f"{where} holds a lone surrogate escape (\\ud800…), not text")
+        return data, None
     except (ValueError, UnicodeDecodeError) as err:
         return None, _problems([("(body)", f"not valid JSON: {err}")])
     except RecursionError:
@@ -75,6 +81,35 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
             raise ValueError(f"key {key[:60]!r} appears twice; give each field once")
         out[key] = value
     return out
+
+
+def _not_unicode(value: Any, where: str = "(body)") -> str | None:
+    """Where ``value`` holds a string that has no UTF-8 form, if anywhere.
+
+    JSON's ``\\ud800`` escapes decode to lone surrogates, which no reply,
+    database or terminal can carry: stored, such a job could not be shown.
+    """
+    if isinstance(value, str):
+        return None if value.isascii() or _encodes(value) else where
+    items: Iterable[tuple[str, str | None, Any]] = ()
+    if isinstance(value, dict):
+        items = ((f"{where}.{k}" if _encodes(k) else where, k, v) for k, v in value.items())
+    elif isinstance(value, list):
+        items = ((f"{where}[{i}]", None, v) for i, v in enumerate(value))
+    for place, key, item in items:
+        if key is not None and not _encodes(key):
+            return str(place)
+        if (bad := _not_unicode(item, place)) is not None:
+            return bad
+    return None
+
+
+def _encodes(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _no_constant(name: str) -> Any:
