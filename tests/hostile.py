@@ -503,10 +503,20 @@ def wait_state(client: httpx.Client, job_id: str, states: set[str], timeout: flo
         time.sleep(0.3)
 
 
+class _Dropped(httpx.HTTPTransport):
+    """A connection the server dropped or reset reads as status 599: a case that failed."""
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        try:
+            return super().handle_request(request)
+        except httpx.TransportError as err:
+            return httpx.Response(599, text=f"connection failed: {err}", request=request)
+
+
 def run_corpus(url: str, tmp: Path, db: Path | None = None) -> Report:
     """Send the whole corpus to the server at ``url``; what went wrong, case by case."""
     report = Report()
-    with httpx.Client(base_url=url, timeout=30) as client:
+    with httpx.Client(base_url=url, timeout=30, transport=_Dropped()) as client:
         r = client.post("/jobs", json={"name": "good", "command": ["true"], "user": "alice"})
         good = r.json()["id"]
         before = wait_state(client, good, {"succeeded", "failed"}, 60)
