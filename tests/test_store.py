@@ -175,3 +175,14 @@ def test_a_queued_job_has_waited_since_its_submission(tmp_path: Path) -> None:
     assert row.state_since == 1234.5
     (again,) = store.unfinished()
     assert again.state_since == 1234.5
+
+
+def test_a_damaged_row_is_listed_with_why_not_hidden(tmp_path: Path) -> None:
+    store, (good, bad) = _store_with(tmp_path, ["good", "bad"])
+    _poke(store.path, "UPDATE jobs SET step = 'many' WHERE id = ?", bad)
+    listed = store.listing()
+    assert [getattr(r, "id", None) or getattr(r, "job_id", None) for r in listed] == [good, bad]
+    shown = listed[1].public()
+    assert shown["state"] == "damaged" and "stored step" in shown["error"]
+    assert set(shown) == set(listed[0].public())  # same keys: clients need no special case
+    store.close()
