@@ -330,6 +330,15 @@ def queries(client: httpx.Client, report: Report, good: str) -> None:
         for value in QUERY_VALUES:
             r = client.get(f"/jobs/{good}/{path}", params={param: value})
             _check(report, f"GET {path}?{param}={value[:20]!r}", r, {200, 404, 422})
+    for param in ("limit", "cursor"):
+        for value in QUERY_VALUES:
+            r = client.get("/jobs", params={param: value})
+            _check(report, f"GET /jobs?{param}={value[:20]!r}", r, {200, 422})
+    for label, value in VALUES.items():
+        if isinstance(value, str) and len(value) < 5000:
+            for param in ("state", "user", "order"):
+                r = client.get("/jobs", params={param: value})
+                _check(report, f"GET /jobs?{param}={label}", r, {200, 422})
     for raw in JOB_IDS:
         for method, suffix in (
             ("GET", ""),
@@ -415,7 +424,7 @@ TYPES: dict[str, tuple[type, ...]] = {
 
 def check_job(client: httpx.Client, report: Report, job_id: str, written: int) -> None:
     """The job that wrote the corpus: listed, readable, counted, served with sane types."""
-    listed = {j["id"]: j for j in client.get("/jobs").json()}
+    listed = listed_jobs(client)
     if job_id not in listed:
         report.fail("hostile job", "vanished from GET /jobs")
         return
@@ -473,7 +482,7 @@ def damaged_row(client: httpx.Client, report: Report, db: Path, job_id: str) -> 
     raw.commit()
     raw.close()
     report.cases += 3
-    listed = {j["id"]: j for j in client.get("/jobs").json()}
+    listed = listed_jobs(client)
     if listed.get(job_id, {}).get("state") != "damaged":
         report.fail("damaged row", f"listed as {listed.get(job_id)!r}")
     r = client.get(f"/jobs/{job_id}")
@@ -482,6 +491,20 @@ def damaged_row(client: httpx.Client, report: Report, db: Path, job_id: str) -> 
     r = client.delete(f"/jobs/{job_id}")
     if r.status_code >= 500:
         report.fail("damaged row", f"DELETE answered {r.status_code}")
+
+
+def listed_jobs(client: httpx.Client) -> dict[str, dict[str, Any]]:
+    """Every job ``GET /jobs`` lists, by id, following its cursor page by page."""
+    out: dict[str, dict[str, Any]] = {}
+    params: dict[str, Any] = {"limit": 1000}
+    while True:
+        r = client.get("/jobs", params=params)
+        if r.status_code != 200:
+            return out
+        out.update((j["id"], j) for j in r.json())
+        if "X-Next-Cursor" not in r.headers:
+            return out
+        params["cursor"] = r.headers["X-Next-Cursor"]
 
 
 def alive(client: httpx.Client, report: Report) -> None:
@@ -533,7 +556,7 @@ def run_corpus(url: str, tmp: Path, db: Path | None = None) -> Report:
         after = client.get(f"/jobs/{good}").json()
         if after != before:
             report.fail("good job", "changed while the corpus ran")
-        if good not in {j["id"] for j in client.get("/jobs").json()}:
+        if good not in listed_jobs(client):
             report.fail("good job", "vanished from GET /jobs")
         if db is not None and hostile:
             damaged_row(client, report, db, hostile)

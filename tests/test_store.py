@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from ringleader.runtime.spec import parse_spec
-from ringleader.runtime.store import DamagedRow, State, Store, StoreError
+from ringleader.runtime.store import DamagedRow, PageQuery, State, Store, StoreError
 
 
 def _store_with(tmp_path: Path, names: list[str]) -> tuple[Store, list[str]]:
@@ -185,4 +185,30 @@ def test_a_damaged_row_is_listed_with_why_not_hidden(tmp_path: Path) -> None:
     shown = listed[1].public()
     assert shown["state"] == "damaged" and "stored step" in shown["error"]
     assert set(shown) == set(listed[0].public())  # same keys: clients need no special case
+    store.close()
+
+
+def test_pages_follow_a_cursor_filter_and_keep_damaged_rows(tmp_path: Path) -> None:
+    store, ids = _store_with(tmp_path, [f"j{i}" for i in range(7)])
+    _poke(store.path, "UPDATE jobs SET step = 'many' WHERE id = ?", ids[3])
+    seen, cursor = [], None
+    while True:  # pages of 3 in submission order: 3 + 3 + 1, the damaged row among them
+        rows, cursor = store.page(PageQuery(limit=3, cursor=cursor))
+        seen.append([r.summary()["id"] for r in rows])
+        if cursor is None:
+            break
+    assert seen == [ids[:3], ids[3:6], ids[6:]]
+    assert store.page(PageQuery(limit=3, cursor=10**6)) == ([], None)  # past the last job
+    newest, after = store.page(PageQuery(limit=2, newest_first=True))
+    assert [r.summary()["id"] for r in newest] == [ids[6], ids[5]] and after is not None
+    older, _ = store.page(PageQuery(limit=2, cursor=after, newest_first=True))
+    assert [r.summary()["id"] for r in older] == [ids[4], ids[3]]
+    row = store.get(ids[0])
+    assert row is not None
+    row.state = State.RUNNING
+    store.save(row)
+    running, _ = store.page(PageQuery(states=("running",)))
+    assert [r.summary()["id"] for r in running] == [ids[0]]
+    assert store.page(PageQuery(user="nobody"))[0] == []
+    assert len(store.page(PageQuery(user="anonymous"))[0]) == 7  # the damaged row too
     store.close()

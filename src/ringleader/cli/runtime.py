@@ -205,18 +205,36 @@ def _number(value: object, fmt: str) -> str:
 
 def jobs(
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable.")] = False,
+    state: Annotated[
+        str | None,
+        typer.Option(help="Only these states, comma-separated (e.g. queued,running)."),
+    ] = None,
+    user: Annotated[str | None, typer.Option(help="Only this user's jobs.")] = None,
+    limit: Annotated[
+        int, typer.Option(min=1, max=100_000, help="Show the newest N jobs that match.")
+    ] = 50,
+    every: Annotated[
+        bool, typer.Option("--all", help="Every job that matches, however many (pages through).")
+    ] = False,
 ) -> None:
-    """List jobs (a job whose stored row is damaged is listed as ``damaged``; `show` says why)."""
-    rows = request_json("GET", "/jobs")
+    """List jobs, newest last (a job whose stored row is damaged is listed as ``damaged``)."""
+    params: dict[str, Any] = {"order": "desc"}
+    if state:
+        params["state"] = state
+    if user:
+        params["user"] = user
+    rows, more = _pages(params, None if every else limit)
+    rows.reverse()
     if as_json:
         typer.echo(json.dumps(rows, indent=2))
         return
     table = Table()
-    for col in ("id", "state", "gpus", "step", "epoch", "loss", "submitted", "finished"):
+    for col in ("id", "user", "state", "gpus", "step", "epoch", "loss", "submitted", "finished"):
         table.add_column(col)
     for r in rows:
         table.add_row(
             shown(r.get("id")),
+            shown(r.get("user")),
             shown(r.get("state")),
             _number(r.get("gpus"), "d"),
             _number(r.get("step"), "d"),
@@ -226,6 +244,27 @@ def jobs(
             _when(r.get("finished_at")),
         )
     console.print(table)
+    if more:
+        console.print(Text(f"the newest {len(rows)} shown; older ones: --limit N or --all", "dim"))
+
+
+def _pages(params: dict[str, Any], limit: int | None) -> tuple[list[dict[str, Any]], bool]:
+    """Job summaries, following the server's cursor; whether more were left unread."""
+    rows: list[dict[str, Any]] = []
+    cursor: str | None = None
+    while True:
+        want = 1000 if limit is None else min(1000, limit - len(rows))
+        page = {**params, "limit": want} | ({"cursor": cursor} if cursor else {})
+        response = request("GET", "/jobs", params=page)
+        try:
+            rows.extend(response.json())
+        except ValueError:
+            fail("the server's job list is not JSON; is RINGLEADER_URL the ringleader server?")
+        cursor = response.headers.get("X-Next-Cursor")
+        if cursor is None:
+            return rows, False
+        if limit is not None and len(rows) >= limit:
+            return rows, True
 
 
 def _line(key: str, value: object) -> Text:

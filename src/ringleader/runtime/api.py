@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import FastAPI, HTTPException, Query, Request
 from fastapi import Path as FastPath
@@ -22,7 +22,7 @@ from ringleader.job.control import PROGRESS
 from ringleader.job.records import read_progress, read_regular
 from ringleader.runtime.controller import Controller
 from ringleader.runtime.spec import SpecError, parse_spec
-from ringleader.runtime.store import DamagedRow, JobRow, Store
+from ringleader.runtime.store import DamagedRow, JobRow, PageQuery, State, Store
 
 MAX_BODY = 1 << 20
 
@@ -120,6 +120,10 @@ MAX_JOB_ID = 256
 """Longer than any id the store makes (a 40-character name, a dash, 8 hex digits)."""
 JobId = Annotated[str, FastPath(min_length=1, max_length=MAX_JOB_ID)]
 MAX_RANK = 65535
+PAGE, MAX_PAGE = 500, 1000
+"""Jobs per listing page by default, and at most (summaries are ~0.5 kB each)."""
+STATES = frozenset(s.value for s in State)
+Order = Literal["asc", "desc"]
 MAX_OFFSET = 2**53
 """Beyond any log a job can write, and within what a file offset can be."""
 
@@ -177,9 +181,34 @@ def create_app(store: Store, controller: Controller) -> FastAPI:
         return row.public()
 
     @app.get("/jobs")
-    def jobs() -> list[dict[str, Any]]:
-        # A damaged row is listed as such, with why: a job never just vanishes.
-        return [row.public() for row in store.listing()]
+    def jobs(
+        limit: Annotated[int, Query(ge=1, le=MAX_PAGE, description="Jobs per page.")] = PAGE,
+        cursor: Annotated[
+            int | None,
+            Query(ge=0, le=MAX_OFFSET, description="X-Next-Cursor of the page before."),
+        ] = None,
+        state: Annotated[
+            str | None,
+            Query(max_length=200, description="Comma-separated states, e.g. queued,running."),
+        ] = None,
+        user: Annotated[str | None, Query(min_length=1, max_length=100)] = None,
+        order: Annotated[Order, Query(description="Submission order or newest first.")] = "asc",
+    ) -> JSONResponse:
+        """Job summaries (no spec: fetch one job for it), a page at a time.
+
+        When more jobs match, the ``X-Next-Cursor`` header holds the cursor
+        for the next page. A damaged row is listed with state ``damaged`` and
+        why: a job never just vanishes from listings.
+        """
+        states = tuple(s for s in (state or "").split(",") if s)
+        if unknown := [s for s in states if s not in STATES]:
+            return _problems(
+                [("state", f"{unknown[0][:40]!r} is not one of {', '.join(sorted(STATES))}")]
+            )
+        query = PageQuery(limit, cursor, states, user, newest_first=order == "desc")
+        rows, after = store.page(query)
+        headers = {} if after is None else {"X-Next-Cursor": str(after)}
+        return JSONResponse([row.summary() for row in rows], headers=headers)
 
     def _get(job_id: str) -> JobRow:
         row = store.get(job_id)

@@ -46,6 +46,9 @@ class DamagedRow(ValueError):
 
     def public(self) -> dict[str, Any]:
         """The job as listings show it: its id, state ``damaged`` and why (never hidden)."""
+        return self.summary() | {"spec": None}
+
+    def summary(self) -> dict[str, Any]:
         return {
             "id": self.job_id,
             "name": None,
@@ -65,8 +68,18 @@ class DamagedRow(ValueError):
             "counts": {},
             "bad_progress_lines": 0,
             "error": str(self),
-            "spec": None,
         }
+
+
+@dataclass(frozen=True, slots=True)
+class PageQuery:
+    """Which jobs a listing wants: at most ``limit``, after ``cursor``, filtered."""
+
+    limit: int = 100
+    cursor: int | None = None
+    states: tuple[str, ...] = ()
+    user: str | None = None
+    newest_first: bool = False
 
 
 class State(StrEnum):
@@ -123,6 +136,11 @@ class JobRow:
     """Progress lines the job wrote that were skipped as bad (``ringleader.job.records``)."""
 
     def public(self) -> dict[str, Any]:
+        """The whole job as the API shows it: its summary and its spec."""
+        return self.summary() | {"spec": self.spec.model_dump(mode="json")}
+
+    def summary(self) -> dict[str, Any]:
+        """What a listing shows of a job: no spec (its command and env stay per-job)."""
         return {
             "id": self.id,
             "name": self.spec.name,
@@ -142,7 +160,6 @@ class JobRow:
             "counts": dict(self.counts),
             "bad_progress_lines": self.bad_lines,
             "error": self.error,
-            "spec": self.spec.model_dump(mode="json"),
         }
 
 
@@ -200,6 +217,8 @@ _FLOATS = [
 _REQUIRED_FLOATS = {"submitted_at", "epoch", "attained_gpu_s", "state_since"}
 _API_OWNED = ("spec", "cancel_requested")
 _SELECT = f"SELECT {', '.join(_COLUMNS)} FROM jobs"
+_SELECT_SEQ = f"SELECT seq, {', '.join(_COLUMNS)} FROM jobs"
+"""Also the raw ``seq`` (a damaged row's parsed one is not to be trusted): the page cursor."""
 _FINISHED = ", ".join(f"'{s.value}'" for s in State if s.finished)
 
 _SCHEMA = """
@@ -283,6 +302,7 @@ class Store:
                 "ringleader database, or it was damaged; move it aside or restore a backup"
             )
         self._db.execute("CREATE INDEX IF NOT EXISTS jobs_state ON jobs(state)")
+        self._db.execute("CREATE INDEX IF NOT EXISTS jobs_seq ON jobs(seq)")
 
     def _migrate(self) -> None:
         """Add columns that newer versions keep, to a database an older one created."""
@@ -423,12 +443,43 @@ class Store:
         """Every job in submission order; a damaged row as its ``DamagedRow``, shown not hidden."""
         return self._read_all(f"{_SELECT} ORDER BY seq")
 
+    def page(self, query: PageQuery) -> tuple[list[JobRow | DamagedRow], int | None]:
+        """One page of jobs in submission order (newest first if ``query.newest_first``).
+
+        Returns the page and the cursor of the next one (``None`` on the last
+        page): the ``seq`` of the page's last job, which the next query
+        starts after. A cursor stays valid however many jobs arrive between
+        pages, unlike an offset.
+        """
+        where: list[str] = []
+        params: list[object] = []
+        if query.cursor is not None:
+            where.append("seq < ?" if query.newest_first else "seq > ?")
+            params.append(query.cursor)
+        if query.states:
+            where.append(f"state IN ({', '.join('?' for _ in query.states)})")
+            params.extend(query.states)
+        if query.user is not None:
+            where.append("json_extract(spec, '$.user') = ?")
+            params.append(query.user)
+        sql = _SELECT_SEQ + (f" WHERE {' AND '.join(where)}" if where else "")
+        sql += f" ORDER BY seq {'DESC' if query.newest_first else 'ASC'} LIMIT ?"
+        with self._lock:
+            found = self._db.execute(sql, [*params, query.limit + 1]).fetchall()
+        more = len(found) > query.limit
+        found = found[: query.limit]
+        rows = self._parse_all([values[1:] for values in found])
+        return rows, (int(found[-1][0]) if more and found else None)
+
     def _read(self, sql: str) -> list[JobRow]:
         return [row for row in self._read_all(sql) if isinstance(row, JobRow)]
 
     def _read_all(self, sql: str) -> list[JobRow | DamagedRow]:
         with self._lock:
             rows = self._db.execute(sql).fetchall()
+        return self._parse_all(rows)
+
+    def _parse_all(self, rows: list[tuple[Any, ...]]) -> list[JobRow | DamagedRow]:
         out: list[JobRow | DamagedRow] = []
         for values in rows:
             try:

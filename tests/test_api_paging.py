@@ -1,0 +1,67 @@
+"""Listings page with a cursor and show summaries; the CLI pages through them."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from tests.live_server import LiveServer
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    live = LiveServer(tmp_path_factory.mktemp("paging-server"), 1).start()
+    yield live
+    live.stop()
+    live.kill_workers()
+
+
+def _cli(url: str, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "RINGLEADER_URL": url, "COLUMNS": "200"}
+    return subprocess.run(
+        [sys.executable, "-m", "ringleader", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+
+
+def test_pages_filters_and_summaries(server: LiveServer) -> None:
+    ids = [
+        server.submit({"name": f"p{i}", "command": ["sleep", "30"], "user": f"u{i % 2}"})
+        for i in range(5)
+    ]
+    pages, params = [], {"limit": 2}
+    while True:
+        r = httpx.get(server.url + "/jobs", params=params, timeout=10)
+        assert r.status_code == 200
+        pages.append([j["id"] for j in r.json()])
+        assert all("spec" not in j for j in r.json())  # summaries: the spec is per job
+        if "X-Next-Cursor" not in r.headers:
+            break
+        params = {"limit": 2, "cursor": r.headers["X-Next-Cursor"]}
+    assert pages == [ids[:2], ids[2:4], ids[4:]]
+    mine = httpx.get(server.url + "/jobs", params={"user": "u1"}, timeout=10).json()
+    assert [j["id"] for j in mine] == [ids[1], ids[3]]
+    newest = httpx.get(server.url + "/jobs", params={"order": "desc", "limit": 1}, timeout=10)
+    assert [j["id"] for j in newest.json()] == [ids[4]]
+    bad = httpx.get(server.url + "/jobs", params={"state": "queued,lost"}, timeout=10)
+    assert bad.status_code == 422 and bad.json()["detail"][0]["field"] == "state"
+    assert "spec" in server.job(ids[0])
+
+    short = _cli(server.url, "jobs", "--limit", "2")
+    assert short.returncode == 0 and ids[4] in short.stdout and ids[0] not in short.stdout
+    assert "--all" in short.stdout  # says how to see the rest
+    every = _cli(server.url, "jobs", "--all", "--json")
+    assert [j["id"] for j in json.loads(every.stdout)] == ids
+    for job_id in ids:
+        httpx.delete(f"{server.url}/jobs/{job_id}", timeout=10)
