@@ -41,6 +41,8 @@ class HalfPlaced:
         command: Sequence[str],
         devices: Sequence[Device],
         env: Mapping[str, str],
+        *,
+        max_restarts: int = 0,
     ) -> None:
         self.launches.append(generation)
 

@@ -544,7 +544,13 @@ class Controller:
         )
         self._launched[row.id] = now
         self.executor.launch(
-            row.id, job_dir, row.generation, row.spec.command, devices, row.spec.env
+            row.id,
+            job_dir,
+            row.generation,
+            row.spec.command,
+            devices,
+            row.spec.env,
+            max_restarts=max(row.spec.retries - row.attempts, 0),
         )
         log.info("launched %s generation %d on %d workers", row.id, row.generation, len(devices))
 

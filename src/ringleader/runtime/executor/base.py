@@ -47,8 +47,37 @@ class Executor(Protocol):
         command: Sequence[str],
         devices: Sequence[Device],
         env: Mapping[str, str],
+        *,
+        max_restarts: int = 0,
     ) -> None: ...
 
     def status(self, job_dir: Path, generation: int, world: int) -> GangStatus: ...
 
     def kill(self, job_dir: Path, generation: int) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class RankPlace:
+    """Where one rank of a gang sits, in torchrun's terms (one agent per node)."""
+
+    local_rank: int
+    """The rank's index among the gang's ranks on its node."""
+    local_world: int
+    """Ranks of the gang on that node."""
+    group_rank: int
+    """The node's index among the gang's nodes, in order of their first rank."""
+    group_world: int
+    """Nodes the gang spans."""
+
+
+def gang_places(devices: Sequence[Device]) -> list[RankPlace]:
+    """Each rank's place (rank ``i`` runs on ``devices[i]``), for every executor alike."""
+    nodes: dict[str, list[int]] = {}
+    for rank, device in enumerate(devices):
+        nodes.setdefault(device.node, []).append(rank)
+    group = {node: i for i, node in enumerate(nodes)}
+    places = []
+    for rank, device in enumerate(devices):
+        on_node = nodes[device.node]
+        places.append(RankPlace(on_node.index(rank), len(on_node), group[device.node], len(nodes)))
+    return places

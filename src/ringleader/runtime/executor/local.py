@@ -24,7 +24,7 @@ from pathlib import Path
 from ringleader.job.records import rank_of, read_exit_code, read_regular
 from ringleader.perf.cores import device_cores
 from ringleader.policy.views import ClusterView, Device, Node
-from ringleader.runtime.executor.base import GangStatus
+from ringleader.runtime.executor.base import GangStatus, RankPlace, gang_places
 from ringleader.runtime.executor.forkserver import Forkserver
 from ringleader.runtime.launch import run_dir
 from ringleader.runtime.procs import alive, kill_group
@@ -85,11 +85,14 @@ class LocalExecutor:
         command: Sequence[str],
         devices: Sequence[Device],
         env: Mapping[str, str],
+        *,
+        max_restarts: int = 0,
     ) -> None:
         logs = job_dir / "logs"
         logs.mkdir(parents=True, exist_ok=True)
         run_dir(job_dir, generation).mkdir(parents=True, exist_ok=True)
         port = free_port()
+        places = gang_places(devices)
         for rank, device in enumerate(devices):
             w = WorkerLaunch(
                 job_id=job_id,
@@ -103,6 +106,8 @@ class LocalExecutor:
                 cuda_visible=str(device.index) if self.cuda else "",
                 cpus=tuple(self.cpus_for(device.index)),
                 where=f"{device.node}:{device.index}",
+                place=places[rank],
+                max_restarts=max_restarts,
             )
             full_env = worker_env(w, env)
             entry = python_entry(command, full_env["PATH"])
@@ -159,10 +164,23 @@ class WorkerLaunch:
     cuda_visible: str
     cpus: tuple[int, ...] = ()
     where: str = ""
+    place: RankPlace | None = None
+    """Where the rank sits among the gang's nodes; None: a gang on one node."""
+    max_restarts: int = 0
+    """Relaunches the job may still get after a failure (its spec's ``retries``)."""
 
 
 def worker_env(w: WorkerLaunch, env: Mapping[str, str]) -> dict[str, str]:
+    """The worker's environment: the spec's ``env``, then torchrun's contract and ours.
+
+    The variables a ``torchrun`` script reads are set exactly as torchrun
+    sets them (one role, one agent per node), so a script written for it
+    runs unchanged: ``LOCAL_RANK`` is the rank on its node, ``GROUP_RANK``
+    the node's, and ``TORCHELASTIC_RESTART_COUNT`` counts launches before
+    this one (resizes and restarts alike: each resumes from a checkpoint).
+    """
     threads = str(max(len(w.cpus), 1))
+    place = w.place or RankPlace(w.rank, w.world, 0, 1)
     return {
         **os.environ,
         "PATH": interpreter_first(os.environ.get("PATH", "")),
@@ -171,8 +189,18 @@ def worker_env(w: WorkerLaunch, env: Mapping[str, str]) -> dict[str, str]:
         "RINGLEADER_JOB_DIR": str(w.job_dir),
         "RINGLEADER_GENERATION": str(w.generation),
         "RANK": str(w.rank),
-        "LOCAL_RANK": str(w.rank),
         "WORLD_SIZE": str(w.world),
+        "LOCAL_RANK": str(place.local_rank),
+        "LOCAL_WORLD_SIZE": str(place.local_world),
+        "GROUP_RANK": str(place.group_rank),
+        "GROUP_WORLD_SIZE": str(place.group_world),
+        "ROLE_NAME": "default",
+        "ROLE_RANK": str(w.rank),
+        "ROLE_WORLD_SIZE": str(w.world),
+        "TORCHELASTIC_RESTART_COUNT": str(max(w.generation - 1, 0)),
+        "TORCHELASTIC_MAX_RESTARTS": str(w.max_restarts),
+        "TORCHELASTIC_RUN_ID": w.job_id,
+        "TORCHELASTIC_USE_AGENT_STORE": "False",
         "MASTER_ADDR": w.master_addr,
         "MASTER_PORT": str(w.master_port),
         "RINGLEADER_DEVICE": "cuda" if w.cuda else "cpu",

@@ -35,7 +35,7 @@ from typing import Any
 
 from ringleader.job.records import read_exit_code
 from ringleader.policy.views import ClusterView, Device, Node
-from ringleader.runtime.executor.base import GangStatus
+from ringleader.runtime.executor.base import GangStatus, gang_places
 from ringleader.runtime.executor.local import WorkerLaunch, spawn_worker
 from ringleader.runtime.launch import run_dir
 
@@ -143,6 +143,8 @@ class RayExecutor:
         command: Sequence[str],
         devices: Sequence[Device],
         env: Mapping[str, str],
+        *,
+        max_restarts: int = 0,
     ) -> None:
         _ray()
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
@@ -164,6 +166,7 @@ class RayExecutor:
         # job and generation; a clash fails the gang, which is retried.
         master_addr = self._address_of(devices[0].node)
         port = 20_000 + zlib.crc32(f"{job_id}/{generation}".encode()) % 30_000
+        places = gang_places(devices)
         for rank, (actor, device) in enumerate(zip(actors, devices, strict=True)):
             launch = WorkerLaunch(
                 job_id=job_id,
@@ -177,6 +180,8 @@ class RayExecutor:
                 cuda_visible="",
                 cpus=(),
                 where=f"{device.node}:{device.index}",
+                place=places[rank],
+                max_restarts=max_restarts,
             )
             n = str(self.threads)
             threads = {"OMP_NUM_THREADS": n, "RINGLEADER_THREADS": n}
