@@ -43,6 +43,7 @@ class HalfPlaced:
         env: Mapping[str, str],
         *,
         max_restarts: int = 0,
+        workdir: str | None = None,
     ) -> None:
         self.launches.append(generation)
 

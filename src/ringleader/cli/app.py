@@ -11,6 +11,7 @@ from ringleader.cli.automl import automl
 from ringleader.cli.demo import demo
 from ringleader.cli.fidelity import fidelity
 from ringleader.cli.netlab import netlab
+from ringleader.cli.run import run
 from ringleader.cli.runtime import cancel, jobs, logs, server, show, submit
 from ringleader.cli.simulate import simulate
 from ringleader.cli.sweep import sweep
@@ -27,7 +28,20 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.command()(simulate)
-for command in (server, submit, jobs, show, logs, cancel, demo, fidelity, netlab, sweep, automl):
+for command in (
+    server,
+    submit,
+    run,
+    jobs,
+    show,
+    logs,
+    cancel,
+    demo,
+    fidelity,
+    netlab,
+    sweep,
+    automl,
+):
     app.command()(command)
 
 

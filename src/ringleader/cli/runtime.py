@@ -162,19 +162,32 @@ class PolicySettings(BaseModel):
 
 
 def load_spec_file(path: Path) -> dict[str, Any]:
-    from ringleader.runtime.spec import SpecError, parse_spec
-
     try:
         data = load_yaml(read_capped(path, 1 << 20, "job spec", ValueError))
     except ValueError as err:
         fail(str(err))
     except yaml.YAMLError as err:
         fail(f"{path}: not valid YAML: {err}")
+    return checked_spec(data, str(path))
+
+
+def checked_spec(data: Any, where: str) -> dict[str, Any]:
+    """``data`` as a spec to submit, checked here; ``workdir`` made absolute.
+
+    As with ``srun``, a job runs where it is submitted from unless its spec
+    says otherwise, and a relative ``workdir`` is taken from here too.
+    """
+    from ringleader.runtime.spec import SpecError, parse_spec
+
+    if isinstance(data, dict):
+        workdir = data.get("workdir", ".")
+        if isinstance(workdir, str) and "\x00" not in workdir:
+            data = {**data, "workdir": str((Path.cwd() / workdir).absolute())}
     try:
         spec = parse_spec(data)
     except SpecError as err:
         lines = "\n".join(f"  {f}: {r}" for f, r in err.problems)
-        fail(f"{path}: invalid job spec\n{lines}")
+        fail(f"{where}: invalid job spec\n{lines}")
     dumped: dict[str, Any] = spec.model_dump(mode="json", exclude_defaults=True)
     dumped["command"] = spec.command
     return dumped
@@ -319,6 +332,14 @@ def logs(
     ] = False,
 ) -> None:
     """Print a job's worker log (rank 0 by default)."""
+    follow_log(job_id, rank=rank, raw=raw, follow=follow)
+
+
+FINISHED = ("succeeded", "failed", "cancelled", "damaged")
+
+
+def follow_log(job_id: str, *, rank: int = 0, raw: bool = False, follow: bool = True) -> str:
+    """Print the log from the start, and with ``follow`` until the job ends; its last state."""
 
     def emit(text: str) -> None:
         typer.echo(text if raw else shown(text, multiline=True), nl=False)
@@ -331,19 +352,15 @@ def logs(
         if response.text:
             emit(response.text)
         offset = int(response.headers.get("X-Log-Offset", offset))
+        state = str(request_json("GET", job_path(job_id))["state"])
         if not follow:
-            return
-        if request_json("GET", job_path(job_id))["state"] in (
-            "succeeded",
-            "failed",
-            "cancelled",
-            "damaged",
-        ):
+            return state
+        if state in FINISHED:
             tail = request(
                 "GET", job_path(job_id, "/logs"), params={"rank": rank, "offset": offset}
             )
             emit(tail.text)
-            return
+            return state
         time.sleep(0.5)
 
 

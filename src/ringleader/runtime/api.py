@@ -176,6 +176,8 @@ def create_app(store: Store, controller: Controller) -> FastAPI:
             spec = parse_spec(data, capacity=controller.cluster.capacity)
         except SpecError as err:
             return _problems(err.problems)
+        if spec.workdir is not None and not _is_dir(spec.workdir):
+            return _problems([("workdir", f"{spec.workdir[:200]}: no such directory here")])
         row = store.add(spec)
         controller.poke()
         return row.public()
@@ -287,6 +289,13 @@ def create_app(store: Store, controller: Controller) -> FastAPI:
         return JSONResponse(out, headers={"X-Bad-Lines": str(bad)})
 
     return app
+
+
+def _is_dir(path: str) -> bool:
+    try:
+        return Path(path).is_dir()
+    except OSError:  # a name too long, a loop of links: not a directory we can use
+        return False
 
 
 def _read_from(path: Path, offset: int) -> tuple[str, int]:

@@ -551,6 +551,7 @@ class Controller:
             devices,
             row.spec.env,
             max_restarts=max(row.spec.retries - row.attempts, 0),
+            workdir=row.spec.workdir,
         )
         log.info("launched %s generation %d on %d workers", row.id, row.generation, len(devices))
 

@@ -60,6 +60,7 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="exit (and take the worker along) when whoever started us dies",
     )
+    parser.add_argument("--workdir", help="run the command here (default: the current one)")
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
@@ -70,6 +71,15 @@ def main(argv: list[str] | None = None) -> int:
     write_atomic(here / f"rank{args.rank}.pid", f"{os.getpid()} {start_ticks(os.getpid())}\n")
     if args.cpus:
         os.sched_setaffinity(0, {int(c) for c in args.cpus.split(",")})
+    if args.workdir:
+        try:
+            os.chdir(args.workdir)
+        except OSError as err:
+            print(
+                f"ringleader: workdir {args.workdir}: {err.strerror}", file=sys.stderr, flush=True
+            )
+            write_atomic(here / f"rank{args.rank}.exit", "127\n")
+            return 127
     if args.die_with_parent:
         die_with_parent()
     try:

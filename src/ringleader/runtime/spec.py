@@ -50,6 +50,12 @@ class JobSpec(BaseModel):
     user: Annotated[str, Field(min_length=1, max_length=100)] = "anonymous"
     epochs: Annotated[StrictFloat, Field(gt=0, le=1e7, allow_inf_nan=False)] = 1.0
     retries: Annotated[StrictInt, Field(ge=0, le=100)] = 2
+    workdir: Annotated[str, Field(min_length=1, max_length=4096)] | None = None
+    """Where the command runs (relative paths in it resolve there); None: the job's directory.
+
+    An absolute path: the CLI resolves a relative one against the directory
+    it is run from, and submits from there by default, as ``srun`` does.
+    """
     env: dict[
         Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")],
         Annotated[str, Field(max_length=65536)],
@@ -70,6 +76,17 @@ class JobSpec(BaseModel):
             if "\x00" in text:
                 what = f"[{where}]" if isinstance(where, int) else f".{where}"
                 raise ValueError(f"{what} contains a NUL byte, which no process can be given")
+        return value
+
+    @field_validator("workdir", mode="after")
+    @classmethod
+    def _absolute(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        if "\x00" in value:
+            raise ValueError("contains a NUL byte, which no path can hold")
+        if not value.startswith("/"):
+            raise ValueError(f"{value[:80]!r} is relative; give an absolute path")
         return value
 
     @model_validator(mode="after")

@@ -58,6 +58,8 @@ class WarmLaunch:
     env: Mapping[str, str]
     log: str
     banner: str
+    workdir: str = ""
+    """Where the command runs; empty: the job directory."""
 
     def to_line(self) -> bytes:
         return json.dumps(asdict(self)).encode() + b"\n"
@@ -241,6 +243,13 @@ def _take_over_stdio(launch: WarmLaunch) -> None:
     # on the new fd 0 cannot hand them to the worker.
     sys.stdin = open(0, closefd=False)  # noqa: SIM115 - lives as long as we do
     os.chdir(launch.job_dir)
+    if launch.workdir:
+        try:
+            os.chdir(launch.workdir)
+        except OSError as err:
+            print(f"ringleader: workdir {launch.workdir}: {err.strerror}", flush=True)
+            _could_not_start(launch)
+            os._exit(127)
 
 
 def _run(launch: WarmLaunch) -> NoReturn:

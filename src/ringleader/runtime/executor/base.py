@@ -49,6 +49,7 @@ class Executor(Protocol):
         env: Mapping[str, str],
         *,
         max_restarts: int = 0,
+        workdir: str | None = None,
     ) -> None: ...
 
     def status(self, job_dir: Path, generation: int, world: int) -> GangStatus: ...

@@ -87,7 +87,9 @@ class LocalExecutor:
         env: Mapping[str, str],
         *,
         max_restarts: int = 0,
+        workdir: str | None = None,
     ) -> None:
+        job_dir = job_dir.absolute()  # the command may run elsewhere (its workdir)
         logs = job_dir / "logs"
         logs.mkdir(parents=True, exist_ok=True)
         run_dir(job_dir, generation).mkdir(parents=True, exist_ok=True)
@@ -108,6 +110,7 @@ class LocalExecutor:
                 where=f"{device.node}:{device.index}",
                 place=places[rank],
                 max_restarts=max_restarts,
+                workdir=workdir,
             )
             full_env = worker_env(w, env)
             entry = python_entry(command, full_env["PATH"])
@@ -168,6 +171,8 @@ class WorkerLaunch:
     """Where the rank sits among the gang's nodes; None: a gang on one node."""
     max_restarts: int = 0
     """Relaunches the job may still get after a failure (its spec's ``retries``)."""
+    workdir: str | None = None
+    """Where the command runs; None: the job directory."""
 
 
 def worker_env(w: WorkerLaunch, env: Mapping[str, str]) -> dict[str, str]:
@@ -245,6 +250,7 @@ def spawn_worker(
                 str(w.rank),
                 "--cpus",
                 ",".join(map(str, w.cpus)),
+                *(["--workdir", w.workdir] if w.workdir else []),
                 *([] if own_session else ["--die-with-parent"]),
                 "--",
                 *command,
@@ -275,4 +281,5 @@ def _warm_launch(w: WorkerLaunch, entry: tuple[str, ...], env: Mapping[str, str]
         env=dict(env),
         log=str(job_dir / "logs" / f"rank{w.rank}.log"),
         banner=_banner(w),
+        workdir=w.workdir or "",
     )

@@ -145,6 +145,7 @@ class RayExecutor:
         env: Mapping[str, str],
         *,
         max_restarts: int = 0,
+        workdir: str | None = None,
     ) -> None:
         _ray()
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
@@ -182,6 +183,7 @@ class RayExecutor:
                 where=f"{device.node}:{device.index}",
                 place=places[rank],
                 max_restarts=max_restarts,
+                workdir=workdir,
             )
             n = str(self.threads)
             threads = {"OMP_NUM_THREADS": n, "RINGLEADER_THREADS": n}
