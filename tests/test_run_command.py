@@ -1,0 +1,74 @@
+"""`ringleader run` submits a command as it is, like srun: a plain DDP script, unchanged."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.live_server import LiveServer
+
+pytestmark = pytest.mark.slow
+
+PLAIN_DDP = Path(__file__).parent / "data" / "plain_ddp.py"
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    live = LiveServer(tmp_path_factory.mktemp("run-server"), 2).start()
+    yield live
+    live.stop()
+    live.kill_workers()
+
+
+def _ringleader(url: str, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "RINGLEADER_URL": url, "COLUMNS": "200"}
+    return subprocess.run(
+        [sys.executable, "-m", "ringleader", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        timeout=120,
+    )
+
+
+def test_a_plain_ddp_script_runs_from_a_relative_path(server: LiveServer, tmp_path: Path) -> None:
+    shutil.copy(PLAIN_DDP, tmp_path / "ddp.py")
+    out = _ringleader(
+        server.url, tmp_path, "run", "--gpus", "2", "--wait", "--", "python", "ddp.py"
+    )
+    assert out.returncode == 0, out.stderr
+    assert "rank 0/2 local 0 restart 0 in sync True" in out.stdout
+    assert "succeeded" in out.stderr
+    # Both ranks ran where the user submitted from.
+    assert [(tmp_path / f"done{r}").read_text() for r in (0, 1)] == [str(tmp_path)] * 2
+    job_id = out.stdout.splitlines()[0]
+    job = server.job(job_id)
+    assert job["spec"]["workdir"] == str(tmp_path) and job["name"] == "ddp"
+
+
+def test_wait_exits_1_when_the_job_fails(server: LiveServer, tmp_path: Path) -> None:
+    out = _ringleader(
+        server.url, tmp_path, "run", "--wait", "--", "sh", "-c", "echo going down; exit 3"
+    )
+    assert out.returncode == 1 and "going down" in out.stdout and "failed" in out.stderr
+
+
+@pytest.mark.parametrize(
+    ("workdir", "reason"),
+    [("relative/dir", "absolute"), ("/no/such/dir/here", "no such directory")],
+)
+def test_a_workdir_must_be_an_absolute_directory(
+    server: LiveServer, workdir: str, reason: str
+) -> None:
+    spec = {"name": "w", "command": ["true"], "workdir": workdir}
+    r = httpx.post(server.url + "/jobs", json=spec, timeout=10)
+    assert r.status_code == 422
+    assert r.json()["detail"][0]["field"] == "workdir" and reason in r.json()["detail"][0]["reason"]
