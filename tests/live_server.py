@@ -7,7 +7,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,29 @@ def tiny_job(name: str, epochs: float = 2, ckpt: float = 1.0, **fields: Any) -> 
     }
     spec.update(fields)
     return spec
+
+
+def run_cli(
+    url: str, *args: str, cwd: Path | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """``ringleader ARGS`` against the server at ``url``, as a user's shell would run it."""
+    env = {**os.environ, "RINGLEADER_URL": url, "COLUMNS": "200"}
+    return subprocess.run(
+        [sys.executable, "-m", "ringleader", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        timeout=timeout,
+    )
+
+
+def serving(state_dir: Path, gpus: int = 4) -> Iterator[LiveServer]:
+    """A started server for a fixture to yield; stopped, its workers killed, afterwards."""
+    live = LiveServer(state_dir, gpus).start()
+    yield live
+    live.stop()
+    live.kill_workers()
 
 
 def wait_for(check: Callable[[], bool], timeout: float, what: str) -> None:

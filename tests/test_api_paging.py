@@ -3,36 +3,19 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
 
 import httpx
 import pytest
 
-from tests.live_server import LiveServer
+from tests.live_server import LiveServer, run_cli, serving
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
-    live = LiveServer(tmp_path_factory.mktemp("paging-server"), 1).start()
-    yield live
-    live.stop()
-    live.kill_workers()
-
-
-def _cli(url: str, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "RINGLEADER_URL": url, "COLUMNS": "200"}
-    return subprocess.run(
-        [sys.executable, "-m", "ringleader", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-    )
+    yield from serving(tmp_path_factory.mktemp("paging-server"), 1)
 
 
 def test_pages_filters_and_summaries(server: LiveServer) -> None:
@@ -58,10 +41,10 @@ def test_pages_filters_and_summaries(server: LiveServer) -> None:
     assert bad.status_code == 422 and bad.json()["detail"][0]["field"] == "state"
     assert "spec" in server.job(ids[0])
 
-    short = _cli(server.url, "jobs", "--limit", "2")
+    short = run_cli(server.url, "jobs", "--limit", "2")
     assert short.returncode == 0 and ids[4] in short.stdout and ids[0] not in short.stdout
     assert "--all" in short.stdout  # says how to see the rest
-    every = _cli(server.url, "jobs", "--all", "--json")
+    every = run_cli(server.url, "jobs", "--all", "--json")
     assert [j["id"] for j in json.loads(every.stdout)] == ids
     for job_id in ids:
         httpx.delete(f"{server.url}/jobs/{job_id}", timeout=10)

@@ -17,17 +17,14 @@ import pytest
 
 from ringleader.job.records import progress_record, rank_of, read_exit_code
 from tests.hostile import EXIT_FILES, RANK_NAMES, run_corpus
-from tests.live_server import LiveServer
+from tests.live_server import LiveServer, serving
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
-    live = LiveServer(tmp_path_factory.mktemp("hostile-server"), 2).start()
-    yield live
-    live.stop()
-    live.kill_workers()
+    yield from serving(tmp_path_factory.mktemp("hostile-server"), 2)
 
 
 def test_the_hostile_corpus_gets_no_server_error_and_loses_nothing(

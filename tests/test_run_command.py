@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.live_server import LiveServer
+from tests.live_server import LiveServer, run_cli, serving
 
 pytestmark = pytest.mark.slow
 
@@ -21,29 +18,13 @@ PLAIN_DDP = Path(__file__).parent / "data" / "plain_ddp.py"
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
-    live = LiveServer(tmp_path_factory.mktemp("run-server"), 2).start()
-    yield live
-    live.stop()
-    live.kill_workers()
-
-
-def _ringleader(url: str, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "RINGLEADER_URL": url, "COLUMNS": "200"}
-    return subprocess.run(
-        [sys.executable, "-m", "ringleader", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=cwd,
-        timeout=120,
-    )
+    yield from serving(tmp_path_factory.mktemp("run-server"), 2)
 
 
 def test_a_plain_ddp_script_runs_from_a_relative_path(server: LiveServer, tmp_path: Path) -> None:
     shutil.copy(PLAIN_DDP, tmp_path / "ddp.py")
-    out = _ringleader(
-        server.url, tmp_path, "run", "--gpus", "2", "--wait", "--", "python", "ddp.py"
-    )
+    run = ("run", "--gpus", "2", "--wait", "--", "python", "ddp.py")
+    out = run_cli(server.url, *run, cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     assert "rank 0/2 local 0 restart 0 in sync True" in out.stdout
     assert "succeeded" in out.stderr
@@ -55,9 +36,8 @@ def test_a_plain_ddp_script_runs_from_a_relative_path(server: LiveServer, tmp_pa
 
 
 def test_wait_exits_1_when_the_job_fails(server: LiveServer, tmp_path: Path) -> None:
-    out = _ringleader(
-        server.url, tmp_path, "run", "--wait", "--", "sh", "-c", "echo going down; exit 3"
-    )
+    fails = ("run", "--wait", "--", "sh", "-c", "echo going down; exit 3")
+    out = run_cli(server.url, *fails, cwd=tmp_path)
     assert out.returncode == 1 and "going down" in out.stdout and "failed" in out.stderr
 
 

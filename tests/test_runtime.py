@@ -5,14 +5,13 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.live_server import LiveServer, tiny_job, wait_for
+from tests.live_server import LiveServer, run_cli, tiny_job, wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -26,14 +25,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
 
 
 def cli(url: str, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "RINGLEADER_URL": url, "COLUMNS": "200"}
-    return subprocess.run(
-        [sys.executable, "-m", "ringleader", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-    )
+    return run_cli(url, *args, timeout=60)
 
 
 def steps_and_generations(progress: list[dict[str, object]]) -> tuple[list[int], list[int]]:

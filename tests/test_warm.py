@@ -7,10 +7,7 @@ import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 from ringleader.policy.views import Device
 from ringleader.runtime.executor.base import GangStatus
@@ -35,14 +32,6 @@ def test_python_entry_accepts_only_plain_module_and_script_runs() -> None:
     assert python_entry(["python"], PATH) is None
     assert python_entry(["sh", "-c", "exit 0"], PATH) is None
     assert python_entry(["no-such-program-here", "x.py"], PATH) is None
-
-
-@pytest.fixture
-def executor() -> Iterator[LocalExecutor]:
-    ex = LocalExecutor(gpus=2)
-    assert ex.warm.ready(60), "the fork server did not finish importing"
-    yield ex
-    ex.warm.close()
 
 
 def _wait(

@@ -129,7 +129,7 @@ def progress_record(raw: bytes | str) -> dict[str, Any] | None:
     if len(raw) > MAX_LINE:
         return None
     try:
-        value = json.loads(raw, object_pairs_hook=_unique, parse_constant=_no_constant)
+        value = strict_json(raw)
     except (ValueError, RecursionError):
         return None
     if not isinstance(value, dict):
@@ -151,17 +151,27 @@ def _plain(key: str) -> bool:
     return key.isascii() and key.isidentifier()
 
 
+def strict_json(text: str | bytes) -> Any:
+    """JSON as RFC 8259 has it: a repeated key or ``NaN``/``Infinity`` is a ``ValueError``.
+
+    Python's ``json`` keeps the last of repeated keys and reads the
+    JavaScript constants; both hide what a sender meant. Used for what jobs
+    write and for what clients send.
+    """
+    return json.loads(text, object_pairs_hook=_unique, parse_constant=_no_constant)
+
+
 def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in pairs:
         if key in out:
-            raise ValueError(f"duplicate key {key!r}")
+            raise ValueError(f"key {key[:60]!r} appears twice; give each field once")
         out[key] = value
     return out
 
 
 def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a number JSON allows")
+    raise ValueError(f"{name} is not a JSON number; give a finite number")
 
 
 def progress_lines(chunk: bytes) -> tuple[list[dict[str, Any]], int]:

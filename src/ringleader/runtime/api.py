@@ -7,7 +7,6 @@ same field names the CLI prints, and never reaches the controller.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -19,7 +18,7 @@ from fastapi.responses import JSONResponse, PlainTextResponse
 
 from ringleader import __version__
 from ringleader.job.control import PROGRESS
-from ringleader.job.records import read_progress, read_regular
+from ringleader.job.records import read_progress, read_regular, strict_json
 from ringleader.runtime.controller import Controller
 from ringleader.runtime.spec import SpecError, parse_spec
 from ringleader.runtime.store import DamagedRow, JobRow, PageQuery, State, Store
@@ -64,7 +63,7 @@ async def _json_body(request: Request) -> tuple[Any, JSONResponse | None]:
     try:
         # UTF-8 only, as RFC 8259 asks: no byte-order mark, no UTF-16 guessed from the bytes.
         text = bytes(body).decode("utf-8")
-        data = json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_no_constant)
+        data = strict_json(text)
         if (where := _not_unicode(data)) is not None:
             raise ValueError(f"{where} holds a lone surrogate escape (\\ud800…), not text")
         return data, None
@@ -72,15 +71,6 @@ async def _json_body(request: Request) -> tuple[Any, JSONResponse | None]:
         return None, _problems([("(body)", f"not valid JSON: {err}")])
     except RecursionError:
         return None, _problems([("(body)", "not valid JSON: nested too deeply")])
-
-
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise ValueError(f"key {key[:60]!r} appears twice; give each field once")
-        out[key] = value
-    return out
 
 
 def _not_unicode(value: Any, where: str = "(body)") -> str | None:
@@ -110,10 +100,6 @@ def _encodes(text: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
-
-
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON number; give a finite number")
 
 
 MAX_JOB_ID = 256

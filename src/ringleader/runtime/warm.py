@@ -125,10 +125,20 @@ EMULATED: frozenset[str] = frozenset({"PYTHONUNBUFFERED", "OMP_NUM_THREADS"})
 """Of those, the ones ``_run`` applies by hand."""
 
 
+RUN_TIME_PREFIXES: tuple[str, ...] = ("TORCHELASTIC_",)
+"""Of those prefixes, variables read only when called (torchrun's contract), not at import."""
+
+
 def startup_env(env: Mapping[str, str]) -> dict[str, str]:
     """The part of ``env`` a warm start cannot change: a worker whose differs
     from the server's must start cold."""
-    return {k: v for k, v in env.items() if k.startswith(STARTUP_PREFIXES) and k not in EMULATED}
+    return {
+        k: v
+        for k, v in env.items()
+        if k.startswith(STARTUP_PREFIXES)
+        and k not in EMULATED
+        and not k.startswith(RUN_TIME_PREFIXES)
+    }
 
 
 def preload() -> None:
