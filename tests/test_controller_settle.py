@@ -72,8 +72,13 @@ def test_a_stop_that_never_comes_is_killed_and_requeued_without_charging_the_job
     rig: tuple[Store, LocalExecutor, Path],
 ) -> None:
     store, executor, state = rig
-    controller = _controller(store, executor, state, stop_timeout_s=1.0)
-    job = store.add(parse_spec({"name": "deaf", "command": SLEEPER}))
+    controller = _controller(store, executor, state)
+    deaf = [
+        "python",
+        "-c",
+        "import signal, time; signal.signal(15, signal.SIG_IGN); time.sleep(600)",
+    ]
+    job = store.add(parse_spec({"name": "deaf", "command": deaf, "stop_grace_s": 1.0}))
     row = _until(controller, store, job.id, _running, 30)
     time.sleep(1.0)  # launched for real
     controller._request_stop(row, "preempt", time.time())
@@ -90,17 +95,24 @@ def test_a_stop_that_never_comes_is_killed_and_requeued_without_charging_the_job
     assert [e["reason"] for e in store.events(job.id) if e["kind"] == "stopped"] == ["preempt"]
 
 
-def test_a_command_that_ends_on_its_own_while_a_stop_is_pending_has_succeeded(
+def test_a_command_without_the_library_is_stopped_by_sigterm_and_relaunched_not_done(
     rig: tuple[Store, LocalExecutor, Path],
 ) -> None:
+    # It never reads control.json; SIGTERM ends it at once (exit -15). That
+    # is a stop we asked for, not a failure and not the end of its training.
     store, executor, state = rig
     controller = _controller(store, executor, state)
-    short = ["python", "-c", "import time; time.sleep(2)"]
+    short = ["python", "-c", "import time; time.sleep(3)"]
     job = store.add(parse_spec({"name": "short", "command": short}))
     row = _until(controller, store, job.id, _running, 30)
-    controller._request_stop(row, "resize", time.time())  # it never reads control.json
-    done = _until(controller, store, job.id, lambda r: r.state.finished, 30)
-    assert done.state is State.SUCCEEDED and done.generation == 1  # not run a second time
+    time.sleep(1.0)  # launched for real
+    controller._request_stop(row, "resize", time.time())
+    done = _until(controller, store, job.id, lambda r: r.state.finished, 40)
+    events = store.events(job.id)
+    asked = next(e for e in events if e["kind"] == "stop_requested")
+    assert asked["signal"] is True
+    assert [e["reason"] for e in events if e["kind"] == "stopped"] == ["resize"]
+    assert done.state is State.SUCCEEDED and done.generation == 2 and done.attempts == 0
 
 
 def test_a_stopped_job_is_not_done_because_its_spec_said_fewer_epochs(

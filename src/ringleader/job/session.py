@@ -125,6 +125,14 @@ class Session:
         launched = os.environ.get("RINGLEADER_LAUNCH_T")
         if launched:
             self._marks["t_launch"] = float(launched)
+        self._terminated = False
+        _on_sigterm(self._terminate)
+
+    def _terminate(self, _signum: int, _frame: object) -> None:
+        # SIGTERM (torchrun's scale-down, Slurm's preemption, our stop before
+        # this job's first progress line): the same stop as control.json's,
+        # at the next minibatch boundary, so the checkpoint is a whole one.
+        self._terminated = True
 
     @classmethod
     def from_env(cls, **kw: Any) -> Session:
@@ -368,12 +376,16 @@ class Session:
             if control is not None and control.generation == self.launch.generation:
                 code, asked = ACTION_CODES[control.action], control.checkpoint
                 self._control_t = control.written_at
+        if self._terminated:
+            code = ACTION_CODES[Action.STOP]
         if self._dist:
             import torch
             import torch.distributed as dist
 
+            # Any rank that was sent SIGTERM stops them all: the highest code wins
+            # (RUN < SUSPEND < STOP), and the checkpoint counter is rank 0's.
             message = torch.tensor([code, asked], dtype=torch.int64)
-            dist.broadcast(message, src=0)
+            dist.all_reduce(message, op=dist.ReduceOp.MAX)
             code, asked = int(message[0].item()), int(message[1].item())
         if asked > self._checkpoint_asked:
             self._checkpoint_asked = asked
@@ -387,3 +399,14 @@ class Session:
 
     def _skipped(self, path: Path, why: str) -> None:
         self._log({"event": "checkpoint_skipped", "path": str(path), "why": why})
+
+
+def _on_sigterm(handler: Any) -> None:
+    """Take SIGTERM for a stop at the next boundary, unless the script has its own handler."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return  # only the main thread may set handlers; SIGTERM then ends the process
+    if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
+        signal.signal(signal.SIGTERM, handler)

@@ -7,10 +7,13 @@ or every ``round_s``, it builds the snapshot with the spine's ``job_view``,
 calls the same ``decide`` the simulator calls, and applies the actions the
 spine's ``diff`` derives from the Plan and what each job holds:
 
-* ``Stop`` (resize, migrate, preempt): the job is asked to checkpoint and
-  stop at its next minibatch boundary;
+* ``Stop`` (resize, migrate, preempt, cancel): a job that uses the job
+  library is asked to checkpoint and stop at its next minibatch boundary;
+  any other command gets SIGTERM at once, as under torchrun or Slurm. Either
+  is killed (SIGKILL to its process groups) ``stop_grace_s`` later;
 * ``Suspend`` (time-slicing): the job is asked to suspend at its next
-  boundary: it frees the device and waits in host memory;
+  boundary: it frees the device and waits in host memory. A command without
+  the library cannot suspend, so its turn ends with a stop instead;
 * ``Launch`` and ``Resume`` wait until the job's GPUs are free — a GPU is free
   when nothing runs on it that the plan does not also run there (packing) —
   so two generations of a job never run at once and no GPU is given twice.
@@ -67,7 +70,6 @@ class ControllerConfig:
     policy: Decider
     round_s: float = 30.0
     tick_s: float = 0.5
-    stop_timeout_s: float = 60.0
     launch_timeout_s: float = 120.0
     restart_s: float = 3.0
     """A resize's cost until a job's own is measured: a cold checkpoint-stop-restart of
@@ -110,6 +112,8 @@ class Controller:
         self._confirmed_suspended: set[str] = set()
         self._partial_since: dict[str, float] = {}
         self._stop_killed: set[str] = set()
+        self._terminated: dict[str, set[int]] = {}
+        """Ranks of a stopping job that have been sent SIGTERM (it is retried for the rest)."""
         """Jobs killed because a requested stop did not come: settled as stopped."""
         self._broken: dict[str, str] = {}
         """Jobs whose files this controller cannot handle, with the last error logged."""
@@ -198,14 +202,19 @@ class Controller:
                 row.stopping = "node_lost"
             self._settle(row, failed=False, codes=dict(status.exits), now=now)
             return
-        if status.failed and not status.finished:
+        signalled = SIGNALLED in row.shape
+        if signalled and row.stopping and not status.finished:
+            self._terminate(row)
+        if status.failed and not status.finished and not signalled:
+            # After a SIGTERM, one rank's end is no failure: the others may
+            # still be writing their checkpoint, so they get their grace.
             log.warning("job %s: a worker failed, stopping the rest", row.id)
             self.executor.kill(self.job_dir(row.id), row.generation)
             return
         if (
             row.stopping
             and row.id not in self._stop_killed
-            and now - self._stop_sent.setdefault(row.id, now) > self.config.stop_timeout_s
+            and now - self._stop_sent.setdefault(row.id, now) > row.spec.stop_grace_s
         ):
             log.warning("job %s: no clean stop in time, killing it", row.id)
             self.executor.kill(self.job_dir(row.id), row.generation)
@@ -216,6 +225,10 @@ class Controller:
             # since the last checkpoint, through no fault of its own.
             if status.finished:
                 self._settle(row, failed=False, codes=dict(status.exits), now=now)
+            return
+        if signalled and status.finished:
+            # Asked to stop by signal: however each rank ended, the job was stopped.
+            self._settle(row, failed=False, codes=dict(status.exits), now=now)
             return
         if status.starting:
             # Ranks that never said they started: not placed yet (a Ray cluster
@@ -267,6 +280,8 @@ class Controller:
         for rec in records:
             if rec.get("g") != row.generation:
                 continue
+            # It writes progress: it uses the job library and obeys control.json.
+            row.shape[LIBRARY_GENERATION] = row.generation
             event = rec.get("event")
             if event == "suspended":
                 self._confirmed_suspended.add(row.id)
@@ -316,6 +331,8 @@ class Controller:
             return said == "done"
         if reason in ("node_lost", "placement_timeout") or row.id in self._stop_killed:
             return False
+        if SIGNALLED in row.shape:
+            return False  # it ended because we asked it to: a checkpoint, not the end
         return bool(codes) and all(code == 0 for code in codes.values())
 
     def _settle(self, row: JobRow, *, failed: bool, codes: dict[int, int], now: float) -> None:
@@ -330,6 +347,8 @@ class Controller:
         self._need_decision = True
         done = self._ran_to_end(row, gen, reason, codes)
         self._stop_killed.discard(row.id)
+        self._terminated.pop(row.id, None)
+        row.shape.pop(SIGNALLED, None)
         if reason == "cancel":
             row.state, row.finished_at = State.CANCELLED, now
             self.store.save(row, "cancelled", generation=gen)
@@ -430,6 +449,11 @@ class Controller:
             log.info("plan (%s): %s%s", self.config.policy.name, sizes, wake)
 
     def _suspend(self, row: JobRow, now: float) -> None:
+        if not self._uses_library(row):
+            # It would never answer a suspend: its turn ends the torchrun way,
+            # SIGTERM and a later relaunch from its own checkpoint.
+            self._request_stop(row, "suspend", now)
+            return
         log.info("suspending %s", row.id)
         _count(row, Kind.SUSPEND)
         write_control(self.job_dir(row.id), Control(row.generation, Action.SUSPEND))
@@ -451,8 +475,31 @@ class Controller:
         if reason in ("resize", "migrate"):
             # Its restart is timed from here to the next generation's first step.
             row.shape[STOP_ASKED], row.shape[STOP_GENERATION] = now, row.generation
-        self.store.save(row, "stop_requested", reason=reason, generation=row.generation)
+        by_signal = not self._uses_library(row)
+        if by_signal:
+            row.shape[SIGNALLED] = now
+        self.store.save(
+            row, "stop_requested", reason=reason, generation=row.generation, signal=by_signal
+        )
         write_control(self.job_dir(row.id), Control(row.generation, Action.STOP))
+        if by_signal:
+            self._terminate(row)
+
+    def _uses_library(self, row: JobRow) -> bool:
+        """Whether this generation has written progress: the job library reads control.json.
+
+        A library job not yet that far is sent SIGTERM too; the library turns
+        it into the same stop at a minibatch boundary.
+        """
+        return row.shape.get(LIBRARY_GENERATION) == row.generation
+
+    def _terminate(self, row: JobRow) -> None:
+        """SIGTERM to each rank once; ranks not started yet get theirs at a later look."""
+        done = self._terminated.setdefault(row.id, set())
+        if len(done) < row.workers:
+            done |= self.executor.terminate(
+                self.job_dir(row.id), row.generation, skip=frozenset(done)
+            )
 
     # -- acting --------------------------------------------------------------
     def _apply(self, now: float) -> None:
@@ -556,6 +603,10 @@ class Controller:
         log.info("launched %s generation %d on %d workers", row.id, row.generation, len(devices))
 
 
+SIGNALLED = "stop_signalled_at"
+"""Key in a row's ``shape``: when its current stop was sent as SIGTERM (absent: by control.json)."""
+LIBRARY_GENERATION = "library_generation"
+"""Key in a row's ``shape``: the newest generation seen writing progress with the job library."""
 STOP_ASKED = "stop_requested_at"
 STOP_GENERATION = "stop_generation"
 RESTART = "restart_s"

@@ -82,18 +82,27 @@ def main(argv: list[str] | None = None) -> int:
             return 127
     if args.die_with_parent:
         die_with_parent()
+    # Installed before the worker exists: a SIGTERM that comes while it starts
+    # is held and handed on, not lost with this wrapper (and the worker with it).
+    pending: list[int] = []
+    child: subprocess.Popen[bytes] | None = None
+
+    def forward(signum: int, _frame: object) -> None:
+        if child is None:
+            pending.append(signum)
+        else:
+            child.send_signal(signum)
+
+    signal.signal(signal.SIGTERM, forward)
+    signal.signal(signal.SIGINT, forward)
     try:
         child = subprocess.Popen(command, preexec_fn=die_with_parent)
     except OSError as err:
         print(f"ringleader: cannot start {command[0]!r}: {err}", file=sys.stderr, flush=True)
         write_atomic(here / f"rank{args.rank}.exit", "127\n")
         return 127
-
-    def forward(signum: int, _frame: object) -> None:
+    for signum in pending:
         child.send_signal(signum)
-
-    signal.signal(signal.SIGTERM, forward)
-    signal.signal(signal.SIGINT, forward)
     code = child.wait()
     write_atomic(here / f"rank{args.rank}.exit", f"{code}\n")
     return 0 if code == 0 else 1

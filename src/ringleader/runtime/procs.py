@@ -39,3 +39,14 @@ def kill_group(pid: int, ticks: int, sig: int = signal.SIGKILL) -> None:
     del ticks  # identity matters for liveness, not for reaching the group
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, sig)
+
+
+def signal_process(pid: int, ticks: int, sig: int) -> bool:
+    """Signal ``pid`` if it is still the process started at ``ticks``; whether it was sent."""
+    if not alive(pid, ticks):
+        return False
+    try:
+        os.kill(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True

@@ -50,6 +50,14 @@ class JobSpec(BaseModel):
     user: Annotated[str, Field(min_length=1, max_length=100)] = "anonymous"
     epochs: Annotated[StrictFloat, Field(gt=0, le=1e7, allow_inf_nan=False)] = 1.0
     retries: Annotated[StrictInt, Field(ge=0, le=100)] = 2
+    stop_grace_s: Annotated[StrictFloat | StrictInt, Field(ge=0, le=3600, allow_inf_nan=False)] = (
+        30.0
+    )
+    """Seconds a stopping job gets, from the stop request, before its processes are killed.
+
+    A script that uses the job library stops at its next minibatch boundary;
+    one that does not is sent SIGTERM at once, as torchrun and Slurm do.
+    """
     workdir: Annotated[str, Field(min_length=1, max_length=4096)] | None = None
     """Where the command runs (relative paths in it resolve there); None: the job's directory.
 

@@ -214,6 +214,10 @@ def _wrap(launch: WarmLaunch) -> int:
     _take_over_stdio(launch)
     here = run_dir(Path(launch.job_dir), launch.generation)
     here.mkdir(parents=True, exist_ok=True)
+    # Held from the moment the controller can see our pid until the worker
+    # exists, so a SIGTERM in between is handed on rather than lost with us.
+    stops = {signal.SIGTERM, signal.SIGINT}
+    signal.pthread_sigmask(signal.SIG_BLOCK, stops)
     pid = os.getpid()
     write_atomic(here / f"rank{launch.rank}.pid", f"{pid} {start_ticks(pid)}\n")
     if launch.cpus:
@@ -221,6 +225,7 @@ def _wrap(launch: WarmLaunch) -> int:
     child = os.fork()
     if child == 0:
         die_with_parent()
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, stops)
         _run(launch)
 
     def forward(signum: int, _frame: object) -> None:
@@ -229,6 +234,7 @@ def _wrap(launch: WarmLaunch) -> int:
 
     signal.signal(signal.SIGTERM, forward)
     signal.signal(signal.SIGINT, forward)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, stops)
     _, status = os.waitpid(child, 0)
     code = os.waitstatus_to_exitcode(status)
     write_atomic(here / f"rank{launch.rank}.exit", f"{code}\n")

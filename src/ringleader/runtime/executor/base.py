@@ -54,7 +54,19 @@ class Executor(Protocol):
 
     def status(self, job_dir: Path, generation: int, world: int) -> GangStatus: ...
 
-    def kill(self, job_dir: Path, generation: int) -> None: ...
+    def terminate(
+        self, job_dir: Path, generation: int, skip: frozenset[int] = frozenset()
+    ) -> set[int]:
+        """Send SIGTERM to each rank's worker (not in ``skip``); the ranks now accounted for.
+
+        A rank that has not started yet is left out of the answer, so the
+        caller can try it again; one that has exited counts as signalled.
+        """
+        ...
+
+    def kill(self, job_dir: Path, generation: int) -> None:
+        """SIGKILL every process of the gang (each rank's whole process group)."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -27,7 +28,7 @@ from ringleader.policy.views import ClusterView, Device, Node
 from ringleader.runtime.executor.base import GangStatus, RankPlace, gang_places
 from ringleader.runtime.executor.forkserver import Forkserver
 from ringleader.runtime.launch import run_dir
-from ringleader.runtime.procs import alive, kill_group
+from ringleader.runtime.procs import alive, kill_group, signal_process
 from ringleader.runtime.warm import WarmLaunch, interpreter_first, python_entry
 
 NODE = "local"
@@ -146,6 +147,18 @@ class LocalExecutor:
         # A rank that has written neither a pid nor an exit file is still starting.
         starting = sum(1 for r in range(world) if r not in pids and r not in exits)
         return GangStatus(world, running, exits, starting)
+
+    def terminate(
+        self, job_dir: Path, generation: int, skip: frozenset[int] = frozenset()
+    ) -> set[int]:
+        # To the launch wrapper only: it forwards the signal to the worker once.
+        # The group would give the worker a second SIGTERM from its wrapper.
+        sent = set()
+        for rank, (pid, ticks) in self._pids(job_dir, generation).items():
+            if rank not in skip:
+                signal_process(pid, ticks, signal.SIGTERM)
+                sent.add(rank)
+        return sent
 
     def kill(self, job_dir: Path, generation: int) -> None:
         for pid, ticks in self._pids(job_dir, generation).values():

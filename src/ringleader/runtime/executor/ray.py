@@ -75,6 +75,14 @@ class _Worker:
     def poll(self) -> int | None:
         return None if self.proc is None else self.proc.poll()
 
+    def terminate(self) -> bool:
+        """SIGTERM to the launch wrapper, which forwards it to the worker; whether started."""
+        if self.proc is None:
+            return False
+        if self.proc.poll() is None:
+            self.proc.terminate()
+        return True
+
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.kill()
@@ -242,6 +250,20 @@ class RayExecutor:
             actor = self._actor(job_dir, generation, rank)
             if actor is not None:
                 ray.kill(actor)
+
+    def terminate(
+        self, job_dir: Path, generation: int, skip: frozenset[int] = frozenset()
+    ) -> set[int]:
+        ray = _ray()
+        sent = set()
+        for rank in range(self._launched.get((str(job_dir), generation), 64)):
+            actor = None if rank in skip else self._actor(job_dir, generation, rank)
+            if actor is None:
+                continue
+            with contextlib.suppress(ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError):
+                if ray.get(actor.terminate.remote(), timeout=POLL_S):
+                    sent.add(rank)
+        return sent
 
     def kill(self, job_dir: Path, generation: int) -> None:
         ray = _ray()
