@@ -45,6 +45,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/tensorlights_models.py
 	$(BIN)/python bench/store_history.py
 	$(BIN)/python bench/fidelity.py
+	$(BIN)/python bench/ddp_exit.py
 	$(BIN)/ringleader simulate --scenario gandiva-cluster --seeds 10 --json bench/results/gandiva-cluster.json
 	$(BIN)/ringleader simulate --scenario automl --seeds 30 --json bench/results/automl.json
 

@@ -152,13 +152,19 @@ class Session:
         return self.examples_seen / self.examples_per_epoch
 
     def __enter__(self) -> Session:
+        return self.start()
+
+    def start(self) -> Session:
+        """Set threads and the process group (unless the script made its own)."""
         import torch
         import torch.distributed as dist
 
         threads = os.environ.get("RINGLEADER_THREADS")
         if threads:
             torch.set_num_threads(int(threads))
-        if self.world_size > 1:
+        if self.world_size > 1 and dist.is_initialized():
+            self._dist = True  # the script set up its own group (ringleader.elastic, torchrun)
+        elif self.world_size > 1:
             backend = "nccl" if self.launch.device == "cuda" else "gloo"
             dist.init_process_group(
                 backend,
@@ -178,6 +184,14 @@ class Session:
     ) -> None:
         if kind is not None:
             return  # let the error propagate; the scheduler sees a non-zero exit
+        self.end()
+
+    def end(self) -> None:
+        """After the last step or a stop: wait for every rank, then end the process if needed.
+
+        Returns only with one worker that finished its training; otherwise the
+        process exits here with status 0.
+        """
         if self._dist:
             import torch.distributed as dist
 
@@ -201,14 +215,15 @@ class Session:
             return torch.device("cuda", 0)
         return torch.device("cpu")
 
-    def restore(self, model: Any, optimizer: Any, **extra: Any) -> bool:
+    def restore(self, model: Any, optimizer: Any, *, resume: bool = True, **extra: Any) -> bool:
         """Load the newest intact checkpoint into ``model``/``optimizer``, if any.
 
         Returns whether one was found (False: a fresh start). ``extra`` names
         more objects with ``state_dict``/``load_state_dict`` to save and load.
+        ``resume=False`` registers them for checkpoints and starts fresh.
         """
         self._model, self._optimizer, self._extra = model, optimizer, extra
-        restored = self.store.restore(on_skip=self._skipped)
+        restored = self.store.restore(on_skip=self._skipped) if resume else None
         started = {"event": "started", "g": self.launch.generation, "world_size": self.world_size}
         started |= self._marks
         if restored is None:
@@ -246,31 +261,45 @@ class Session:
     def steps(self) -> Iterator[int]:
         """Global step numbers to train, until done or told to stop."""
         while self.epoch < self.epochs:
-            action = self._agreed_action()
-            if action is Action.SUSPEND:
-                action = self._suspended()
-            if action is Action.STOP:
-                began = time.time()
-                self.checkpoint()
-                self.stopped = True
-                self._log(
-                    {
-                        "event": "stopped",
-                        "g": self.launch.generation,
-                        "step": self.step,
-                        "t_stop_seen": began,
-                        "t": time.time(),
-                    }
-                )
+            if self.boundary():
                 return
-            self._step_started = time.perf_counter()
             yield self.step
-            if time.monotonic() - self._last_checkpoint >= self.checkpoint_every_s:
-                self.checkpoint()
+            self.checkpoint_if_due()
+        self.finish()
+
+    def boundary(self) -> bool:
+        """A minibatch boundary: obey the scheduler (suspend, checkpoint, stop) here.
+
+        Returns True when the job must stop: its checkpoint is written and
+        the ``stopped`` event logged; call ``end()`` next. Every rank calls it
+        at the same boundary (it agrees the action over the process group).
+        """
+        action = self._agreed_action()
+        if action is Action.SUSPEND:
+            action = self._suspended()
+        if action is Action.STOP:
+            began = time.time()
+            self.checkpoint()
+            self.stopped = True
+            self._log(
+                {
+                    "event": "stopped",
+                    "g": self.launch.generation,
+                    "step": self.step,
+                    "t_stop_seen": began,
+                    "t": time.time(),
+                }
+            )
+            return True
+        self._step_started = time.perf_counter()
+        return False
+
+    def finish(self) -> None:
+        """Training is over: the final checkpoint and the ``done`` event."""
         self.checkpoint()
         self._log({"event": "done", "g": self.launch.generation, "step": self.step})
 
-    def report(self, loss: float) -> None:
+    def report(self, loss: float | None = None) -> None:
         """Record one finished minibatch: advances the step and the examples seen."""
         elapsed = time.perf_counter() - self._step_started
         self.step += 1
@@ -279,7 +308,7 @@ class Session:
             "g": self.launch.generation,
             "step": self.step,
             "epoch": round(self.epoch, 6),
-            "loss": float(loss),
+            "loss": None if loss is None else float(loss),
             "step_time": round(elapsed, 6),
             "world_size": self.world_size,
             "lr": self.lr(),
@@ -295,6 +324,11 @@ class Session:
             # Peak device memory: what packing checks before it tries a pair.
             record["memory_gib"] = round(torch.cuda.max_memory_allocated() / 2**30, 3)
         self._log(record)
+
+    def checkpoint_if_due(self) -> None:
+        """Checkpoint when ``checkpoint_every_s`` has passed since the last one."""
+        if time.monotonic() - self._last_checkpoint >= self.checkpoint_every_s:
+            self.checkpoint()
 
     def checkpoint(self) -> None:
         """Rank 0 writes a checkpoint of the registered model and optimizer."""

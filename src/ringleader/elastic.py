@@ -1,0 +1,299 @@
+"""``ringleader.elastic``: a plain (DDP) training script made elastic in a few lines.
+
+```python
+from ringleader import elastic
+
+loader = elastic.DataLoader(dataset, batch_size=64, shuffle=True)      # was DataLoader
+model = elastic.prepare(model, optimizer, scheduler, lr_rule="linear")  # was DDP(model)
+for epoch in elastic.epochs(10):                                        # was range(1, 11)
+    for x, y in loader:
+        ...
+```
+
+The script still runs as it did, under ``python`` or ``torchrun``. What the
+three calls take over:
+
+* **The process group**, from the environment torchrun and ringleader both
+  set, when the world is larger than one and the script has not made it.
+* **The data.** Each epoch is one seeded permutation of the dataset, split
+  by minibatch across whatever world runs it. The position in the epoch is
+  checkpointed in examples, so a job resumed at another size goes on with
+  exactly the examples it has not seen. Each rank runs the same number of
+  steps (the tail that does not fill one step of the whole world is dropped).
+* **Stops and resumes.** At each minibatch boundary the job obeys ringleader
+  (stop, suspend, checkpoint) or a SIGTERM (torchrun's scale events, Slurm's
+  preemption): rank 0 checkpoints model, optimizer, scheduler and position,
+  and every rank exits with status 0. It resumes from the job's checkpoints
+  under ringleader; under torchrun only when ``TORCHELASTIC_RESTART_COUNT``
+  is above 0, from ``elastic-checkpoints/<run id>`` in the working directory
+  (or ``RINGLEADER_CHECKPOINT_DIR``).
+* **The learning rate**, by the rule the script names (``lr_rule``): ``none``,
+  ``linear`` or ``sqrt`` in the world size over ``base_world``, the size its
+  learning rate was tuned at. Rank 0 prints the rule and the rates to the
+  job's log at every start; nothing is scaled silently.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ringleader.job.session import Launch, Session
+
+LR_RULES = ("none", "linear", "sqrt")
+CHECKPOINT_DIR = "elastic-checkpoints"
+
+
+def lr_factor(rule: str, world: int, base_world: int = 1) -> float:
+    """How much ``rule`` multiplies a learning rate tuned at ``base_world`` workers."""
+    if rule == "none":
+        return 1.0
+    if rule == "linear":
+        return world / base_world
+    if rule == "sqrt":
+        return math.sqrt(world / base_world)
+    raise ValueError(f"lr_rule {rule!r}: choose one of {', '.join(LR_RULES)}")
+
+
+@dataclass(slots=True)
+class Position:
+    """Where training is, saved with every checkpoint: the epoch under way and its progress."""
+
+    epoch: int = 0
+    """Index of the epoch under way, counted from the first one trained."""
+    consumed: int = 0
+    """Examples of that epoch already trained on, over all ranks."""
+    lr_factor: float = 1.0
+    """The factor the learning rates in the optimizer carry (from the rule at its world)."""
+
+    def state_dict(self) -> dict[str, float]:
+        return {"epoch": self.epoch, "consumed": self.consumed, "lr_factor": self.lr_factor}
+
+    def load_state_dict(self, state: dict[str, float]) -> None:
+        self.epoch, self.consumed = int(state["epoch"]), int(state["consumed"])
+        self.lr_factor = float(state["lr_factor"])
+
+
+@dataclass(slots=True)
+class _Job:
+    """What the three calls share in this process (one training job per process)."""
+
+    position: Position = field(default_factory=Position)
+    loader: DataLoader | None = None
+    model: Any = None
+    optimizer: Any = None
+    scheduler: Any = None
+    lr_rule: str = "none"
+    base_world: int = 1
+    session: Session | None = None
+    own_group: bool = False
+
+    @property
+    def rank(self) -> int:
+        return _world()[0]
+
+    @property
+    def world(self) -> int:
+        return _world()[1]
+
+
+_job = _Job()
+
+
+def prepare(
+    model: Any, optimizer: Any, scheduler: Any = None, *, lr_rule: str, base_world: int = 1
+) -> Any:
+    """Register what a checkpoint holds and return the model to train (DDP over a world > 1).
+
+    ``lr_rule`` (``none``, ``linear``, ``sqrt``) says how the optimizer's
+    learning rates, tuned at ``base_world`` workers, follow the world size.
+    """
+    lr_factor(lr_rule, 1, max(base_world, 1))  # a bad rule fails here, before any training
+    if base_world < 1:
+        raise ValueError(f"base_world must be at least 1, got {base_world}")
+    _job.model, _job.optimizer, _job.scheduler = model, optimizer, scheduler
+    _job.lr_rule, _job.base_world = lr_rule, base_world
+    if _world()[1] == 1:
+        return model
+    import torch
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel
+
+    if not dist.is_initialized():
+        dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
+        _job.own_group = True
+    return DistributedDataParallel(model)
+
+
+class DataLoader:
+    """A ``torch.utils.data.DataLoader`` over this rank's share of what the epoch has left.
+
+    Takes the arguments torch's does, except ``sampler`` and
+    ``batch_sampler`` (it shards the data itself) and ``drop_last``.
+    """
+
+    def __init__(
+        self,
+        dataset: Any,
+        batch_size: int = 1,
+        shuffle: bool = False,
+        *,
+        seed: int = 0,
+        **kwargs: Any,
+    ) -> None:
+        for name in ("sampler", "batch_sampler", "drop_last"):
+            if name in kwargs:
+                raise ValueError(f"elastic.DataLoader shards the data itself: drop {name}=")
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+        self.dataset, self.batch_size, self.shuffle = dataset, batch_size, shuffle
+        self.seed, self.kwargs = seed, kwargs
+        _job.loader = self
+
+    def __len__(self) -> int:
+        """Steps in a whole epoch at the current world size."""
+        return len(self.dataset) // (self.batch_size * _job.world)
+
+    def indices(self, epoch: int, consumed: int, rank: int, world: int) -> list[int]:
+        """This rank's examples for the rest of ``epoch``, in the order it trains on them."""
+        import torch
+
+        count = len(self.dataset)
+        if self.shuffle:
+            seeded = torch.Generator().manual_seed(self.seed + epoch)
+            order = torch.randperm(count, generator=seeded)
+        else:
+            order = torch.arange(count)
+        rest = order[consumed:]
+        steps = len(rest) // (self.batch_size * world)
+        mine = rest[: steps * self.batch_size * world].view(steps, world, self.batch_size)
+        return [int(i) for i in mine[:, rank, :].reshape(-1)]
+
+    def __iter__(self) -> Iterator[Any]:
+        import torch
+
+        session = _session()
+        position = _job.position
+        rank, world = _job.rank, _job.world
+        mine = self.indices(position.epoch, position.consumed, rank, world)
+        subset = torch.utils.data.Subset(self.dataset, mine)
+        batches = torch.utils.data.DataLoader(subset, batch_size=self.batch_size, **self.kwargs)
+        per_step = self.batch_size * world
+        for batch in batches:
+            if session.boundary():
+                session.end()  # checkpointed: every rank exits here
+            yield batch
+            position.consumed += per_step
+            session.examples_seen = position.epoch * len(self.dataset) + position.consumed
+            session.report()
+            session.checkpoint_if_due()
+
+
+def epochs(count: int, start: int = 1) -> Iterator[int]:
+    """Epoch numbers ``start .. start+count-1`` still to train, from where a checkpoint left off.
+
+    ``elastic.epochs(n)`` stands for ``range(1, n + 1)``, and
+    ``elastic.epochs(n, start=0)`` for ``range(n)``.
+    """
+    if count < 1:
+        return
+    session = _start(count)
+    position = _job.position
+    for index in range(position.epoch, count):
+        position.epoch = index
+        yield start + index
+        position.epoch, position.consumed = index + 1, 0
+    session.finish()
+    if _job.own_group:
+        import torch.distributed as dist
+
+        dist.barrier()
+        dist.destroy_process_group()
+        _job.own_group = False
+
+
+def _start(total: int) -> Session:
+    """Make the session, restore the newest checkpoint if resuming, apply the lr rule."""
+    loader = _job.loader
+    if loader is None or _job.model is None:
+        raise RuntimeError("call elastic.DataLoader(...) and elastic.prepare(...) before epochs()")
+    launch, resume = _launch()
+    session = Session(
+        launch,
+        examples_per_epoch=max(len(loader.dataset), 1),
+        batch_per_worker=loader.batch_size,
+        epochs=float(total),
+    ).start()
+    extra = {"position": _job.position}
+    if _job.scheduler is not None:
+        extra["scheduler"] = _job.scheduler
+    raw = getattr(_job.model, "module", _job.model)
+    session.restore(raw, _job.optimizer, resume=resume, **extra)
+    _apply_lr_rule(launch.rank, launch.world_size)
+    _job.session = session
+    return session
+
+
+def _apply_lr_rule(rank: int, world: int) -> None:
+    factor = lr_factor(_job.lr_rule, world, _job.base_world)
+    change = factor / _job.position.lr_factor
+    for group in _job.optimizer.param_groups:
+        group["lr"] *= change
+    if _job.scheduler is not None and hasattr(_job.scheduler, "base_lrs"):
+        _job.scheduler.base_lrs = [lr * change for lr in _job.scheduler.base_lrs]
+    _job.position.lr_factor = factor
+    if rank == 0:
+        rates = ", ".join(f"{g['lr']:g}" for g in _job.optimizer.param_groups)
+        print(
+            f"ringleader.elastic: lr_rule {_job.lr_rule!r} (tuned at {_job.base_world} workers): "
+            f"{world} workers, learning rate x{factor:g} -> {rates}",
+            flush=True,
+        )
+
+
+def _session() -> Session:
+    if _job.session is None:
+        raise RuntimeError("iterate the loader inside `for epoch in elastic.epochs(...)`")
+    return _job.session
+
+
+def _world() -> tuple[int, int]:
+    try:
+        import torch.distributed as dist
+
+        if dist.is_available() and dist.is_initialized():
+            return dist.get_rank(), dist.get_world_size()
+    except ImportError:
+        pass
+    return int(os.environ.get("RANK", "0")), int(os.environ.get("WORLD_SIZE", "1"))
+
+
+def _launch() -> tuple[Launch, bool]:
+    """This process as launched, and whether it resumes from a checkpoint."""
+    env = os.environ
+    if "RINGLEADER_JOB_DIR" in env:
+        return Launch.from_env(), True
+    import torch
+
+    run_id = env.get("TORCHELASTIC_RUN_ID", "local")
+    default = Path(CHECKPOINT_DIR) / re.sub(r"[^A-Za-z0-9_.-]", "_", run_id)[:100]
+    job_dir = Path(env.get("RINGLEADER_CHECKPOINT_DIR") or default).absolute()
+    job_dir.mkdir(parents=True, exist_ok=True)
+    restart = int(env.get("TORCHELASTIC_RESTART_COUNT", "0"))
+    rank, world = _world()
+    launch = Launch(
+        job_id=run_id,
+        job_dir=job_dir,
+        generation=restart + 1,
+        rank=rank,
+        world_size=world,
+        master_addr=env.get("MASTER_ADDR", "127.0.0.1"),
+        master_port=int(env.get("MASTER_PORT", "29500")),
+        device="cuda" if torch.cuda.is_available() else "cpu",
+    )
+    return launch, restart > 0
