@@ -70,9 +70,9 @@ def _steps(indices: list[int], batch: int) -> list[list[int]]:
 def test_the_port_runs_under_plain_torchrun(tmp_path: Path) -> None:
     shutil.copy(PORTING / "ddp_elastic.py", tmp_path)
     env = {k: v for k, v in os.environ.items() if not k.startswith("RINGLEADER_")}
+    torchrun = [sys.executable, "-m", "torch.distributed.run", "--standalone"]
     out = subprocess.run(
-        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2"]
-        + ["ddp_elastic.py", "--epochs", "3"],
+        [*torchrun, "--nproc-per-node", "2", "ddp_elastic.py", "--epochs", "3"],
         cwd=tmp_path,
         env=env,
         capture_output=True,
