@@ -193,6 +193,16 @@ def _evidence(server: Server, job_id: str, workdir: Path) -> dict[str, Any]:
     return {"job_dir": str(job_dir), "ranks": ranks, "logs": logs}
 
 
+def _main_thread(rank: dict[str, Any]) -> list[str]:
+    """The innermost frames of the hung worker's main thread, from py-spy (if any)."""
+    for worker in rank.get("workers", []):
+        dump: str = worker.get("py_spy", "")
+        if "MainThread" in dump:
+            frames = dump.split("MainThread", 1)[1].split("\nThread ", 1)[0]
+            return [f.strip() for f in frames.splitlines()[1:] if f.strip()][:16]
+    return []
+
+
 def _read(path: Path) -> str | None:
     try:
         return path.read_text()
@@ -255,6 +265,11 @@ def one_run(server: Server, base: Path, wrapper: Path, label: str) -> dict[str, 
     row["generation"] = job.get("generation")
     if row["hung"]:
         row["evidence"] = _evidence(server, job_id, workdir)
+        row["hung_ranks"] = {
+            rank: {"script_done": r["script_done"], "main_thread": _main_thread(r)}
+            for rank, r in row["evidence"]["ranks"].items()
+            if r["exit_code"] is None
+        }
         _kill_job(server, job_id)
         return row
     exits = list((server.state / "jobs" / job_id).glob("run/gen*/rank*.exit"))
@@ -283,6 +298,9 @@ def main() -> None:
     parser.add_argument("--keep", action="store_true", help="keep the state dir even if clean")
     parser.add_argument("--out", type=Path, help="default: bench/results/ddp-exit[-cold].json")
     args = parser.parse_args()
+    # Stopped early (or from the background, where SIGINT starts ignored): stop the server too.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     out_path = args.out or RESULTS / ("ddp-exit-cold.json" if args.cold else "ddp-exit.json")
 
     base = Path(tempfile.mkdtemp(prefix="ddp-exit-"))
@@ -336,6 +354,11 @@ def main() -> None:
             "median": round(statistics.median(walls), 3) if walls else None,
             "max": round(max(walls), 3) if walls else None,
         },
+        "hung_runs": [
+            {"run": r["run"], "job": r["job"], "ranks": sorted(r.get("hung_ranks", {}))}
+            for r in rows
+            if r["hung"]
+        ],
         "met": hangs == 0 and failures == 0 and bool(settle) and max(settle) <= SETTLE_TARGET_S,
         "warmups": warmups,
         "per_run": rows,
@@ -346,7 +369,8 @@ def main() -> None:
         shutil.rmtree(base, ignore_errors=True)
     out_path.parent.mkdir(parents=True, exist_ok=True)
     out_path.write_text(json.dumps(report, indent=2) + "\n")
-    summary = {k: report[k] for k in ("runs", "hangs", "failures", "warm_runs", "settle_s", "met")}
+    keys = ("runs", "hangs", "failures", "warm_runs", "settle_s", "hung_runs", "met")
+    summary = {k: report[k] for k in keys}
     print(json.dumps(summary, indent=2))
 
 

@@ -73,6 +73,22 @@ def server(
             "imported, so launches and resizes skip ~2 s of start-up.",
         ),
     ] = True,
+    max_log_mib: Annotated[
+        int,
+        typer.Option(
+            min=0,
+            max=1 << 20,
+            help="Rotate a rank's log to rank<N>.log.1 past this many MiB (0: never).",
+        ),
+    ] = 64,
+    max_progress_mib: Annotated[
+        int,
+        typer.Option(
+            min=0,
+            max=1 << 20,
+            help="Rotate a job's progress.jsonl to .1 past this many MiB (0: never).",
+        ),
+    ] = 16,
 ) -> None:
     """Run the scheduler: REST API (OpenAPI at /docs) plus the control loop.
 
@@ -118,6 +134,8 @@ def server(
         executor=executor,
         address=address,
         warm_start=warm_start,
+        log_cap_bytes=max_log_mib << 20,
+        progress_cap_bytes=max_progress_mib << 20,
     )
     try:
         asyncio.run(serve(cfg))

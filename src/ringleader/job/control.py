@@ -131,6 +131,31 @@ class ProgressReader:
         self.bad += bad
         return records
 
+    def rotate(self, cap: int) -> list[dict[str, Any]]:
+        """Past ``cap`` bytes, move the file to ``<name>.1`` and return what was left unread.
+
+        The job library opens the file per record, so its next one starts a
+        new file; records it appended since the last read are in the moved
+        one and are read here, before this reader turns to the new file.
+        """
+        if cap <= 0 or _size(self.path) <= cap:
+            return []
+        old = self.path.with_name(self.path.name + ".1")
+        try:
+            os.replace(self.path, old)
+        except OSError:
+            return []
+        rest = ProgressReader(old, self.offset)
+        records: list[dict[str, Any]] = []
+        while True:
+            before = rest.offset
+            records += rest.read_new()
+            if rest.offset == before:
+                break
+        self.bad += rest.bad
+        self.offset = 0
+        return records
+
 
 MAX_READ = 8 << 20
 """Progress bytes read per call: a long backlog is taken in slices, not at once."""

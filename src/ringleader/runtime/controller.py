@@ -50,6 +50,7 @@ from ringleader.job.records import read_regular
 from ringleader.perf.epochs import EpochsToConverge
 from ringleader.policy.plan import Assignment, Decider, Plan
 from ringleader.policy.views import Device, JobShape, JobView, Observation
+from ringleader.runtime.bounded import LOG_CAP_BYTES, PROGRESS_CAP_BYTES, cap_log
 from ringleader.runtime.executor.base import Executor
 from ringleader.runtime.store import JobRow, State, Store
 from ringleader.spine.actions import Held, Kind, Launch, Resume, Stop, Suspend, diff_one
@@ -61,6 +62,8 @@ log = logging.getLogger("ringleader.controller")
 SWITCH_TICK_S = 0.01
 """Tick interval while a time-slice switch is under way (a GPU idles until it is done)."""
 WARMUP_STEPS = 2
+LOG_CHECK_S = 5.0
+"""How often a running job's logs are checked against their cap."""
 """Steps after each launch left out of the step-time profile (start-up, first allreduce)."""
 
 
@@ -72,6 +75,10 @@ class ControllerConfig:
     tick_s: float = 0.5
     launch_timeout_s: float = 120.0
     restart_s: float = 3.0
+    log_cap_bytes: int = LOG_CAP_BYTES
+    """A rank's log is rotated to ``.1`` past this (0: never; ``ringleader.runtime.bounded``)."""
+    progress_cap_bytes: int = PROGRESS_CAP_BYTES
+    """The progress file is rotated to ``.1`` past this (0: never)."""
     """A resize's cost until a job's own is measured: a cold checkpoint-stop-restart of
     a small ResNet here (bench/results/resize.json, medians 2.9-3.4 s)."""
 
@@ -113,6 +120,8 @@ class Controller:
         self._partial_since: dict[str, float] = {}
         self._stop_killed: set[str] = set()
         self._terminated: dict[str, set[int]] = {}
+        self._logs_capped: dict[str, float] = {}
+        """When each running job's logs were last checked against their cap."""
         """Ranks of a stopping job that have been sent SIGTERM (it is retried for the rest)."""
         """Jobs killed because a requested stop did not come: settled as stopped."""
         self._broken: dict[str, str] = {}
@@ -192,6 +201,16 @@ class Controller:
             row.attained_gpu_s += row.workers * max(0.0, now - since)
         self._held_since[row.id] = now
         self._ingest(row, force=True)
+        if now - self._logs_capped.get(row.id, 0.0) >= LOG_CHECK_S:
+            self._logs_capped[row.id] = now
+            for path in (self.job_dir(row.id) / "logs").glob("rank*.log"):
+                if cap_log(path, self.config.log_cap_bytes):
+                    log.info(
+                        "job %s: %s rotated (cap %d bytes)",
+                        row.id,
+                        path.name,
+                        self.config.log_cap_bytes,
+                    )
         if row.cancel_requested and row.stopping != "cancel":
             self._request_stop(row, "cancel", now)
         status = self.executor.status(self.job_dir(row.id), row.generation, row.workers)
@@ -271,6 +290,7 @@ class Controller:
                 self._confirmed_suspended.add(row.id)
         bad_before = reader.bad
         records = reader.read_new()
+        records += reader.rotate(self.config.progress_cap_bytes)
         if not records and reader.offset == row.progress_offset and not force:
             return
         if reader.bad > bad_before:
@@ -348,6 +368,7 @@ class Controller:
         done = self._ran_to_end(row, gen, reason, codes)
         self._stop_killed.discard(row.id)
         self._terminated.pop(row.id, None)
+        self._logs_capped.pop(row.id, None)
         row.shape.pop(SIGNALLED, None)
         if reason == "cancel":
             row.state, row.finished_at = State.CANCELLED, now

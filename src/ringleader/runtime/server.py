@@ -14,6 +14,7 @@ import uvicorn
 
 from ringleader.policy.catalog import policy_from_config
 from ringleader.runtime.api import create_app
+from ringleader.runtime.bounded import LOG_CAP_BYTES, PROGRESS_CAP_BYTES
 from ringleader.runtime.controller import Controller, ControllerConfig
 from ringleader.runtime.executor.base import Executor
 from ringleader.runtime.executor.local import LocalExecutor
@@ -43,6 +44,8 @@ class ServerConfig:
     executor: str = "local"
     address: str = "auto"
     warm_start: bool = True
+    log_cap_bytes: int = LOG_CAP_BYTES
+    progress_cap_bytes: int = PROGRESS_CAP_BYTES
 
 
 def claim_state_dir(state_dir: Path) -> IO[str]:
@@ -91,7 +94,14 @@ def build(config: ServerConfig) -> tuple[Store, Controller]:
     controller = Controller(
         store,
         executor,
-        ControllerConfig(config.state_dir, policy, round_s=config.round_s, tick_s=config.tick_s),
+        ControllerConfig(
+            config.state_dir,
+            policy,
+            round_s=config.round_s,
+            tick_s=config.tick_s,
+            log_cap_bytes=config.log_cap_bytes,
+            progress_cap_bytes=config.progress_cap_bytes,
+        ),
     )
     return store, controller
 
