@@ -149,7 +149,7 @@ def test_a_running_job_suspends_resumes_checkpoints_and_stops_on_request(tmp_pat
         write_control(tmp_path, Control(1, Action.STOP))
         assert proc.wait(timeout=60) == 0
         events = [r["event"] for r in _progress(tmp_path) if "event" in r]
-        assert events == ["started", "suspended", "resumed", "checkpointed", "stopped"]
+        assert events == ["attached", "started", "suspended", "resumed", "checkpointed", "stopped"]
         stopped = next(r for r in _progress(tmp_path) if r.get("event") == "stopped")
         newest = CheckpointStore(tmp_path / "checkpoints").restore()
         assert newest is not None and newest.step == stopped["step"] == _last_step(tmp_path)

@@ -246,6 +246,20 @@ def test_a_job_that_has_reported_nothing_grows_before_measured_ones(allocator: s
     assert plan.of("measured").workers == 2 and plan.of("new").workers == 1
 
 
+@pytest.mark.parametrize("allocator", ["elastic", "ringleader"])
+def test_an_elastic_job_starts_at_the_gpus_it_asked_for_until_it_is_measured(
+    allocator: str,
+) -> None:
+    cluster = ClusterView.uniform(1, 8)
+    asked = replace(resnet_job("asked", at=0.0, speed=None, max_gpus=8), requested_gpus=2)
+    plan = policy_named(allocator).decide([asked], cluster, 1.0)
+    assert plan.of("asked").workers == 2  # its spec's gpus, not the 8 it may grow to
+    silent = replace(asked, requested_gpus=1)  # left at its minimum: no start size stated
+    assert policy_named(allocator).decide([silent], cluster, 1.0).of("asked").workers == 8
+    measured = replace(asked, observations={2: Observation(1.0, 10.0, 128)})
+    assert policy_named(allocator).decide([measured], cluster, 1.0).of("asked").workers > 2
+
+
 def test_a_running_job_grows_only_where_the_restart_is_won_back() -> None:
     """A nearly finished job is not restarted to grow; the GPUs go to a job that gains."""
     cluster = ClusterView.uniform(1, 8)

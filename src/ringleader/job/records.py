@@ -33,7 +33,16 @@ MAX_TEXT = 4096
 """Longest string value kept from a progress line."""
 
 EVENTS = frozenset(
-    {"started", "stopped", "done", "suspended", "resumed", "checkpointed", "checkpoint_skipped"}
+    {
+        "attached",
+        "started",
+        "stopped",
+        "done",
+        "suspended",
+        "resumed",
+        "checkpointed",
+        "checkpoint_skipped",
+    }
 )
 """Lifecycle events the job library writes; any other ``event`` makes a line bad."""
 

@@ -127,6 +127,9 @@ class Session:
             self._marks["t_launch"] = float(launched)
         self._terminated = False
         _on_sigterm(self._terminate)
+        # Said at once, before the model is built: the scheduler now knows this
+        # generation obeys control.json (a suspend instead of a SIGTERM stop).
+        self._log({"event": "attached", "g": launch.generation, "t": time.time()})
 
     def _terminate(self, _signum: int, _frame: object) -> None:
         # SIGTERM (torchrun's scale-down, Slurm's preemption, our stop before

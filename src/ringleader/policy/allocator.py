@@ -19,6 +19,7 @@ from typing import Protocol
 
 from ringleader.policy.objective import Candidate
 from ringleader.policy.payback import pays
+from ringleader.policy.views import JobView
 
 Counts = dict[str, int]
 
@@ -57,6 +58,18 @@ def fifo_base(jobs: Sequence[Candidate], capacity: int, size_of: _SizeOf) -> Cou
 
 class _SizeOf(Protocol):
     def __call__(self, c: Candidate, /) -> int: ...
+
+
+def start_size(job: JobView) -> int:
+    """The most an elastic job gets before it is measured: its spec's ``gpus``, when raised.
+
+    An elastic job whose ``gpus`` is above its minimum asked to start there;
+    left at the minimum (the default) it states no start, and unmeasured
+    growth goes up to its maximum. Measured, the speed model decides.
+    """
+    if job.elastic and job.requested_gpus > job.min_gpus:
+        return job.requested_gpus
+    return job.max_gpus
 
 
 def _elastic_start(c: Candidate) -> int:
@@ -104,7 +117,8 @@ def _greedy(
     (``ringleader.policy.payback``).
 
     A job not yet measured (``Candidate.measured`` false) grows first, in
-    FIFO order: its guessed model has no scale to compare with measured jobs
+    FIFO order, up to its ``start_size``: its guessed model has no scale to
+    compare with measured jobs
     (before its first report even its examples per epoch are unknown), and
     ranking it on the guess would give it GPUs one moment and take them back
     the moment it reports, a restart for nothing.
@@ -115,6 +129,8 @@ def _greedy(
 
     def push(i: int, c: Candidate, w: int) -> None:
         nxt = step(c, w)
+        if nxt is not None and not c.measured and w + nxt[0] > start_size(c.job):
+            return  # not measured yet: no bigger than the size it asked to start at
         if nxt is not None and nxt[1] > 0 and pays(c, w + nxt[0]):
             heapq.heappush(heap, (-(nxt[1] if c.measured else math.inf), i, nxt[0]))
 

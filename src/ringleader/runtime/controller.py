@@ -63,6 +63,8 @@ SWITCH_TICK_S = 0.01
 """Tick interval while a time-slice switch is under way (a GPU idles until it is done)."""
 WARMUP_STEPS = 2
 LOG_CHECK_S = 5.0
+UNAWARE_AFTER_S = 20.0
+"""A generation silent this long after its launch does not use the job library."""
 """How often a running job's logs are checked against their cap."""
 """Steps after each launch left out of the step-time profile (start-up, first allreduce)."""
 
@@ -470,7 +472,10 @@ class Controller:
             log.info("plan (%s): %s%s", self.config.policy.name, sizes, wake)
 
     def _suspend(self, row: JobRow, now: float) -> None:
-        if not self._uses_library(row):
+        uses = self._uses_library(row, now)
+        if uses is None:
+            return  # not known yet: asked again at the next tick, once it is
+        if not uses:
             # It would never answer a suspend: its turn ends the torchrun way,
             # SIGTERM and a later relaunch from its own checkpoint.
             self._request_stop(row, "suspend", now)
@@ -496,7 +501,7 @@ class Controller:
         if reason in ("resize", "migrate"):
             # Its restart is timed from here to the next generation's first step.
             row.shape[STOP_ASKED], row.shape[STOP_GENERATION] = now, row.generation
-        by_signal = not self._uses_library(row)
+        by_signal = self._uses_library(row, now) is not True
         if by_signal:
             row.shape[SIGNALLED] = now
         self.store.save(
@@ -506,13 +511,19 @@ class Controller:
         if by_signal:
             self._terminate(row)
 
-    def _uses_library(self, row: JobRow) -> bool:
-        """Whether this generation has written progress: the job library reads control.json.
+    def _uses_library(self, row: JobRow, now: float) -> bool | None:
+        """Whether this generation obeys control.json (the job library), if known yet.
 
-        A library job not yet that far is sent SIGTERM too; the library turns
-        it into the same stop at a minibatch boundary.
+        Known True once it has written progress (the library says so as it
+        starts), False once it has run ``UNAWARE_AFTER_S`` without a word.
+        Before that a stop goes both ways, control.json and SIGTERM: the
+        library takes SIGTERM for the same stop at a minibatch boundary.
         """
-        return row.shape.get(LIBRARY_GENERATION) == row.generation
+        if row.shape.get(LIBRARY_GENERATION) == row.generation:
+            return True
+        if now - row.state_since >= UNAWARE_AFTER_S:
+            return False
+        return None
 
     def _terminate(self, row: JobRow) -> None:
         """SIGTERM to each rank once; ranks not started yet get theirs at a later look."""
