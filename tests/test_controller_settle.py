@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from ringleader.policy.catalog import policy_named
-from ringleader.runtime.controller import Controller, ControllerConfig
+from ringleader.runtime.controller import UNAWARE_AFTER_S, Controller, ControllerConfig
 from ringleader.runtime.executor.local import LocalExecutor
 from ringleader.runtime.spec import parse_spec
 from ringleader.runtime.store import JobRow, State, Store
@@ -203,3 +203,28 @@ def test_a_resize_is_timed_and_counted_by_the_spine(
     assert again.counts == {"start": 1, "restart": 1} and again.resizes == 0
     launched = [e for e in store.events(job.id) if e["kind"] == "launched"]
     assert [e["counted"] for e in launched] == ["start", "restart"]
+
+
+def test_a_time_slice_turn_ends_with_sigterm_for_a_command_without_the_library(
+    rig: tuple[Store, LocalExecutor, Path],
+) -> None:
+    store, executor, state = rig
+    controller = _controller(store, executor, state)
+    job = store.add(parse_spec({"name": "plain", "command": SLEEPER}))
+    row = _until(controller, store, job.id, _running, 30)
+    time.sleep(1.0)  # launched for real
+    controller._suspend(row, time.time())  # still starting: not known to be plain yet
+    assert [e["kind"] for e in store.events(job.id)][-1] == "launched"
+    later = time.time() + UNAWARE_AFTER_S  # silent for that long: it does not use the library
+    controller._suspend(row, later)
+    stopped = _until(
+        controller,
+        store,
+        job.id,
+        lambda r: any(e["kind"] == "stopped" for e in store.events(r.id)),
+        30,
+    )
+    asked = next(e for e in store.events(job.id) if e["kind"] == "stop_requested")
+    assert asked["reason"] == "suspend" and asked["signal"] is True
+    assert stopped.attempts == 0  # sleep died of SIGTERM: a stop, not a failure
+    assert "suspend_requested" not in [e["kind"] for e in store.events(job.id)]
