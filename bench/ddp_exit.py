@@ -58,8 +58,11 @@ import runpy
 
 with open(f"warm{os.environ['RANK']}", "w") as f:
     f.write(str(warm))
-runpy.run_path(os.path.join(os.path.dirname(os.path.abspath(__file__)), "plain_ddp.py"),
-               run_name="__main__")
+# Kept, as the script's own globals would be: dropped here, the DDP model would be
+# freed before the interpreter finalizes, which deadlocks in gloo with or without us.
+script = runpy.run_path(
+    os.path.join(os.path.dirname(os.path.abspath(__file__)), "plain_ddp.py"), run_name="__main__"
+)
 """
 
 

@@ -296,14 +296,16 @@ def _run(launch: WarmLaunch) -> NoReturn:
         if entry[0] == "-m":
             sys.argv = [entry[1], *entry[2:]]
             sys.path[0] = os.getcwd()
-            runpy.run_module(entry[1], run_name="__main__", alter_sys=True)
+            _LEFT.append(runpy.run_module(entry[1], run_name="__main__", alter_sys=True))
         else:
             sys.argv = list(entry)
             sys.path[0] = os.path.dirname(os.path.abspath(entry[0]))
-            runpy.run_path(entry[0], run_name="__main__")
+            _LEFT.append(runpy.run_path(entry[0], run_name="__main__"))
     except SystemExit as stop:
+        _LEFT.append(stop)  # its traceback holds the script's globals
         code = _exit_code(stop.code)
     except BaseException as error:  # what the interpreter would print, and its status
+        _LEFT.append(error)
         sys.excepthook(type(error), error, error.__traceback__)
         code = 1
         interrupted = isinstance(error, KeyboardInterrupt)
@@ -318,6 +320,17 @@ def _run(launch: WarmLaunch) -> NoReturn:
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         os.kill(os.getpid(), signal.SIGINT)
     os._exit(code)
+
+
+_LEFT: list[object] = []
+"""What the job's code left behind (its globals), kept until ``os._exit``, never freed.
+
+A cold interpreter frees a script's globals only while finalizing, when a
+thread that wants the GIL is ended instead of waiting. Freed here, a DDP
+model's gloo process group would join its worker thread holding the GIL
+while that thread waits for the GIL to drop its last work's tensors: the
+exit deadlock that hung plain DDP scripts under warm starts.
+"""
 
 
 def _unbuffered(fd: int, errors: str) -> io.TextIOWrapper:
