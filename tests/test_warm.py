@@ -9,6 +9,8 @@ import textwrap
 import time
 from pathlib import Path
 
+import pytest
+
 from ringleader.policy.views import Device
 from ringleader.runtime.executor.base import GangStatus
 from ringleader.runtime.executor.local import LocalExecutor
@@ -235,3 +237,33 @@ def test_a_launch_that_cannot_be_set_up_reports_127(
     executor.launch("j", tmp_path, 2, ["python", str(ok)], [Device("local", 0)], {})
     assert _wait(executor, tmp_path, 2, 1).exits == {0: 0}
     assert "preloaded True" in (tmp_path / "logs" / "rank0.log").read_text()
+
+
+@pytest.mark.parametrize("ending", ["", "import sys; sys.exit(0)", "raise RuntimeError('x')"])
+def test_a_warm_script_keeps_its_globals_to_the_end_as_a_cold_one_does(
+    executor: LocalExecutor, tmp_path: Path, ending: str
+) -> None:
+    # A cold interpreter frees a script's globals only while finalizing; a warm
+    # worker that freed them before exiting deadlocked in gloo's teardown of a
+    # DDP model (its worker thread waiting for the GIL the freeing thread held).
+    # The class lives in a module of its own: defined in the script, its methods
+    # would tie the script's globals in a cycle that only the GC frees.
+    (tmp_path / "tracked.py").write_text(
+        "class Tracked:\n    def __del__(self):\n        print('freed before exit', flush=True)\n"
+    )
+    script = _script(
+        tmp_path,
+        f"""
+        import sys
+        import tracked
+        print("preloaded", "torch" in sys.modules)
+        held = tracked.Tracked()
+        print("script done", flush=True)
+        {ending}
+        """,
+    )
+    executor.launch("j", tmp_path, 1, ["python", str(script)], [Device("local", 0)], {})
+    _wait(executor, tmp_path, 1, 1)
+    log = (tmp_path / "logs" / "rank0.log").read_text()
+    assert "preloaded True" in log and "script done" in log
+    assert "freed before exit" not in log
