@@ -58,10 +58,10 @@ import runpy
 
 with open(f"warm{os.environ['RANK']}", "w") as f:
     f.write(str(warm))
-# Kept, as the script's own globals would be: dropped here, the DDP model would be
-# freed before the interpreter finalizes, which deadlocks in gloo with or without us.
+# Kept, as the script's own globals would be: dropped here, before the interpreter
+# finalizes, the DDP model's gloo teardown deadlocked under warm starts (not seen cold).
 script = runpy.run_path(
-    os.path.join(os.path.dirname(os.path.abspath(__file__)), "plain_ddp.py"), run_name="__main__"
+    os.path.join(os.path.dirname(os.path.abspath(__file__)), "script.py"), run_name="__main__"
 )
 """
 
@@ -265,7 +265,8 @@ def one_run(server: Server, base: Path, wrapper: Path, label: str) -> dict[str, 
         return row
     job = server.job(job_id)
     row["state"] = job["state"]
-    row["generation"] = job.get("generation")
+    row["attempts"] = job.get("attempts")
+    row["generations"] = len(list((server.state / "jobs" / job_id).glob("run/gen*")))
     if row["hung"]:
         row["evidence"] = _evidence(server, job_id, workdir)
         row["hung_ranks"] = {
@@ -297,6 +298,9 @@ def _list_jobs(server: Server) -> list[dict[str, Any]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=50)
+    parser.add_argument(
+        "--script", type=Path, default=SCRIPT, help="the DDP script to run (default: plain_ddp.py)"
+    )
     parser.add_argument("--cold", action="store_true", help="server with --no-warm-start")
     parser.add_argument("--keep", action="store_true", help="keep the state dir even if clean")
     parser.add_argument("--out", type=Path, help="default: bench/results/ddp-exit[-cold].json")
@@ -307,7 +311,7 @@ def main() -> None:
     out_path = args.out or RESULTS / ("ddp-exit-cold.json" if args.cold else "ddp-exit.json")
 
     base = Path(tempfile.mkdtemp(prefix="ddp-exit-"))
-    shutil.copy(SCRIPT, base / "plain_ddp.py")
+    shutil.copy(args.script, base / "script.py")
     wrapper = base / "wrapper.py"
     wrapper.write_text(WRAPPER)
     server = Server(base / "state", warm=not args.cold)
@@ -340,6 +344,9 @@ def main() -> None:
         "torch": _torch_version(),
         "server": " ".join(server.args[1:]),
         "job_command": f"ringleader run --gpus {GPUS} --wait -- python wrapper.py",
+        "script": str(args.script.resolve().relative_to(ROOT))
+        if args.script.resolve().is_relative_to(ROOT)
+        else str(args.script),
         "warm_start": not args.cold,
         "timeout_s": TIMEOUT_S,
         "runs": len(rows),
