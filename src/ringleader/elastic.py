@@ -43,7 +43,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ringleader.job.session import Launch, Session
+from ringleader.job.launch import Launch
+from ringleader.job.session import Session
 
 LR_RULES = ("none", "linear", "sqrt")
 CHECKPOINT_DIR = "elastic-checkpoints"

@@ -6,8 +6,9 @@ run a minibatch loop that reports progress and obeys the scheduler.
 """
 
 from ringleader.job.checkpoint import CheckpointStore, CorruptCheckpoint, Restored
+from ringleader.job.launch import Launch
 from ringleader.job.lr import LearningRateSchedule
-from ringleader.job.session import Launch, Session
+from ringleader.job.session import Session
 
 __all__ = [
     "CheckpointStore",
