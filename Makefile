@@ -46,6 +46,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/store_history.py
 	$(BIN)/python bench/fidelity.py
 	$(BIN)/python bench/ddp_exit.py
+	$(BIN)/python bench/cli.py
 	$(BIN)/ringleader simulate --scenario gandiva-cluster --seeds 10 --json bench/results/gandiva-cluster.json
 	$(BIN)/ringleader simulate --scenario automl --seeds 30 --json bench/results/automl.json
 

@@ -258,7 +258,9 @@ def test_gandiva_cluster_beats_no_sharing_on_a_small_run() -> None:
 def test_automl_cli_writes_the_documented_json(tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
-    from ringleader.cli.app import app
+    from ringleader.cli.app import build
+
+    app = build()
 
     out = tmp_path / "automl.json"
     result = CliRunner().invoke(

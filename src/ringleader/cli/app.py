@@ -1,51 +1,46 @@
-"""The ``ringleader`` command: entry point and command registry."""
+"""The ``ringleader`` command: entry point and command registry.
+
+Commands are registered by name and module, and a command's module is
+imported only when that command runs: ``ringleader jobs`` never pays for the
+simulator's numpy and scipy (about 0.5 s here). ``ringleader --help`` imports
+them all, to list them.
+"""
 
 from __future__ import annotations
 
+import importlib
+import sys
+
 import typer
-from rich.console import Console
-from rich.table import Table
 
 from ringleader import __version__
-from ringleader.cli.automl import automl
-from ringleader.cli.demo import demo
-from ringleader.cli.fidelity import fidelity
-from ringleader.cli.netlab import netlab
-from ringleader.cli.run import run
-from ringleader.cli.runtime import cancel, jobs, logs, server, show, submit
-from ringleader.cli.simulate import simulate
-from ringleader.cli.sweep import sweep
 
-app = typer.Typer(
-    name="ringleader",
-    help=(
-        "ringleader schedules deep-learning training jobs on shared GPU clusters: elastic "
-        "allreduce allocation (doubling heuristic), Gandiva-style sharing and TensorLights "
-        "traffic priority, with one policy core for the simulator and the runtime."
-    ),
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
+COMMANDS: dict[str, str] = {
+    "simulate": "ringleader.cli.simulate",
+    "server": "ringleader.cli.server",
+    "submit": "ringleader.cli.runtime",
+    "run": "ringleader.cli.run",
+    "jobs": "ringleader.cli.runtime",
+    "show": "ringleader.cli.runtime",
+    "logs": "ringleader.cli.runtime",
+    "cancel": "ringleader.cli.runtime",
+    "demo": "ringleader.cli.demo",
+    "fidelity": "ringleader.cli.fidelity",
+    "netlab": "ringleader.cli.netlab",
+    "sweep": "ringleader.cli.sweep",
+    "automl": "ringleader.cli.automl",
+    "policies": "ringleader.cli.app",
+    "version": "ringleader.cli.app",
+}
+"""Each command's name and the module that defines the function of that name, in help order."""
+
+HELP = (
+    "ringleader schedules deep-learning training jobs on shared GPU clusters: elastic "
+    "allreduce allocation (doubling heuristic), Gandiva-style sharing and TensorLights "
+    "traffic priority, with one policy core for the simulator and the runtime."
 )
-app.command()(simulate)
-for command in (
-    server,
-    submit,
-    run,
-    jobs,
-    show,
-    logs,
-    cancel,
-    demo,
-    fidelity,
-    netlab,
-    sweep,
-    automl,
-):
-    app.command()(command)
 
 
-@app.command()
 def policies() -> None:
     """List the policies you can name in --policy and in config files.
 
@@ -53,6 +48,9 @@ def policies() -> None:
     server` runs it as is, with a measured profiling phase standing in for
     the speed models the simulator gives it, or not at all (an oracle).
     """
+    from rich.console import Console
+    from rich.table import Table
+
     from ringleader.policy.catalog import POLICY_NAMES, describe, policy_named
     from ringleader.spine.needs import RUNTIME, PolicyNotServed, serve_policy
 
@@ -72,15 +70,40 @@ def policies() -> None:
     Console().print(table)
 
 
-@app.command()
 def version() -> None:
     """Print ringleader's version."""
     typer.echo(__version__)
 
 
+def build(names: list[str] | None = None) -> typer.Typer:
+    """The command line with ``names`` registered (None: every command)."""
+    app = typer.Typer(
+        name="ringleader",
+        help=HELP,
+        no_args_is_help=True,
+        add_completion=False,
+        pretty_exceptions_enable=False,
+    )
+
+    @app.callback()
+    def root() -> None:
+        # A group even with one command registered: `ringleader jobs` keeps its name.
+        pass
+
+    root.__doc__ = HELP
+    for name in names if names is not None else list(COMMANDS):
+        app.command(name=name)(getattr(importlib.import_module(COMMANDS[name]), name))
+    return app
+
+
+def _wanted(argv: list[str]) -> list[str] | None:
+    """The one command ``argv`` runs, when it names one; None: build them all (help)."""
+    return [argv[0]] if argv and argv[0] in COMMANDS else None
+
+
 def main() -> None:
     try:
-        app()
+        build(_wanted(sys.argv[1:]))()
     except KeyboardInterrupt:
         typer.echo("interrupted", err=True)
         raise SystemExit(130) from None

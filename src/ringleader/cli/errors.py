@@ -10,7 +10,6 @@ import typer
 from rich.text import Text
 
 from ringleader.cli.terminal import console, shown
-from ringleader.inputs import output_dir_problem
 
 USAGE_ERROR = 2
 _stderr = console(stderr=True)
@@ -38,6 +37,8 @@ def check_output_file(option: str, path: Path, *, needs_suffix: bool = False) ->
 
 def check_output_dir(option: str, path: Path) -> None:
     """Create ``path`` if need be; fail with one line if it cannot hold our output."""
+    from ringleader.inputs import output_dir_problem  # yaml and pydantic: not for every command
+
     if (why := output_dir_problem(path)) is not None:
         fail(f"{option} {path}: {why}")
 

@@ -1,0 +1,115 @@
+"""How fast the everyday CLI commands start: wall time of each against a live server.
+
+A ``ringleader server`` with one virtual device holds one running job (a
+sleeper) and a few queued ones. Each command runs ``REPEAT`` times (after one
+untimed run) as a user's shell runs it: the installed ``ringleader`` entry
+point in a fresh process, ``RINGLEADER_URL`` set. Target (issue 16): median
+under 0.3 s for ``jobs``, ``show``, ``submit``, ``logs`` and ``cancel``.
+Writes bench/results/cli.json, with a calibration loop so days compare.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from _common import calibration_s, wait_until
+from ringleader.runtime.local_server import local_server
+
+OUT = Path(__file__).parent / "results" / "cli.json"
+REPEAT = 15
+TARGET_S = 0.3
+ENTRY = Path(sys.executable).parent / "ringleader"
+SLEEPER = {"name": "sleeper", "command": ["sleep", "600"]}
+
+
+def timed(args: list[str], env: dict[str, str]) -> float:
+    started = time.perf_counter()
+    done = subprocess.run([str(ENTRY), *args], env=env, capture_output=True, text=True)
+    took = time.perf_counter() - started
+    if done.returncode != 0:
+        raise RuntimeError(f"ringleader {' '.join(args)} exited {done.returncode}: {done.stderr}")
+    return took
+
+
+def submit(url: str, spec: dict[str, Any]) -> str:
+    r = httpx.post(f"{url}/jobs", json=spec, timeout=10)
+    r.raise_for_status()
+    job_id: str = r.json()["id"]
+    return job_id
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory(prefix="bench-cli-") as tmp:
+        base = Path(tmp)
+        spec_file = base / "job.yaml"
+        spec_file.write_text("name: queued\ncommand: [sleep, '600']\n")
+        with local_server(
+            gpus=1, state_dir=base / "state", log=base / "server.log", round_s=5
+        ) as url:
+            running = submit(url, SLEEPER)
+            wait_until(lambda: httpx.get(f"{url}/jobs/{running}").json()["state"] == "running", 60)
+            env = {**os.environ, "RINGLEADER_URL": url, "COLUMNS": "120"}
+            # Queued jobs to cancel, one per timed cancel (and the untimed first).
+            to_cancel = [submit(url, {**SLEEPER, "name": f"c{i}"}) for i in range(REPEAT + 1)]
+            commands: dict[str, list[list[str]]] = {
+                "jobs": [["jobs"]] * (REPEAT + 1),
+                "show": [["show", running]] * (REPEAT + 1),
+                "logs": [["logs", running]] * (REPEAT + 1),
+                "submit": [["submit", str(spec_file)]] * (REPEAT + 1),
+                "cancel": [["cancel", job] for job in to_cancel],
+                "version": [["version"]] * (REPEAT + 1),
+                "--help": [["--help"]] * (REPEAT + 1),
+            }
+            results: dict[str, Any] = {}
+            for name, runs in commands.items():
+                times = [timed(args, env) for args in runs][1:]  # the first warms the disk cache
+                results[name] = {
+                    "median_s": round(statistics.median(times), 3),
+                    "max_s": round(max(times), 3),
+                    "runs": len(times),
+                }
+                print(f"{name:8s} median {results[name]['median_s']:.3f} s", flush=True)
+            for job in [running, *to_cancel]:
+                httpx.delete(f"{url}/jobs/{job}", timeout=10)
+    everyday = ("jobs", "show", "submit", "logs", "cancel")
+    report = {
+        "what": __doc__.splitlines()[0],
+        "command": "python bench/cli.py",
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "commit": _commit(),
+        "cpus": os.cpu_count(),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "calibration_s": calibration_s(),
+        "target_median_s": TARGET_S,
+        "commands": results,
+        "met": all(results[c]["median_s"] < TARGET_S for c in everyday),
+    }
+    OUT.write_text(json.dumps(report, indent=2) + "\n")
+    print(json.dumps({"met": report["met"]}))
+
+
+def _commit() -> str | None:
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
+        )
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return out.stdout.strip() or None
+
+
+if __name__ == "__main__":
+    main()

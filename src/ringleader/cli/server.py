@@ -1,0 +1,171 @@
+"""``ringleader server``: the REST API and the control loop, with its settings checked first."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+from typing import Annotated, Any, ClassVar
+
+import typer
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from ringleader.cli.errors import fail
+from ringleader.inputs import field_path, load_yaml, read_capped
+
+
+def server(
+    executor: Annotated[
+        str,
+        typer.Option(help="Where workers run: local (this machine) or ray (a Ray cluster)."),
+    ] = "local",
+    address: Annotated[
+        str,
+        typer.Option(help="Ray cluster address for --executor ray (host:port, or auto)."),
+    ] = "auto",
+    gpus: Annotated[
+        int | None,
+        typer.Option(
+            min=1, max=4096, help="Devices: real GPUs if any, else this many virtual CPU devices."
+        ),
+    ] = None,
+    state_dir: Annotated[
+        Path | None, typer.Option(help="Database, job logs and checkpoints (default: user data).")
+    ] = None,
+    host: Annotated[str, typer.Option(help="Address to serve the API on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=1, max=65535)] = 8765,
+    policy: Annotated[
+        str,
+        typer.Option(
+            help="Any policy `ringleader policies` marks as served (not the oracles). "
+            "Those that expect speed models on arrival get a short measured profiling phase."
+        ),
+    ] = "elastic",
+    config: Annotated[
+        Path | None,
+        typer.Option(
+            help="YAML with policy, probe_window_s, round_s, quantum_s (overrides the flags)."
+        ),
+    ] = None,
+    round_s: Annotated[
+        float, typer.Option(min=0.1, help="Re-plan at least this often (seconds).")
+    ] = 30.0,
+    quantum_s: Annotated[
+        float | None,
+        typer.Option(min=0.5, help="Time-slicing quantum for the gandiva policy (default 60)."),
+    ] = None,
+    warm_start: Annotated[
+        bool,
+        typer.Option(
+            help="Local executor: fork Python workers from a process with torch already "
+            "imported, so launches and resizes skip ~2 s of start-up.",
+        ),
+    ] = True,
+    max_log_mib: Annotated[
+        int,
+        typer.Option(
+            min=0,
+            max=1 << 20,
+            help="Rotate a rank's log to rank<N>.log.1 past this many MiB (0: never).",
+        ),
+    ] = 64,
+    max_progress_mib: Annotated[
+        int,
+        typer.Option(
+            min=0,
+            max=1 << 20,
+            help="Rotate a job's progress.jsonl to .1 past this many MiB (0: never).",
+        ),
+    ] = 16,
+) -> None:
+    """Run the scheduler: REST API (OpenAPI at /docs) plus the control loop.
+
+    Workers run in their own sessions: stopping or crashing the server leaves
+    them running, and the next server on the same --state-dir adopts them.
+    """
+    from ringleader.runtime.executor.ray import RayUnavailable
+    from ringleader.runtime.server import ServerConfig, default_state_dir, serve
+    from ringleader.runtime.store import StoreError
+
+    if executor not in ("local", "ray"):
+        fail(f"--executor: {executor!r} is not one of: local, ray")
+    if executor == "ray":
+        from ringleader.runtime.executor.ray import env_has_ray
+
+        if not env_has_ray():
+            fail("--executor ray needs Ray: pip install 'ringleader[ray]'")
+    settings: dict[str, Any] = {"policy": policy, "round_s": round_s, "quantum_s": quantum_s}
+    if config is not None:
+        try:
+            loaded = load_yaml(read_capped(config, 1 << 20, "server config", ValueError))
+        except (ValueError, yaml.YAMLError) as err:
+            fail(f"--config {config}: {err}")
+        if not isinstance(loaded, dict):
+            fail(f"--config {config}: expected a mapping of {', '.join(PolicySettings.KEYS)}")
+        settings.update(loaded)
+    try:
+        chosen = PolicySettings.model_validate(settings)
+    except ValidationError as err:
+        where = f"--config {config}: " if config is not None else ""
+        e = err.errors()[0]
+        fail(f"{where}{field_path(e['loc'], '(config)')}: {e['msg'].removeprefix('Value error, ')}")
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    cfg = ServerConfig(
+        state_dir=state_dir or default_state_dir(),
+        host=host,
+        port=port,
+        gpus=gpus,
+        policy=chosen.policy,
+        probe_window_s=chosen.probe_window_s,
+        round_s=chosen.round_s,
+        quantum_s=chosen.quantum_s,
+        executor=executor,
+        address=address,
+        warm_start=warm_start,
+        log_cap_bytes=max_log_mib << 20,
+        progress_cap_bytes=max_progress_mib << 20,
+    )
+    try:
+        asyncio.run(serve(cfg))
+    except StoreError as err:
+        fail(str(err))
+    except RayUnavailable as err:
+        fail(f"--executor ray: {err}")
+
+
+class PolicySettings(BaseModel):
+    """What ``--config`` may set; the same bounds as the flags."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    KEYS: ClassVar[tuple[str, ...]] = ("policy", "probe_window_s", "round_s", "quantum_s")
+
+    policy: str
+    probe_window_s: Annotated[float, Field(ge=0.5, allow_inf_nan=False)] | None = None
+    round_s: Annotated[float, Field(ge=0.1, le=86_400, allow_inf_nan=False)] = 30.0
+    quantum_s: Annotated[float, Field(ge=0.5, le=86_400, allow_inf_nan=False)] | None = None
+
+    @field_validator("policy")
+    @classmethod
+    def _known(cls, value: str) -> str:
+        from ringleader.policy.catalog import (
+            POLICY_NAMES,  # numpy and scipy: only here
+            policy_named,
+        )
+        from ringleader.spine.needs import RUNTIME, PolicyNotServed, serve_policy
+
+        if value not in POLICY_NAMES:
+            raise ValueError(f"unknown {value!r}; choose one of {', '.join(POLICY_NAMES)}")
+        try:
+            serve_policy(policy_named(value), RUNTIME)
+        except PolicyNotServed as err:
+            raise ValueError(str(err)) from None
+        return value
+
+    @field_validator("probe_window_s", "round_s", "quantum_s", mode="before")
+    @classmethod
+    def _number(cls, value: Any) -> Any:
+        # Strict mode refuses ints for floats; YAML writes "30" for 30 seconds.
+        if isinstance(value, int) and not isinstance(value, bool):
+            return float(value)
+        return value
