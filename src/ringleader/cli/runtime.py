@@ -231,7 +231,11 @@ def follow_log(job_id: str, *, rank: int = 0, raw: bool = False, follow: bool = 
 
 
 def cancel(job_id: str) -> None:
-    """Cancel a job: it checkpoints and stops at its next minibatch boundary."""
+    """Cancel a job: SIGTERM to its ranks, SIGKILL after its stop_grace_s (default 30 s).
+
+    A job that uses the job library instead checkpoints and stops at its next
+    minibatch boundary.
+    """
     job = request_json("DELETE", job_path(job_id))
     name, state = shown(job["id"]), shown(job["state"])
     if job["state"] in ("succeeded", "failed", "cancelled"):
