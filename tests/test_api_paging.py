@@ -1,4 +1,5 @@
-"""Listings page with a cursor and show summaries; the CLI pages through them."""
+"""Listings page with a cursor and show summaries; jobs are named by unique id prefixes;
+logs show their tail. The CLI does all of it through the API."""
 
 from __future__ import annotations
 
@@ -48,3 +49,31 @@ def test_pages_filters_and_summaries(server: LiveServer) -> None:
     assert [j["id"] for j in json.loads(every.stdout)] == ids
     for job_id in ids:
         httpx.delete(f"{server.url}/jobs/{job_id}", timeout=10)
+
+
+def test_a_job_is_named_by_any_unique_prefix_of_its_id(server: LiveServer) -> None:
+    one = server.submit({"name": "prefixjob-one", "command": ["sleep", "30"]})
+    two = server.submit({"name": "prefixjob-two", "command": ["sleep", "30"]})
+    assert httpx.get(f"{server.url}/jobs/prefixjob-o", timeout=10).json()["id"] == one
+    both = httpx.get(f"{server.url}/jobs/prefixjob", timeout=10)
+    assert both.status_code == 409 and "more than one" in both.json()["detail"]
+    assert httpx.get(f"{server.url}/jobs/prefixjob-x", timeout=10).status_code == 404
+    assert httpx.get(f"{server.url}/jobs/%25", timeout=10).status_code == 404  # no pattern
+    shown = run_cli(server.url, "show", "prefixjob-t")
+    assert shown.returncode == 0 and two in shown.stdout
+    ambiguous = run_cli(server.url, "cancel", "prefixjob")
+    assert ambiguous.returncode != 0 and "give more of it" in ambiguous.stderr
+    assert run_cli(server.url, "cancel", "prefixjob-t").returncode == 0
+    assert server.wait_state(two, {"cancelled", "succeeded", "failed"}, 30)["state"] == "cancelled"
+    httpx.delete(f"{server.url}/jobs/{one}", timeout=10)
+
+
+def test_logs_tail_shows_the_newest_lines(server: LiveServer) -> None:
+    script = "for i in range(5000): print('line', i)"
+    job_id = server.submit({"name": "chatty", "command": ["python", "-c", script]})
+    server.wait_state(job_id, {"succeeded", "failed"}, 60)
+    out = run_cli(server.url, "logs", job_id, "--tail", "3")
+    assert out.returncode == 0
+    assert out.stdout.splitlines() == ["line 4997", "line 4998", "line 4999"]
+    r = httpx.get(f"{server.url}/jobs/{job_id}/logs", params={"tail": 1}, timeout=10)
+    assert r.text == "line 4999\n" and int(r.headers["X-Log-Offset"]) > 40_000

@@ -196,25 +196,38 @@ def logs(
             "control characters are shown escaped, so a job cannot drive your terminal.",
         ),
     ] = False,
+    tail: Annotated[
+        int | None,
+        typer.Option("--tail", "-n", min=1, max=100_000, help="Only the last N lines."),
+    ] = None,
 ) -> None:
-    """Print a job's worker log (rank 0 by default)."""
-    follow_log(job_id, rank=rank, raw=raw, follow=follow)
+    """Print a job's worker log (rank 0 by default); JOB_ID may be any unique prefix."""
+    follow_log(job_id, rank=rank, raw=raw, follow=follow, tail=tail)
 
 
 FINISHED = ("succeeded", "failed", "cancelled", "damaged")
 
 
-def follow_log(job_id: str, *, rank: int = 0, raw: bool = False, follow: bool = True) -> str:
-    """Print the log from the start, and with ``follow`` until the job ends; its last state."""
+def follow_log(
+    job_id: str,
+    *,
+    rank: int = 0,
+    raw: bool = False,
+    follow: bool = True,
+    tail: int | None = None,
+) -> str:
+    """Print the log from the start (or its last ``tail`` lines), and with ``follow``
+    until the job ends; returns the job's last state."""
 
     def emit(text: str) -> None:
         typer.echo(text if raw else shown(text, multiline=True), nl=False)
 
     offset = 0
     while True:
-        response = request(
-            "GET", job_path(job_id, "/logs"), params={"rank": rank, "offset": offset}
-        )
+        params: dict[str, int] = {"rank": rank, "offset": offset}
+        if tail is not None:
+            params, tail = {"rank": rank, "tail": tail}, None  # the tail once, then follow on
+        response = request("GET", job_path(job_id, "/logs"), params=params)
         if response.text:
             emit(response.text)
         offset = int(response.headers.get("X-Log-Offset", offset))
@@ -222,10 +235,10 @@ def follow_log(job_id: str, *, rank: int = 0, raw: bool = False, follow: bool = 
         if not follow:
             return state
         if state in FINISHED:
-            tail = request(
+            last = request(
                 "GET", job_path(job_id, "/logs"), params={"rank": rank, "offset": offset}
             )
-            emit(tail.text)
+            emit(last.text)
             return state
         time.sleep(0.5)
 

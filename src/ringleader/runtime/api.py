@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from fastapi import FastAPI, HTTPException, Query, Request
+from fastapi import Depends, FastAPI, HTTPException, Query, Request
 from fastapi import Path as FastPath
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse
@@ -114,12 +114,31 @@ MAX_OFFSET = 2**53
 """Beyond any log a job can write, and within what a file offset can be."""
 
 
+def job_named(request: Request, job_id: JobId) -> str:
+    """The full id of the job ``job_id`` names: itself, or the one id it begins."""
+    store: Store = request.app.state.store
+    found = store.ids_starting(job_id)
+    if not found:
+        raise HTTPException(404, detail=f"no job {job_id!r}")
+    if len(found) > 1:
+        more = ", ".join(found[:2]) + (", ..." if len(found) > 2 else "")
+        raise HTTPException(
+            409, detail=f"{job_id!r} begins more than one job id ({more}): give more of it"
+        )
+    return found[0]
+
+
+Named = Annotated[str, Depends(job_named)]
+"""A job id in a path, as the client may shorten it (git's and docker's short ids)."""
+
+
 def create_app(store: Store, controller: Controller) -> FastAPI:
     app = FastAPI(
         title="ringleader",
         version=__version__,
         description="Scheduler for deep-learning training jobs on shared GPU clusters.",
     )
+    app.state.store = store  # for job_named
 
     @app.exception_handler(RequestValidationError)
     async def bad_query(request: Request, err: Exception) -> JSONResponse:
@@ -205,7 +224,7 @@ def create_app(store: Store, controller: Controller) -> FastAPI:
         return row
 
     @app.get("/jobs/{job_id}")
-    def show(job_id: JobId) -> dict[str, Any]:
+    def show(job_id: Named) -> dict[str, Any]:
         try:
             public: dict[str, Any] = _get(job_id).public()
         except DamagedRow as err:
@@ -213,7 +232,7 @@ def create_app(store: Store, controller: Controller) -> FastAPI:
         return public | {"events": store.events(job_id)}
 
     @app.delete("/jobs/{job_id}")
-    def cancel(job_id: JobId) -> dict[str, Any]:
+    def cancel(job_id: Named) -> dict[str, Any]:
         row = store.request_cancel(job_id)
         if row is None:
             raise HTTPException(404, detail=f"no job {job_id!r}")
@@ -222,7 +241,11 @@ def create_app(store: Store, controller: Controller) -> FastAPI:
 
     @app.patch("/jobs/{job_id}", response_model=None)
     async def change(job_id: JobId, request: Request) -> JSONResponse | dict[str, Any]:
-        """Change what may change while a job runs: today its ``priority``."""
+        """Change what may change while a job runs: today its ``priority``.
+
+        The body is checked before the job is looked up: a request of the wrong
+        type is refused (415) whatever job it names.
+        """
         data, bad = await _json_body(request)
         if bad is not None:
             return bad
@@ -233,6 +256,7 @@ def create_app(store: Store, controller: Controller) -> FastAPI:
             return _problems([("priority", f"{priority!r} is not an integer")])
         if not -1000 <= priority <= 1000:
             return _problems([("priority", f"{priority} is outside -1000..1000")])
+        job_id = job_named(request, job_id)
         row = store.set_priority(job_id, priority)
         if row is None:
             raise HTTPException(404, detail=f"no job {job_id!r}")
@@ -241,10 +265,14 @@ def create_app(store: Store, controller: Controller) -> FastAPI:
 
     @app.get("/jobs/{job_id}/logs", response_class=PlainTextResponse)
     def logs(
-        job_id: JobId,
+        job_id: Named,
         rank: Annotated[int, Query(ge=0, le=MAX_RANK)] = 0,
         offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
+        tail: Annotated[int | None, Query(ge=1, le=100_000)] = None,
     ) -> PlainTextResponse:
+        """The log from ``offset`` (1 MiB at most; ``X-Log-Offset`` says where to go on),
+        or with ``tail`` its last lines. An offset past the end means the log was
+        rotated (``ringleader.runtime.bounded``): it is read again from its start."""
         row = _get(job_id)
         path = controller.job_dir(job_id) / "logs" / f"rank{rank}.log"
         widest = max(row.workers, row.last_workers, row.spec.highest)
@@ -252,12 +280,12 @@ def create_app(store: Store, controller: Controller) -> FastAPI:
             raise HTTPException(
                 404, detail=f"job {job_id!r} has ranks 0..{widest - 1}; no rank {rank}"
             )
-        text, end = _read_from(path, offset)
+        text, end = _read_tail(path, tail) if tail is not None else _read_from(path, offset)
         return PlainTextResponse(text, headers={"X-Log-Offset": str(end)})
 
     @app.get("/jobs/{job_id}/progress")
     def progress(
-        job_id: JobId, every: Annotated[int, Query(ge=1, le=1_000_000)] = 1
+        job_id: Named, every: Annotated[int, Query(ge=1, le=1_000_000)] = 1
     ) -> JSONResponse:
         """Checked progress records (every ``every``-th step, all events).
 
@@ -285,7 +313,24 @@ def _is_dir(path: str) -> bool:
 
 
 def _read_from(path: Path, offset: int) -> tuple[str, int]:
+    if offset > _size(path):
+        offset = 0  # rotated since the caller's last read: the file began again
     data = read_regular(path, offset, 1 << 20)
     if data is None:
         return "", offset
     return data.decode(errors="replace"), offset + len(data)
+
+
+def _read_tail(path: Path, lines: int) -> tuple[str, int]:
+    """The last ``lines`` lines of the log (from its last MiB), and the offset of its end."""
+    size = _size(path)
+    data = read_regular(path, max(0, size - (1 << 20)), 1 << 20) or b""
+    kept = data.splitlines(keepends=True)[-lines:]
+    return b"".join(kept).decode(errors="replace"), size
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.lstat().st_size
+    except OSError:
+        return 0

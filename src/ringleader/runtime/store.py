@@ -428,6 +428,18 @@ class Store:
             values = cur.fetchone()
         return None if values is None else self._row(values)
 
+    def ids_starting(self, prefix: str, most: int = 3) -> list[str]:
+        """The id ``prefix`` names exactly, else up to ``most`` ids it begins (git's and
+        docker's short ids). A range on the primary key: no pattern syntax, no scan."""
+        with self._lock:
+            if self._db.execute("SELECT 1 FROM jobs WHERE id = ?", (prefix,)).fetchone():
+                return [prefix]
+            cur = self._db.execute(
+                "SELECT id FROM jobs WHERE id >= ? AND id < ? ORDER BY id LIMIT ?",
+                (prefix, prefix + "\U0010ffff", most),
+            )
+            return [str(r[0]) for r in cur.fetchall()]
+
     def all(self) -> list[JobRow]:
         return self._read(f"{_SELECT} ORDER BY seq")
 
