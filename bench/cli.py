@@ -3,7 +3,8 @@
 A ``ringleader server`` with one virtual device holds one running job (a
 sleeper) and a few queued ones. Each command runs ``REPEAT`` times (after one
 untimed run) as a user's shell runs it: the installed ``ringleader`` entry
-point in a fresh process, ``RINGLEADER_URL`` set. Target (issue 16): median
+point in a fresh process, ``RINGLEADER_URL`` set, bytecode cached as a user's
+would be. Target (issue 16): median
 under 0.3 s for ``jobs``, ``show``, ``submit``, ``logs`` and ``cancel``.
 Writes bench/results/cli.json, with a calibration loop so days compare.
 """
@@ -61,6 +62,9 @@ def main() -> None:
             running = submit(url, SLEEPER)
             wait_until(lambda: httpx.get(f"{url}/jobs/{running}").json()["state"] == "running", 60)
             env = {**os.environ, "RINGLEADER_URL": url, "COLUMNS": "120"}
+            # As on a user's machine: the untimed first run writes the bytecode cache
+            # (a sandbox that sets this would compile every changed module each run).
+            env.pop("PYTHONDONTWRITEBYTECODE", None)
             # Queued jobs to cancel, one per timed cancel (and the untimed first).
             to_cancel = [submit(url, {**SLEEPER, "name": f"c{i}"}) for i in range(REPEAT + 1)]
             commands: dict[str, list[list[str]]] = {
