@@ -84,6 +84,36 @@ def test_the_port_runs_under_plain_torchrun(tmp_path: Path) -> None:
     assert re.findall(r"^epoch (\d)", out.stdout, re.M) == ["0", "1", "2"]
 
 
+def test_the_mnist_port_runs_under_plain_python(tmp_path: Path) -> None:
+    shutil.copy(PORTING / "mnist_elastic.py", tmp_path)
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith(("RINGLEADER_", "TORCHELASTIC_"))
+    }
+    out = subprocess.run(
+        [
+            sys.executable,
+            "mnist_elastic.py",
+            "--synthetic",
+            "--size",
+            "256",
+            "--epochs",
+            "2",
+            "--test-batch-size",
+            "64",
+            "--log-interval",
+            "2",
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "lr_rule 'none' (tuned at 1 workers): 1 workers, learning rate x1 -> 1" in out.stdout
+    assert out.stdout.count("test loss") == 2  # both epochs trained and tested
+
+
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     yield from serving(tmp_path_factory.mktemp("port-server"), 2)

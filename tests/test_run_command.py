@@ -9,16 +9,23 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.live_server import LiveServer, run_cli, serving
+from tests.live_server import LiveServer, run_cli
 
 pytestmark = pytest.mark.slow
 
 PLAIN_DDP = Path(__file__).parent / "data" / "plain_ddp.py"
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
-    yield from serving(tmp_path_factory.mktemp("run-server"), 2)
+@pytest.fixture(scope="module", params=["warm", "cold"])
+def server(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[LiveServer]:
+    """A server that forks workers warm (the default), and one that starts each cold."""
+    extra = () if request.param == "warm" else ("--no-warm-start",)
+    live = LiveServer(tmp_path_factory.mktemp(f"run-{request.param}"), 2, 2.0, *extra).start()
+    yield live
+    live.stop()
+    live.kill_workers()
 
 
 def test_a_plain_ddp_script_runs_from_a_relative_path(server: LiveServer, tmp_path: Path) -> None:
