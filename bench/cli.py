@@ -44,8 +44,8 @@ def timed(args: list[str], env: dict[str, str]) -> float:
     return took
 
 
-def submit(url: str, spec: dict[str, Any]) -> str:
-    r = httpx.post(f"{url}/jobs", json=spec, timeout=10)
+def submit(client: httpx.Client, spec: dict[str, Any]) -> str:
+    r = client.post("/jobs", json=spec, timeout=10)
     r.raise_for_status()
     job_id: str = r.json()["id"]
     return job_id
@@ -58,15 +58,16 @@ def main() -> None:
         spec_file.write_text("name: queued\ncommand: [sleep, '600']\n")
         with local_server(
             gpus=1, state_dir=base / "state", log=base / "server.log", round_s=5
-        ) as url:
-            running = submit(url, SLEEPER)
-            wait_until(lambda: httpx.get(f"{url}/jobs/{running}").json()["state"] == "running", 60)
-            env = {**os.environ, "RINGLEADER_URL": url, "COLUMNS": "120"}
+        ) as served:
+            api = served.client()
+            running = submit(api, SLEEPER)
+            wait_until(lambda: api.get(f"/jobs/{running}").json()["state"] == "running", 60)
+            env = {**os.environ, **served.env, "COLUMNS": "120"}
             # As on a user's machine: the untimed first run writes the bytecode cache
             # (a sandbox that sets this would compile every changed module each run).
             env.pop("PYTHONDONTWRITEBYTECODE", None)
             # Queued jobs to cancel, one per timed cancel (and the untimed first).
-            to_cancel = [submit(url, {**SLEEPER, "name": f"c{i}"}) for i in range(REPEAT + 1)]
+            to_cancel = [submit(api, {**SLEEPER, "name": f"c{i}"}) for i in range(REPEAT + 1)]
             commands: dict[str, list[list[str]]] = {
                 "jobs": [["jobs"]] * (REPEAT + 1),
                 "show": [["show", running]] * (REPEAT + 1),
@@ -86,7 +87,7 @@ def main() -> None:
                 }
                 print(f"{name:8s} median {results[name]['median_s']:.3f} s", flush=True)
             for job in [running, *to_cancel]:
-                httpx.delete(f"{url}/jobs/{job}", timeout=10)
+                api.delete(f"/jobs/{job}", timeout=10)
     everyday = ("jobs", "show", "submit", "logs", "cancel")
     report = {
         "what": __doc__.splitlines()[0],

@@ -1,11 +1,18 @@
 """Shared settings and fixtures."""
 
+import os
+import tempfile
 from collections.abc import Iterator
 
 import pytest
 from hypothesis import settings
 
 from ringleader.runtime.executor.local import LocalExecutor
+
+# Clients find a local server's admin token through records under the config
+# dir (ringleader.credentials): the tests keep theirs out of the user's own.
+os.environ["XDG_CONFIG_HOME"] = tempfile.mkdtemp(prefix="ringleader-test-config-")
+os.environ.pop("RINGLEADER_TOKEN", None)
 
 settings.register_profile("ci", max_examples=60, deadline=None)
 settings.load_profile("ci")

@@ -390,7 +390,6 @@ def job_files(client: httpx.Client, report: Report, tmp: Path, url: str) -> tupl
     script.write_text(JOB_SCRIPT)
     spec = {
         "name": "writes-anything",
-        "user": "[/]\x1b[2J",
         "command": [sys.executable, str(script), str(corpus), "3"],
     }
     r = client.post("/jobs", json=spec)
@@ -536,11 +535,13 @@ class _Dropped(httpx.HTTPTransport):
             return httpx.Response(599, text=f"connection failed: {err}", request=request)
 
 
-def run_corpus(url: str, tmp: Path, db: Path | None = None) -> Report:
-    """Send the whole corpus to the server at ``url``; what went wrong, case by case."""
+def run_corpus(url: str, tmp: Path, db: Path | None = None, token: str = "") -> Report:
+    """Send the whole corpus to the server at ``url`` with ``token``; what went wrong,
+    case by case."""
     report = Report()
-    with httpx.Client(base_url=url, timeout=30, transport=_Dropped()) as client:
-        r = client.post("/jobs", json={"name": "good", "command": ["true"], "user": "alice"})
+    auth = {"Authorization": f"Bearer {token}"}
+    with httpx.Client(base_url=url, timeout=30, transport=_Dropped(), headers=auth) as client:
+        r = client.post("/jobs", json={"name": "good", "command": ["true"]})
         good = r.json()["id"]
         before = wait_state(client, good, {"succeeded", "failed"}, 60)
         hostile, lines = job_files(client, report, tmp, url)
@@ -569,7 +570,7 @@ if __name__ == "__main__":  # point the corpus at any running server
 
     with tempfile.TemporaryDirectory() as scratch:
         state = Path(sys.argv[2]) / "ringleader.db" if len(sys.argv) > 2 else None
-        result = run_corpus(sys.argv[1], Path(scratch), state)
+        result = run_corpus(sys.argv[1], Path(scratch), state, os.environ["RINGLEADER_TOKEN"])
     print(json.dumps({"cases": result.cases, "by_part": result.by_part}, indent=2))
     print(f"{len(result.failures)} failures")
     for line in result.failures:

@@ -72,6 +72,13 @@ class LiveServer:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.proc: subprocess.Popen[bytes] | None = None
+        self.token = ""
+        self.http = httpx.Client(base_url=self.url, timeout=10)
+        """The API as the server's admin (the token is set once the server is up)."""
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}"}
 
     def start(self) -> LiveServer:
         self.state_dir.mkdir(parents=True, exist_ok=True)
@@ -98,6 +105,8 @@ class LiveServer:
         )
         log.close()
         wait_for(self._healthy, 30, "the server to answer /health")
+        self.token = (self.state_dir / "admin.token").read_text().strip()
+        self.http.headers.update(self.headers)
         return self
 
     def _healthy(self) -> bool:
@@ -105,7 +114,7 @@ class LiveServer:
         if self.proc.poll() is not None:
             raise AssertionError(f"server exited: {(self.state_dir / 'server.log').read_text()}")
         try:
-            return httpx.get(self.url + "/health", timeout=1).status_code == 200
+            return self.http.get("/health", timeout=1).status_code == 200
         except httpx.HTTPError:
             return False
 
@@ -134,13 +143,13 @@ class LiveServer:
 
     # -- API helpers --------------------------------------------------------
     def submit(self, spec: dict[str, Any]) -> str:
-        r = httpx.post(self.url + "/jobs", json=spec, timeout=10)
+        r = self.http.post("/jobs", json=spec, timeout=10)
         assert r.status_code == 201, r.text
         job_id: str = r.json()["id"]
         return job_id
 
     def job(self, job_id: str) -> dict[str, Any]:
-        r = httpx.get(f"{self.url}/jobs/{job_id}", timeout=10)
+        r = self.http.get(f"/jobs/{job_id}", timeout=10)
         r.raise_for_status()
         data: dict[str, Any] = r.json()
         return data
@@ -150,16 +159,16 @@ class LiveServer:
         return self.job(job_id)
 
     def progress(self, job_id: str) -> list[dict[str, Any]]:
-        r = httpx.get(f"{self.url}/jobs/{job_id}/progress", timeout=10)
+        r = self.http.get(f"/jobs/{job_id}/progress", timeout=10)
         r.raise_for_status()
         data: list[dict[str, Any]] = r.json()
         return data
 
     def cluster(self) -> dict[str, Any]:
-        r = httpx.get(self.url + "/cluster", timeout=10)
+        r = self.http.get("/cluster", timeout=10)
         r.raise_for_status()
         data: dict[str, Any] = r.json()
         return data
 
     def cancel(self, job_id: str) -> None:
-        httpx.delete(f"{self.url}/jobs/{job_id}", timeout=10).raise_for_status()
+        self.http.delete(f"/jobs/{job_id}", timeout=10).raise_for_status()

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 
-import httpx
 import pytest
 
 from tests.live_server import LiveServer, run_cli, serving
@@ -26,7 +25,7 @@ def test_pages_filters_and_summaries(server: LiveServer) -> None:
     ]
     pages, params = [], {"limit": 2}
     while True:
-        r = httpx.get(server.url + "/jobs", params=params, timeout=10)
+        r = server.http.get("/jobs", params=params, timeout=10)
         assert r.status_code == 200
         pages.append([j["id"] for j in r.json()])
         assert all("spec" not in j for j in r.json())  # summaries: the spec is per job
@@ -34,11 +33,11 @@ def test_pages_filters_and_summaries(server: LiveServer) -> None:
             break
         params = {"limit": 2, "cursor": r.headers["X-Next-Cursor"]}
     assert pages == [ids[:2], ids[2:4], ids[4:]]
-    mine = httpx.get(server.url + "/jobs", params={"user": "u1"}, timeout=10).json()
+    mine = server.http.get("/jobs", params={"user": "u1"}, timeout=10).json()
     assert [j["id"] for j in mine] == [ids[1], ids[3]]
-    newest = httpx.get(server.url + "/jobs", params={"order": "desc", "limit": 1}, timeout=10)
+    newest = server.http.get("/jobs", params={"order": "desc", "limit": 1}, timeout=10)
     assert [j["id"] for j in newest.json()] == [ids[4]]
-    bad = httpx.get(server.url + "/jobs", params={"state": "queued,lost"}, timeout=10)
+    bad = server.http.get("/jobs", params={"state": "queued,lost"}, timeout=10)
     assert bad.status_code == 422 and bad.json()["detail"][0]["field"] == "state"
     assert "spec" in server.job(ids[0])
 
@@ -48,24 +47,24 @@ def test_pages_filters_and_summaries(server: LiveServer) -> None:
     every = run_cli(server.url, "jobs", "--all", "--json")
     assert [j["id"] for j in json.loads(every.stdout)] == ids
     for job_id in ids:
-        httpx.delete(f"{server.url}/jobs/{job_id}", timeout=10)
+        server.http.delete(f"/jobs/{job_id}", timeout=10)
 
 
 def test_a_job_is_named_by_any_unique_prefix_of_its_id(server: LiveServer) -> None:
     one = server.submit({"name": "prefixjob-one", "command": ["sleep", "30"]})
     two = server.submit({"name": "prefixjob-two", "command": ["sleep", "30"]})
-    assert httpx.get(f"{server.url}/jobs/prefixjob-o", timeout=10).json()["id"] == one
-    both = httpx.get(f"{server.url}/jobs/prefixjob", timeout=10)
+    assert server.http.get("/jobs/prefixjob-o", timeout=10).json()["id"] == one
+    both = server.http.get("/jobs/prefixjob", timeout=10)
     assert both.status_code == 409 and "more than one" in both.json()["detail"]
-    assert httpx.get(f"{server.url}/jobs/prefixjob-x", timeout=10).status_code == 404
-    assert httpx.get(f"{server.url}/jobs/%25", timeout=10).status_code == 404  # no pattern
+    assert server.http.get("/jobs/prefixjob-x", timeout=10).status_code == 404
+    assert server.http.get("/jobs/%25", timeout=10).status_code == 404  # no pattern
     shown = run_cli(server.url, "show", "prefixjob-t")
     assert shown.returncode == 0 and two in shown.stdout
     ambiguous = run_cli(server.url, "cancel", "prefixjob")
     assert ambiguous.returncode != 0 and "give more of it" in ambiguous.stderr
     assert run_cli(server.url, "cancel", "prefixjob-t").returncode == 0
     assert server.wait_state(two, {"cancelled", "succeeded", "failed"}, 30)["state"] == "cancelled"
-    httpx.delete(f"{server.url}/jobs/{one}", timeout=10)
+    server.http.delete(f"/jobs/{one}", timeout=10)
 
 
 def test_logs_tail_shows_the_newest_lines(server: LiveServer) -> None:
@@ -75,5 +74,5 @@ def test_logs_tail_shows_the_newest_lines(server: LiveServer) -> None:
     out = run_cli(server.url, "logs", job_id, "--tail", "3")
     assert out.returncode == 0
     assert out.stdout.splitlines() == ["line 4997", "line 4998", "line 4999"]
-    r = httpx.get(f"{server.url}/jobs/{job_id}/logs", params={"tail": 1}, timeout=10)
+    r = server.http.get(f"/jobs/{job_id}/logs", params={"tail": 1}, timeout=10)
     assert r.text == "line 4999\n" and int(r.headers["X-Log-Offset"]) > 40_000

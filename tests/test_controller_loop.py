@@ -17,6 +17,7 @@ from ringleader.runtime.api import create_app
 from ringleader.runtime.controller import Controller, ControllerConfig
 from ringleader.runtime.executor.local import LocalExecutor
 from ringleader.runtime.store import Store
+from ringleader.runtime.users import Users
 
 DECISION_S = 1.0
 
@@ -42,7 +43,7 @@ def test_api_latency_does_not_depend_on_decision_time(tmp_path: Path) -> None:
     policy = Slow()
     config = ControllerConfig(tmp_path, policy, round_s=0.1, tick_s=0.05)
     controller = Controller(store, LocalExecutor(1, warm=False), config)
-    app = create_app(store, controller)
+    app = create_app(store, controller, Users(store.path), frozenset({"test"}))
     latencies: list[float] = []
 
     async def scenario() -> None:

@@ -17,7 +17,6 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 
 from ringleader.elastic import DataLoader, lr_factor
@@ -149,6 +148,6 @@ def test_the_port_is_resized_mid_run_under_ringleader(server: LiveServer, tmp_pa
     worlds = [r["world_size"] for r in progress if "step_time" in r]
     assert 2 in worlds and 1 in worlds
     assert progress[-1]["event"] == "done" and max(r.get("epoch", 0) for r in progress) > 4.9
-    log = httpx.get(f"{server.url}/jobs/{job_id}/logs", params={"rank": 0}, timeout=10).text
+    log = server.http.get(f"/jobs/{job_id}/logs", params={"rank": 0}, timeout=10).text
     assert "2 workers, learning rate x2 -> 0.1" in log
     assert "1 workers, learning rate x1 -> 0.05" in log  # rescaled for the new world, and said

@@ -30,7 +30,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
 def test_the_hostile_corpus_gets_no_server_error_and_loses_nothing(
     server: LiveServer, tmp_path: Path
 ) -> None:
-    report = run_corpus(server.url, tmp_path, server.state_dir / "ringleader.db")
+    report = run_corpus(server.url, tmp_path, server.state_dir / "ringleader.db", server.token)
     print(f"hostile corpus: {report.cases} cases {report.by_part}")
     assert report.cases >= 1000, report.by_part
     assert not report.failures, "\n".join(report.failures[:40])

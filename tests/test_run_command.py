@@ -6,7 +6,6 @@ import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 
 from tests.live_server import LiveServer, run_cli
@@ -56,6 +55,6 @@ def test_a_workdir_must_be_an_absolute_directory(
     server: LiveServer, workdir: str, reason: str
 ) -> None:
     spec = {"name": "w", "command": ["true"], "workdir": workdir}
-    r = httpx.post(server.url + "/jobs", json=spec, timeout=10)
+    r = server.http.post("/jobs", json=spec, timeout=10)
     assert r.status_code == 422
     assert r.json()["detail"][0]["field"] == "workdir" and reason in r.json()["detail"][0]["reason"]

@@ -8,7 +8,6 @@ import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 
 from tests.live_server import LiveServer, run_cli, tiny_job, wait_for
@@ -74,7 +73,7 @@ BAD_SPECS = [
 def test_bad_specs_get_422_naming_the_field(
     server: LiveServer, spec: dict[str, object], field: str
 ) -> None:
-    r = httpx.post(server.url + "/jobs", json=spec, timeout=10)
+    r = server.http.post("/jobs", json=spec, timeout=10)
     assert r.status_code == 422
     assert field in {d["field"] for d in r.json()["detail"]}, r.json()
 
@@ -89,16 +88,16 @@ def test_garbage_bodies_get_422_and_the_server_keeps_serving(server: LiveServer)
         b" " * (8 << 20),
     )
     for body in garbage:
-        r = httpx.post(
-            server.url + "/jobs",
+        r = server.http.post(
+            "/jobs",
             content=body,
             headers={"Content-Type": "application/json"},
             timeout=30,
         )
         assert r.status_code == 422, r.text[:200]
-    r = httpx.get(server.url + "/jobs/x/logs", params={"rank": "abc"}, timeout=5)
+    r = server.http.get("/jobs/x/logs", params={"rank": "abc"}, timeout=5)
     assert r.status_code == 422 and r.json()["detail"][0]["field"] == "rank", r.text
-    assert httpx.get(server.url + "/health", timeout=5).json()["ok"]
+    assert server.http.get("/health", timeout=5).json()["ok"]
 
 
 def test_cli_rejects_a_bad_spec_file_with_exit_2(server: LiveServer, tmp_path: Path) -> None:
@@ -219,7 +218,7 @@ def test_server_kill9_and_restart_loses_nothing(tmp_path: Path) -> None:
             steps, gens = steps_and_generations(live.progress(job_id))
             assert steps == sorted(steps) and len(set(steps)) == len(steps)
             assert gens == sorted(gens)
-        assert len(httpx.get(live.url + "/jobs", timeout=5).json()) == 3
+        assert len(live.http.get("/jobs", timeout=5).json()) == 3
     finally:
         live.stop()
         live.kill_workers()

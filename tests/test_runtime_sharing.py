@@ -10,7 +10,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from tests.live_server import LiveServer, tiny_job, wait_for
@@ -154,7 +153,7 @@ def test_priority_changes_through_the_api_and_bad_requests_name_the_field(
     low = server.submit(tiny_job("low", epochs=40))
     wait_for(lambda: server.job(low)["step"] > 0, 60, "the first job to run")
     high = server.submit(tiny_job("high", epochs=4))
-    r = httpx.patch(f"{server.url}/jobs/{high}", json={"priority": 5}, timeout=10)
+    r = server.http.patch(f"/jobs/{high}", json={"priority": 5}, timeout=10)
     assert r.status_code == 200 and r.json()["spec"]["priority"] == 5
     # The high-priority job runs to the end while the low one waits suspended.
     assert server.wait_state(high, {"succeeded", "failed"}, 120)["state"] == "succeeded"
@@ -169,10 +168,10 @@ def test_priority_changes_through_the_api_and_bad_requests_name_the_field(
         ({"priority": 5000}, "priority"),
         ({"priority": 1, "gpus": 4}, "(body)"),
     ):
-        bad = httpx.patch(f"{server.url}/jobs/{low}", json=body, timeout=10)
+        bad = server.http.patch(f"/jobs/{low}", json=body, timeout=10)
         assert bad.status_code == 422 and bad.json()["detail"][0]["field"] == field
-    assert httpx.patch(f"{server.url}/jobs/nope", json={"priority": 1}).status_code == 404
-    httpx.delete(f"{server.url}/jobs/{low}", timeout=10)
+    assert server.http.patch("/jobs/nope", json={"priority": 1}).status_code == 404
+    server.http.delete(f"/jobs/{low}", timeout=10)
 
 
 def test_automl_runs_an_optuna_search_as_time_sliced_jobs(
@@ -195,9 +194,7 @@ def test_automl_runs_an_optuna_search_as_time_sliced_jobs(
     result = json.loads(out.read_text())
     assert [t["state"] for t in result["trials"]] == ["succeeded"] * 6
     assert result["seconds_to_target"]["1.5"] is not None
-    jobs = httpx.get(f"{server.url}/jobs", timeout=10).json()
-    events = [
-        e["kind"] for j in jobs for e in httpx.get(f"{server.url}/jobs/{j['id']}").json()["events"]
-    ]
+    jobs = server.http.get("/jobs", timeout=10).json()
+    events = [e["kind"] for j in jobs for e in server.http.get(f"/jobs/{j['id']}").json()["events"]]
     assert "priority" in events  # the pruner's answers reached the scheduler
     assert "suspend_requested" in events  # six configurations time-sliced on two devices

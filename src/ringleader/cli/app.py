@@ -24,6 +24,9 @@ COMMANDS: dict[str, str] = {
     "show": "ringleader.cli.runtime",
     "logs": "ringleader.cli.runtime",
     "cancel": "ringleader.cli.runtime",
+    "users": "ringleader.cli.users",
+    "login": "ringleader.cli.users",
+    "whoami": "ringleader.cli.users",
     "demo": "ringleader.cli.demo",
     "fidelity": "ringleader.cli.fidelity",
     "netlab": "ringleader.cli.netlab",
@@ -92,7 +95,11 @@ def build(names: list[str] | None = None) -> typer.Typer:
 
     root.__doc__ = HELP
     for name in names if names is not None else list(COMMANDS):
-        app.command(name=name)(getattr(importlib.import_module(COMMANDS[name]), name))
+        command = getattr(importlib.import_module(COMMANDS[name]), name)
+        if isinstance(command, typer.Typer):  # a group of subcommands: `ringleader users add`
+            app.add_typer(command, name=name)
+        else:
+            app.command(name=name)(command)
     return app
 
 

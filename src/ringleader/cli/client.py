@@ -1,4 +1,5 @@
-"""The CLI's way to the server: ``RINGLEADER_URL`` (default http://127.0.0.1:8765)."""
+"""The CLI's way to the server: ``RINGLEADER_URL`` (default http://127.0.0.1:8765),
+with the token ``ringleader.credentials`` finds."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import httpx
 
 from ringleader.cli.errors import USAGE_ERROR, say_error
 from ringleader.cli.terminal import console, shown
+from ringleader.credentials import TOKEN_ENV, token_for
 
 DEFAULT_URL = "http://127.0.0.1:8765"
 _stderr = console(stderr=True)
@@ -50,12 +52,33 @@ def job_path(job_id: str, suffix: str = "") -> str:
     return f"/jobs/{quote(job_id, safe='')}{suffix}"
 
 
+def auth_headers(url: str) -> dict[str, str]:
+    token = token_for(url)
+    return {} if token is None else {"Authorization": f"Bearer {token}"}
+
+
+def _unauthorized(url: str, response: httpx.Response) -> NoReturn:
+    body = _body(url, response)
+    detail = body.get("detail") if isinstance(body, dict) else None
+    if response.status_code == 401:
+        say_error(
+            f"{url} wants a token: set {TOKEN_ENV}, or run `ringleader login` with the "
+            "token your admin gave you (the server's own admin token is in STATE_DIR/admin.token)"
+        )
+    else:
+        say_error(str(detail) if detail else f"{url} refused the request ({response.status_code})")
+    raise SystemExit(1)
+
+
 def request(method: str, path: str, **kw: Any) -> httpx.Response:
     url = server_url()
+    headers = {**auth_headers(url), **kw.pop("headers", {})}
     try:
-        response = httpx.request(method, url + path, timeout=30.0, **kw)
+        response = httpx.request(method, url + path, timeout=30.0, headers=headers, **kw)
     except httpx.HTTPError as err:
         _unreachable(url, err)
+    if response.status_code in (401, 403, 421):
+        _unauthorized(url, response)
     if response.status_code in (404, 409, 415, 422):
         body = _body(url, response)
         detail = body.get("detail") if isinstance(body, dict) else None

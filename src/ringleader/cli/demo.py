@@ -129,27 +129,37 @@ def demo(
     check_output_dir("--out", out)
     state = Path(tempfile.mkdtemp(prefix="ringleader-demo-"))
     try:
-        with local_server(gpus=gpus, state_dir=state, log=out / "server.log", round_s=10) as url:
+        with (
+            local_server(gpus=gpus, state_dir=state, log=out / "server.log", round_s=10) as served,
+            served.client() as api,
+        ):
             console.print(
-                f"server at {url}, {gpus} devices, state in {state}; log in {out}/server.log"
+                f"server at {served.url}, {gpus} devices, state in {state}; log in {out}/server.log"
             )
-            jobs = _run(url, timeout)
-            _report(url, jobs, out, gpus, state)
+            jobs = _run(api, timeout)
+            _report(api, jobs, out, gpus, state)
     except LocalServerError as err:
         fail(str(err))
 
 
-def _run(url: str, timeout: float) -> list[dict[str, Any]]:
+def _run(api: httpx.Client, timeout: float) -> list[dict[str, Any]]:
+    """Submit the workload, each job with its own user's token, and follow it as admin."""
     start = time.monotonic()
     pending = list(WORKLOAD)
     jobs: list[dict[str, Any]] = []
+    tokens: dict[str, str] = {}
     with Live(_table(jobs, 0), console=console, refresh_per_second=2) as live:
         while True:
             elapsed = time.monotonic() - start
             while pending and pending[0][0] <= elapsed:
                 _, spec = pending.pop(0)
-                httpx.post(url + "/jobs", json=spec, timeout=10).raise_for_status()
-            jobs = httpx.get(url + "/jobs", timeout=10).json()
+                user = spec["user"]
+                if user not in tokens:
+                    made = api.post("/users", json={"name": user})
+                    tokens[user] = made.raise_for_status().json()["token"]
+                mine = {"Authorization": f"Bearer {tokens[user]}"}
+                api.post("/jobs", json=spec, headers=mine).raise_for_status()
+            jobs = api.get("/jobs").json()
             live.update(_table(jobs, elapsed))
             done = all(j["state"] in ("succeeded", "failed", "cancelled") for j in jobs)
             if not pending and done:
@@ -159,7 +169,9 @@ def _run(url: str, timeout: float) -> list[dict[str, Any]]:
             time.sleep(1)
 
 
-def _report(url: str, jobs: list[dict[str, Any]], out: Path, gpus: int, state: Path) -> None:
+def _report(
+    api: httpx.Client, jobs: list[dict[str, Any]], out: Path, gpus: int, state: Path
+) -> None:
     records = [
         JobRecord(j["id"], j["submitted_at"], j["started_at"], j["finished_at"], j["resizes"])
         for j in jobs
@@ -177,9 +189,7 @@ def _report(url: str, jobs: list[dict[str, Any]], out: Path, gpus: int, state: P
             "-" if j["loss"] is None else f"{j['loss']:.3f}",
         )
     console.print(table)
-    events = {
-        j["id"]: httpx.get(f"{url}/jobs/{j['id']}", timeout=10).json()["events"] for j in jobs
-    }
+    events = {j["id"]: api.get(f"/jobs/{j['id']}").json()["events"] for j in jobs}
     usage = usage_from_events(events)
     summary = summarize(records, usage, gpus)
     console.print(

@@ -33,7 +33,13 @@ def server(
     state_dir: Annotated[
         Path | None, typer.Option(help="Database, job logs and checkpoints (default: user data).")
     ] = None,
-    host: Annotated[str, typer.Option(help="Address to serve the API on.")] = "127.0.0.1",
+    host: Annotated[
+        str,
+        typer.Option(
+            help="Address to serve the API on. Beyond loopback it needs --tls-cert and "
+            "--tls-key, or --insecure-http."
+        ),
+    ] = "127.0.0.1",
     port: Annotated[int, typer.Option(min=1, max=65535)] = 8765,
     policy: Annotated[
         str,
@@ -78,14 +84,41 @@ def server(
             help="Rotate a job's progress.jsonl to .1 past this many MiB (0: never).",
         ),
     ] = 16,
+    tls_cert: Annotated[
+        Path | None, typer.Option(help="PEM certificate: serve HTTPS (with --tls-key).")
+    ] = None,
+    tls_key: Annotated[Path | None, typer.Option(help="PEM private key for --tls-cert.")] = None,
+    insecure_http: Annotated[
+        bool,
+        typer.Option(
+            help="Allow plain HTTP on a non-loopback --host: tokens cross the network readable."
+        ),
+    ] = False,
+    allow_host: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="Another name clients reach this server by (repeatable). Requests naming "
+            "any other Host are refused, which stops DNS-rebinding web pages."
+        ),
+    ] = None,
 ) -> None:
-    """Run the scheduler: REST API (OpenAPI at /docs) plus the control loop.
+    """Run the scheduler: REST API (OpenAPI at /openapi.json) plus the control loop.
+
+    Every request but GET /health needs a token. On its first start the
+    server makes the user `admin` and writes its token to STATE_DIR/admin.token
+    (mode 0600); the CLI of whoever started the server finds it by itself.
+    Add users with `ringleader users add NAME`.
 
     Workers run in their own sessions: stopping or crashing the server leaves
     them running, and the next server on the same --state-dir adopts them.
     """
     from ringleader.runtime.executor.ray import RayUnavailable
-    from ringleader.runtime.server import ServerConfig, default_state_dir, serve
+    from ringleader.runtime.server import (
+        ConfigError,
+        ServerConfig,
+        default_state_dir,
+        serve,
+    )
     from ringleader.runtime.store import StoreError
 
     if executor not in ("local", "ray"):
@@ -125,9 +158,15 @@ def server(
         warm_start=warm_start,
         log_cap_bytes=max_log_mib << 20,
         progress_cap_bytes=max_progress_mib << 20,
+        tls_cert=tls_cert,
+        tls_key=tls_key,
+        insecure_http=insecure_http,
+        allow_hosts=tuple(allow_host or ()),
     )
     try:
         asyncio.run(serve(cfg))
+    except ConfigError as err:
+        fail(str(err))
     except StoreError as err:
         fail(str(err))
     except RayUnavailable as err:

@@ -90,8 +90,8 @@ def run_real(
             round_s=workload.round_s,
             policy=policy,
             quantum_s=workload.quantum_s,
-        ) as url,
-        httpx.Client(base_url=url, timeout=30) as client,
+        ) as served,
+        served.client() as client,
     ):
         _to_quantum_boundary(policy, workload.quantum_s)
         jobs = _submit_and_wait(client, workload.submissions(), timeout_s, log, on_progress)

@@ -1,8 +1,12 @@
-"""The REST API: submit, list, inspect, cancel, read logs. OpenAPI at ``/docs``.
+"""The REST API: submit, list, inspect, cancel, read logs; users and their tokens.
 
 Handlers only read the store or record a request in it; the controller does
 the work. Bad input gets 422 with ``{"detail": [{"field", "reason"}]}``, the
 same field names the CLI prints, and never reaches the controller.
+
+Every endpoint but ``GET /health`` needs a token (``ringleader.runtime.access``).
+A user sees and changes only their own jobs: another user's job is answered
+404, as if it did not exist. An admin sees every job.
 """
 
 from __future__ import annotations
@@ -19,9 +23,11 @@ from fastapi.responses import JSONResponse, PlainTextResponse
 from ringleader import __version__
 from ringleader.job.control import PROGRESS
 from ringleader.job.records import read_progress, read_regular, strict_json
+from ringleader.runtime.access import BrowserGuard, admin, caller
 from ringleader.runtime.controller import Controller
 from ringleader.runtime.spec import SpecError, parse_spec
 from ringleader.runtime.store import DamagedRow, JobRow, PageQuery, State, Store
+from ringleader.runtime.users import User, UserError, Users
 
 MAX_BODY = 1 << 20
 
@@ -114,10 +120,16 @@ MAX_OFFSET = 2**53
 """Beyond any log a job can write, and within what a file offset can be."""
 
 
-def job_named(request: Request, job_id: JobId) -> str:
-    """The full id of the job ``job_id`` names: itself, or the one id it begins."""
+Me = Annotated[User, Depends(caller)]
+"""The user a request's token names."""
+Admin = Annotated[User, Depends(admin)]
+
+
+def job_named(request: Request, job_id: JobId, me: Me) -> str:
+    """The full id of the caller's job that ``job_id`` names: itself, or the one id it
+    begins. Another user's jobs are not looked at, so a prefix reveals nothing of them."""
     store: Store = request.app.state.store
-    found = store.ids_starting(job_id)
+    found = store.ids_starting(job_id, owner=None if me.admin else me.name)
     if not found:
         raise HTTPException(404, detail=f"no job {job_id!r}")
     if len(found) > 1:
@@ -132,13 +144,21 @@ Named = Annotated[str, Depends(job_named)]
 """A job id in a path, as the client may shorten it (git's and docker's short ids)."""
 
 
-def create_app(store: Store, controller: Controller) -> FastAPI:
+def create_app(
+    store: Store, controller: Controller, users: Users, names: frozenset[str]
+) -> FastAPI:
+    """The API over ``store``, answering requests whose ``Host`` is one of ``names``."""
     app = FastAPI(
         title="ringleader",
         version=__version__,
         description="Scheduler for deep-learning training jobs on shared GPU clusters.",
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,  # served below, to callers with a token
     )
     app.state.store = store  # for job_named
+    app.state.users = users  # for caller
+    app.add_middleware(BrowserGuard, names=names)
 
     @app.exception_handler(RequestValidationError)
     async def bad_query(request: Request, err: Exception) -> JSONResponse:
@@ -163,24 +183,93 @@ def create_app(store: Store, controller: Controller) -> FastAPI:
             "policy": controller.config.policy.name,
         }
         if store.damaged:
-            status["damaged_jobs"] = {i: str(e) for i, e in sorted(store.damaged.items())}
+            status["damaged_jobs"] = len(store.damaged)  # which and why: GET /jobs, as an admin
         return status
 
+    @app.get("/openapi.json", include_in_schema=False)
+    def openapi(me: Me) -> dict[str, Any]:
+        return app.openapi()
+
+    @app.get("/whoami")
+    def whoami(me: Me) -> dict[str, Any]:
+        """The user the token names, and their bounds."""
+        return me.public()
+
+    @app.get("/users")
+    def list_users(me: Admin) -> list[dict[str, Any]]:
+        """Every user (admin only). Tokens are never shown again."""
+        return [u.public() for u in users.all()]
+
+    @app.post("/users", status_code=201, response_model=None)
+    async def add_user(request: Request, me: Admin) -> JSONResponse | dict[str, Any]:
+        """Make a user (admin only); the reply holds their token, shown this once."""
+        data, bad = await _json_body(request)
+        if bad is not None:
+            return bad
+        fields = {"name", "admin", "uid", "quota_gpus", "priority_max"}
+        if not isinstance(data, dict) or "name" not in data or set(data) - fields:
+            return _problems([("(body)", f"expected an object with name and any of {fields}")])
+        for key in ("uid", "quota_gpus", "priority_max"):
+            value = data.get(key)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+                return _problems([(key, f"{str(value)[:40]!r} is not an integer")])
+        if not isinstance(data.get("admin", False), bool):
+            return _problems([("admin", "true or false")])
+        try:
+            user, token = users.add(
+                data["name"],
+                admin=data.get("admin", False),
+                uid=data.get("uid"),
+                quota_gpus=data.get("quota_gpus"),
+                priority_max=data.get("priority_max"),
+            )
+        except UserError as err:
+            return _problems([(err.field, err.reason)])
+        return user.public() | {"token": token}
+
+    @app.delete("/users/{name}")
+    def remove_user(name: Annotated[str, FastPath(max_length=100)], me: Admin) -> dict[str, Any]:
+        """Remove a user and their token (admin only); their jobs stay."""
+        if name == me.name:
+            raise HTTPException(409, detail="an admin cannot remove themself")
+        if not users.remove(name):
+            raise HTTPException(404, detail=f"no user {name!r}")
+        return {"removed": name}
+
+    @app.post("/users/{name}/token")
+    def rotate_token(name: Annotated[str, FastPath(max_length=100)], me: Me) -> dict[str, Any]:
+        """A new token for ``name`` (an admin's, or the caller's own); the old one stops."""
+        if name != me.name and not me.admin:
+            raise HTTPException(404, detail=f"no user {name!r}")
+        token = users.new_token_for(name)
+        if token is None:
+            raise HTTPException(404, detail=f"no user {name!r}")
+        return {"name": name, "token": token}
+
     @app.get("/cluster")
-    def cluster() -> dict[str, Any]:
+    def cluster(me: Me) -> dict[str, Any]:
         nodes = [{"name": n.name, "gpus": n.gpus} for n in controller.cluster.nodes]
         gpus = controller.cluster.capacity
         return {"executor": controller.executor.name, "gpus": gpus, "nodes": nodes}
 
     @app.post("/jobs", status_code=201, response_model=None)
-    async def submit(request: Request) -> JSONResponse | dict[str, Any]:
+    async def submit(request: Request, me: Me) -> JSONResponse | dict[str, Any]:
+        """Queue a job for the caller: its ``user`` is the token's, never the spec's."""
         data, bad = await _json_body(request)
         if bad is not None:
             return bad
+        if isinstance(data, dict):
+            if "user" in data and data["user"] != me.name:
+                return _problems(
+                    [("user", f"a job is its submitter's: yours is {me.name!r}; leave user out")]
+                )
+            data = data | {"user": me.name}
         try:
             spec = parse_spec(data, capacity=controller.cluster.capacity)
         except SpecError as err:
             return _problems(err.problems)
+        if spec.priority > me.priority_max:
+            return _problems([("priority", _above(spec.priority, me))])
         if spec.workdir is not None and not _is_dir(spec.workdir):
             return _problems([("workdir", f"{spec.workdir[:200]}: no such directory here")])
         row = store.add(spec)
@@ -189,6 +278,7 @@ def create_app(store: Store, controller: Controller) -> FastAPI:
 
     @app.get("/jobs")
     def jobs(
+        me: Me,
         limit: Annotated[int, Query(ge=1, le=MAX_PAGE, description="Jobs per page.")] = PAGE,
         cursor: Annotated[
             int | None,
@@ -212,6 +302,10 @@ def create_app(store: Store, controller: Controller) -> FastAPI:
             return _problems(
                 [("state", f"{unknown[0][:40]!r} is not one of {', '.join(sorted(STATES))}")]
             )
+        if not me.admin:
+            if user not in (None, me.name):
+                return JSONResponse([])  # another user's jobs are not to be seen
+            user = me.name
         query = PageQuery(limit, cursor, states, user, newest_first=order == "desc")
         rows, after = store.page(query)
         headers = {} if after is None else {"X-Next-Cursor": str(after)}
@@ -240,7 +334,7 @@ def create_app(store: Store, controller: Controller) -> FastAPI:
         return row.public()
 
     @app.patch("/jobs/{job_id}", response_model=None)
-    async def change(job_id: JobId, request: Request) -> JSONResponse | dict[str, Any]:
+    async def change(job_id: JobId, request: Request, me: Me) -> JSONResponse | dict[str, Any]:
         """Change what may change while a job runs: today its ``priority``.
 
         The body is checked before the job is looked up: a request of the wrong
@@ -256,7 +350,9 @@ def create_app(store: Store, controller: Controller) -> FastAPI:
             return _problems([("priority", f"{priority!r} is not an integer")])
         if not -1000 <= priority <= 1000:
             return _problems([("priority", f"{priority} is outside -1000..1000")])
-        job_id = job_named(request, job_id)
+        if priority > me.priority_max:
+            return _problems([("priority", _above(priority, me))])
+        job_id = job_named(request, job_id, me)
         row = store.set_priority(job_id, priority)
         if row is None:
             raise HTTPException(404, detail=f"no job {job_id!r}")
@@ -303,6 +399,13 @@ def create_app(store: Store, controller: Controller) -> FastAPI:
         return JSONResponse(out, headers={"X-Bad-Lines": str(bad)})
 
     return app
+
+
+def _above(priority: int, me: User) -> str:
+    return (
+        f"{priority} is above {me.priority_max}, the most user {me.name!r} may set; "
+        "an admin can raise it (ringleader users add --priority-max)"
+    )
 
 
 def _is_dir(path: str) -> bool:

@@ -2,6 +2,7 @@
 
 ``ringleader demo`` and ``ringleader fidelity`` each start one in a child
 process on a free port, wait until it answers, and stop it however they end.
+They act as its admin, with the token it writes to its state dir.
 """
 
 from __future__ import annotations
@@ -12,15 +13,39 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 
+from ringleader.credentials import ADMIN_TOKEN_FILE, TOKEN_ENV
 from ringleader.runtime.executor.local import free_port
 
 
 class LocalServerError(RuntimeError):
     """The server did not come up; the message says why and where its log is."""
+
+
+@dataclass(frozen=True, slots=True)
+class Served:
+    """A running server's URL and its admin token."""
+
+    url: str
+    token: str
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}"}
+
+    @property
+    def env(self) -> dict[str, str]:
+        """What a ``ringleader`` command needs to talk to this server as its admin."""
+        return {"RINGLEADER_URL": self.url, TOKEN_ENV: self.token}
+
+    def client(self, **kw: Any) -> httpx.Client:
+        """An HTTP client for the API, as admin (``headers`` may be overridden)."""
+        return httpx.Client(base_url=self.url, headers=self.headers, timeout=30, **kw)
 
 
 @contextmanager
@@ -32,8 +57,8 @@ def local_server(
     round_s: float,
     policy: str | None = None,
     quantum_s: float | None = None,
-) -> Iterator[str]:
-    """Run a server with ``gpus`` devices and state in ``state_dir``; yields its URL."""
+) -> Iterator[Served]:
+    """Run a server with ``gpus`` devices and state in ``state_dir``; yields where it is."""
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     args = [
@@ -58,7 +83,8 @@ def local_server(
         server = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT)
         try:
             _wait_healthy(url, server, log)
-            yield url
+            token = (state_dir / ADMIN_TOKEN_FILE).read_text().strip()
+            yield Served(url, token)
         finally:
             server.send_signal(signal.SIGTERM)
             try:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import fcntl
+import ipaddress
 import logging
 import os
 from dataclasses import dataclass, replace
@@ -12,13 +13,16 @@ from typing import IO
 
 import uvicorn
 
+from ringleader.credentials import forget_server, record_server
 from ringleader.policy.catalog import policy_from_config
+from ringleader.runtime.access import known_names
 from ringleader.runtime.api import create_app
 from ringleader.runtime.bounded import LOG_CAP_BYTES, PROGRESS_CAP_BYTES
 from ringleader.runtime.controller import Controller, ControllerConfig
 from ringleader.runtime.executor.base import Executor
 from ringleader.runtime.executor.local import LocalExecutor
 from ringleader.runtime.store import Store, StoreError
+from ringleader.runtime.users import Users
 from ringleader.spine.needs import RUNTIME, serve_policy
 
 DEFAULT_HOST = "127.0.0.1"
@@ -46,6 +50,55 @@ class ServerConfig:
     warm_start: bool = True
     log_cap_bytes: int = LOG_CAP_BYTES
     progress_cap_bytes: int = PROGRESS_CAP_BYTES
+    tls_cert: Path | None = None
+    tls_key: Path | None = None
+    insecure_http: bool = False
+    """Serve plain HTTP on a non-loopback address: tokens cross the network readable."""
+    allow_hosts: tuple[str, ...] = ()
+    """More names clients may reach the server by (the ``Host`` check)."""
+
+    @property
+    def scheme(self) -> str:
+        return "https" if self.tls_cert is not None else "http"
+
+    @property
+    def url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{self.scheme}://{host}:{self.port}"
+
+
+class ConfigError(ValueError):
+    """Settings the server will not start with; the message says which and what to do."""
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def check_network(config: ServerConfig) -> str | None:
+    """Refuse plain HTTP off this machine unless asked for; returns a warning to print."""
+    if (config.tls_cert is None) != (config.tls_key is None):
+        raise ConfigError("--tls-cert and --tls-key go together: give both, or neither")
+    for path in (config.tls_cert, config.tls_key):
+        if path is not None and not path.is_file():
+            raise ConfigError(f"{path}: no such file (--tls-cert/--tls-key)")
+    if is_loopback(config.host) or config.tls_cert is not None:
+        return None
+    if not config.insecure_http:
+        raise ConfigError(
+            f"--host {config.host} serves beyond this machine, where tokens would cross the "
+            "network unencrypted: give --tls-cert and --tls-key, or --insecure-http on a "
+            "network you trust"
+        )
+    return (
+        f"WARNING: serving plain HTTP on {config.host}: anyone on the network path can read "
+        "tokens and job data (--insecure-http); use --tls-cert/--tls-key"
+    )
 
 
 def claim_state_dir(state_dir: Path) -> IO[str]:
@@ -106,31 +159,63 @@ def build(config: ServerConfig) -> tuple[Store, Controller]:
     return store, controller
 
 
+def keep_private(state_dir: Path) -> None:
+    """Others may pass through the state dir (to their own job dirs) but not list it,
+    and never read the database or the admin token."""
+    state_dir.chmod(0o711)
+    for name in ("ringleader.db", "ringleader.db-wal", "ringleader.db-shm"):
+        path = state_dir / name
+        if path.exists() and not path.is_symlink():
+            path.chmod(0o600)
+
+
 async def serve(config: ServerConfig) -> None:
+    warning = check_network(config)
     lock = claim_state_dir(config.state_dir)
     try:
         store, controller = build(config)
+        users = Users(store.path)
+        token_file = users.ensure_admin(config.state_dir)
+        keep_private(config.state_dir)
     except BaseException:
         lock.close()
         raise
-    app = create_app(store, controller)
+    names = known_names(config.host, config.allow_hosts)
+    app = create_app(store, controller, users, names)
     server = uvicorn.Server(
-        uvicorn.Config(app, host=config.host, port=config.port, log_level="warning")
+        uvicorn.Config(
+            app,
+            host=config.host,
+            port=config.port,
+            log_level="warning",
+            ssl_certfile=config.tls_cert,
+            ssl_keyfile=config.tls_key,
+        )
     )
     loop_task = asyncio.create_task(controller.run())
-    logging.getLogger("ringleader").info(
-        "serving on http://%s:%d, %d GPUs (%s), policy %s, state in %s",
-        config.host,
-        config.port,
+    log = logging.getLogger("ringleader")
+    if warning:
+        log.warning("%s", warning)
+    log.info(
+        "serving on %s, %d GPUs (%s), policy %s, state in %s; admin token in %s",
+        config.url,
         controller.cluster.capacity,
         "real" if getattr(controller.executor, "cuda", False) else "virtual on CPU",
         controller.config.policy.name,
         config.state_dir,
+        token_file,
     )
+    local_url = f"{config.scheme}://127.0.0.1:{config.port}"
+    try:
+        record_server(config.port, local_url, config.state_dir)
+    except OSError as err:  # a read-only home: the CLI then needs RINGLEADER_TOKEN
+        log.warning("cannot record this server for the CLI (%s)", err)
     try:
         await server.serve()
     finally:
+        forget_server(config.port)
         controller.stop()
         await loop_task
+        users.close()
         store.close()
         lock.close()

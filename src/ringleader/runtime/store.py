@@ -136,8 +136,14 @@ class JobRow:
     """Progress lines the job wrote that were skipped as bad (``ringleader.job.records``)."""
 
     def public(self) -> dict[str, Any]:
-        """The whole job as the API shows it: its summary and its spec."""
-        return self.summary() | {"spec": self.spec.model_dump(mode="json")}
+        """The whole job as the API shows it: its summary and its spec.
+
+        ``env`` values are write-only (they hold secrets): the keys are shown,
+        each value as ``null``.
+        """
+        spec = self.spec.model_dump(mode="json")
+        spec["env"] = dict.fromkeys(spec.get("env") or {})
+        return self.summary() | {"spec": spec}
 
     def summary(self) -> dict[str, Any]:
         """What a listing shows of a job: no spec (its command and env stay per-job)."""
@@ -428,15 +434,20 @@ class Store:
             values = cur.fetchone()
         return None if values is None else self._row(values)
 
-    def ids_starting(self, prefix: str, most: int = 3) -> list[str]:
+    def ids_starting(self, prefix: str, most: int = 3, owner: str | None = None) -> list[str]:
         """The id ``prefix`` names exactly, else up to ``most`` ids it begins (git's and
-        docker's short ids). A range on the primary key: no pattern syntax, no scan."""
+        docker's short ids), of ``owner``'s jobs only if given. A range on the primary
+        key: no pattern syntax, no scan."""
+        mine, args = (
+            ("", ()) if owner is None else (" AND json_extract(spec, '$.user') = ?", (owner,))
+        )
         with self._lock:
-            if self._db.execute("SELECT 1 FROM jobs WHERE id = ?", (prefix,)).fetchone():
+            exact = f"SELECT 1 FROM jobs WHERE id = ?{mine}"
+            if self._db.execute(exact, (prefix, *args)).fetchone():
                 return [prefix]
             cur = self._db.execute(
-                "SELECT id FROM jobs WHERE id >= ? AND id < ? ORDER BY id LIMIT ?",
-                (prefix, prefix + "\U0010ffff", most),
+                f"SELECT id FROM jobs WHERE id >= ? AND id < ?{mine} ORDER BY id LIMIT ?",
+                (prefix, prefix + "\U0010ffff", *args, most),
             )
             return [str(r[0]) for r in cur.fetchall()]
 

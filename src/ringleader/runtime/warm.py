@@ -72,6 +72,22 @@ class WarmLaunch:
         return cls(**raw)
 
 
+KEPT_FROM_SERVER: tuple[str, ...] = ("PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR")
+"""All a job inherits of the server's environment: the server's own may hold
+secrets (cloud keys, database passwords) that no job, and no job's log, should see."""
+
+
+def clean_env() -> dict[str, str]:
+    """The environment every job starts from: a few neutral variables, ``python`` first on PATH.
+
+    The spec's ``env`` and the scheduler's variables are laid over it.
+    """
+    kept = {k: os.environ[k] for k in KEPT_FROM_SERVER if k in os.environ}
+    kept["PATH"] = interpreter_first(kept.get("PATH", "/usr/local/bin:/usr/bin:/bin"))
+    kept.setdefault("LANG", "C.UTF-8")
+    return kept
+
+
 def interpreter_first(path: str) -> str:
     """``path`` with this interpreter's directory first: ``python`` in a job's
     command means the interpreter ringleader runs in."""

@@ -11,14 +11,13 @@ environment sets what the interpreter or torch's libraries read at start-up
 from __future__ import annotations
 
 import contextlib
-import os
 import select
 import subprocess
 import sys
 import time
 from collections.abc import Mapping
 
-from ringleader.runtime.warm import READY, WarmLaunch, interpreter_first, startup_env
+from ringleader.runtime.warm import READY, WarmLaunch, clean_env, startup_env
 
 RESPAWN_S = 30.0
 
@@ -99,8 +98,7 @@ class Forkserver:
 
 def _server_env() -> dict[str, str]:
     return {
-        **os.environ,
-        "PATH": interpreter_first(os.environ.get("PATH", "")),
+        **clean_env(),
         "PYTHONUNBUFFERED": "1",
     }
 
