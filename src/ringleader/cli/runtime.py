@@ -165,6 +165,8 @@ def show(
     for key in ("id", "name", "user", "state", "gpus", "devices", "step", "epoch", "loss"):
         console.print(_line(key, job.get(key)))
     console.print(_line("attempts", job.get("attempts")), "", _line("resizes", job.get("resizes")))
+    if job.get("reason"):
+        console.print(_line("why", job["reason"]))
     if job.get("bad_progress_lines"):
         console.print(
             _line("bad progress lines", job["bad_progress_lines"]),

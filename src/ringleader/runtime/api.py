@@ -309,7 +309,8 @@ def create_app(
         query = PageQuery(limit, cursor, states, user, newest_first=order == "desc")
         rows, after = store.page(query)
         headers = {} if after is None else {"X-Next-Cursor": str(after)}
-        return JSONResponse([row.summary() for row in rows], headers=headers)
+        listed = [_with_reason(row.summary(), controller) for row in rows]
+        return JSONResponse(listed, headers=headers)
 
     def _get(job_id: str) -> JobRow:
         row = store.get(job_id)
@@ -320,7 +321,7 @@ def create_app(
     @app.get("/jobs/{job_id}")
     def show(job_id: Named) -> dict[str, Any]:
         try:
-            public: dict[str, Any] = _get(job_id).public()
+            public: dict[str, Any] = _with_reason(_get(job_id).public(), controller)
         except DamagedRow as err:
             public = err.public()
         return public | {"events": store.events(job_id)}
@@ -399,6 +400,12 @@ def create_app(
         return JSONResponse(out, headers={"X-Bad-Lines": str(bad)})
 
     return app
+
+
+def _with_reason(job: dict[str, Any], controller: Controller) -> dict[str, Any]:
+    """``job`` with why it waits or runs smaller, where the last decision said (quotas)."""
+    reason = controller.reasons.get(job["id"]) if job["state"] in ("queued", "running") else None
+    return job | {"reason": reason}
 
 
 def _above(priority: int, me: User) -> str:

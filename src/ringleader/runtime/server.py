@@ -127,8 +127,9 @@ def claim_state_dir(state_dir: Path) -> IO[str]:
     return lock
 
 
-def build(config: ServerConfig) -> tuple[Store, Controller]:
+def build(config: ServerConfig) -> tuple[Store, Users, Controller]:
     store = Store(config.state_dir / "ringleader.db")
+    users = Users(store.path)
     executor: Executor
     if config.executor == "ray":
         from ringleader.runtime.executor.ray import RayExecutor
@@ -154,9 +155,10 @@ def build(config: ServerConfig) -> tuple[Store, Controller]:
             tick_s=config.tick_s,
             log_cap_bytes=config.log_cap_bytes,
             progress_cap_bytes=config.progress_cap_bytes,
+            quotas=users.quotas,
         ),
     )
-    return store, controller
+    return store, users, controller
 
 
 def keep_private(state_dir: Path) -> None:
@@ -173,8 +175,7 @@ async def serve(config: ServerConfig) -> None:
     warning = check_network(config)
     lock = claim_state_dir(config.state_dir)
     try:
-        store, controller = build(config)
-        users = Users(store.path)
+        store, users, controller = build(config)
         token_file = users.ensure_admin(config.state_dir)
         keep_private(config.state_dir)
     except BaseException:

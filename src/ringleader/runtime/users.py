@@ -153,6 +153,14 @@ class Users:
             ).fetchall()
         return [_user(row) for row in rows]
 
+    def quotas(self) -> dict[str, int]:
+        """Each user's GPU quota, for users that have one (read at every decision)."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT name, quota_gpus FROM users WHERE quota_gpus IS NOT NULL"
+            ).fetchall()
+        return {str(name): int(q) for name, q in rows}
+
     def remove(self, name: str) -> bool:
         """Delete a user, and so its token; their jobs stay, as records."""
         with self._lock:
