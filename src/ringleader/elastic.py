@@ -26,7 +26,10 @@ three calls take over:
   and every rank exits with status 0. It resumes from the job's checkpoints
   under ringleader; under torchrun only when ``TORCHELASTIC_RESTART_COUNT``
   is above 0, from ``elastic-checkpoints/<run id>`` in the working directory
-  (or ``RINGLEADER_CHECKPOINT_DIR``).
+  (or ``RINGLEADER_CHECKPOINT_DIR``). If every checkpoint there is damaged,
+  the process exits non-zero saying so, rather than start over from step 0,
+  unless ``RINGLEADER_ON_BAD_CHECKPOINT=restart`` (the spec's
+  ``on_bad_checkpoint`` under ringleader); ``Session.restore`` does both.
 * **The learning rate**, by the rule the script names (``lr_rule``): ``none``,
   ``linear`` or ``sqrt`` in the world size over ``base_world``, the size its
   learning rate was tuned at. Rank 0 prints the rule and the rates to the

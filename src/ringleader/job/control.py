@@ -9,7 +9,8 @@ filesystem on a multi-node cluster):
   every rank acts on the same step.
 * ``progress.jsonl`` — appended by rank 0: one line per minibatch (step, epoch,
   loss, step time, world size, learning rate) and one per lifecycle event
-  (``started``, ``stopped``, ``done``).
+  (``started``, ``stopped``, ``done``; ``checkpoints_damaged`` from every
+  rank, just before they all exit non-zero).
 * ``checkpoints/`` — see ``ringleader.job.checkpoint``.
 
 Files rather than sockets: they outlive a crashed controller, need no ports,
@@ -169,6 +170,12 @@ def last_event(path: Path, generation: int, kinds: tuple[str, ...]) -> str | Non
     confirmation are among the last lines its generation writes, so the tail
     is enough, and reading it is cheap however long the file has grown.
     """
+    record = last_record(path, generation, kinds)
+    return None if record is None else str(record["event"])
+
+
+def last_record(path: Path, generation: int, kinds: tuple[str, ...]) -> dict[str, Any] | None:
+    """The checked record of ``last_event``, for what else the event says (``why``)."""
     size = _size(path)
     start = max(0, size - TAIL_BYTES)
     chunk = read_regular(path, start, TAIL_BYTES)
@@ -177,7 +184,7 @@ def last_event(path: Path, generation: int, kinds: tuple[str, ...]) -> str | Non
     for raw in reversed(chunk.splitlines()):
         rec = progress_record(raw)
         if rec is not None and rec.get("g") == generation and rec.get("event") in kinds:
-            return str(rec["event"])
+            return rec
     return None
 
 

@@ -42,6 +42,7 @@ EVENTS = frozenset(
         "resumed",
         "checkpointed",
         "checkpoint_skipped",
+        "checkpoints_damaged",
     }
 )
 """Lifecycle events the job library writes; any other ``event`` makes a line bad."""

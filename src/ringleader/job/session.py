@@ -32,9 +32,14 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, NoReturn
 
-from ringleader.job.checkpoint import CheckpointStore
+from ringleader.job.checkpoint import (
+    ON_BAD_CHECKPOINT_ENV,
+    CheckpointsDamaged,
+    CheckpointStore,
+    on_bad_checkpoint_from_env,
+)
 from ringleader.job.control import (
     ACTION_CODES,
     CHECKPOINTS,
@@ -47,6 +52,8 @@ from ringleader.job.lr import LearningRateSchedule
 
 _CODE_ACTIONS = {code: action for action, code in ACTION_CODES.items()}
 SUSPEND_POLL_S = 0.02
+MAX_WHY = 1000
+"""Characters of a reason kept in an event: the scheduler drops a line with a longer string."""
 
 
 class Session:
@@ -190,11 +197,35 @@ class Session:
         Returns whether one was found (False: a fresh start). ``extra`` names
         more objects with ``state_dict``/``load_state_dict`` to save and load.
         ``resume=False`` registers them for checkpoints and starts fresh.
+
+        When checkpoints exist and every one is damaged, the process ends
+        here (see ``_fail_damaged``) unless the job's spec says
+        ``on_bad_checkpoint: restart``; then it starts fresh, and says so.
         """
         self._model, self._optimizer, self._extra = model, optimizer, extra
-        restored = self.store.restore(on_skip=self._skipped) if resume else None
+        skipped: list[str] = []
+        restored = None
+        if resume:
+            choice = on_bad_checkpoint_from_env()
+
+            def on_skip(path: Path, why: str) -> None:
+                skipped.append(why)
+                self._skipped(path, why)
+
+            try:
+                restored = self.store.restore(on_skip=on_skip, on_all_damaged=choice)
+            except CheckpointsDamaged as err:
+                self._fail_damaged(err)
         started = {"event": "started", "g": self.launch.generation, "world_size": self.world_size}
         started |= self._marks
+        if restored is None and skipped:
+            print(
+                f"ringleader: all {len(skipped)} checkpoint(s) in {self.store.directory} are "
+                "damaged and on_bad_checkpoint is restart: STARTING OVER FROM STEP 0 "
+                f"(the damaged files are kept as *.rlck.damaged; first: {skipped[0]})",
+                file=sys.stderr,
+                flush=True,
+            )
         if restored is None:
             self._log(started | {"t_restored": time.time(), "restored_step": None})
             return False
@@ -402,6 +433,36 @@ class Session:
 
     def _skipped(self, path: Path, why: str) -> None:
         self._log({"event": "checkpoint_skipped", "path": str(path), "why": why})
+
+    def _fail_damaged(self, err: CheckpointsDamaged) -> NoReturn:
+        """Every checkpoint is damaged: tell the scheduler and the user, and end the process.
+
+        Every rank writes the event, not only rank 0: whichever rank exits
+        first has the rest killed, and the scheduler must still find it (it
+        fails the job at once instead of retrying into the same damage). The
+        exit is ``os._exit``, as in ``end``: a DDP model and its gloo group
+        can deadlock in interpreter teardown.
+        """
+        append_progress(
+            self.launch.job_dir,
+            {
+                "event": "checkpoints_damaged",
+                "g": self.launch.generation,
+                "path": str(err.directory),
+                "why": err.first_reason[:MAX_WHY],
+                "t": time.time(),
+            },
+        )
+        sys.stdout.flush()
+        print(
+            f"ringleader: every checkpoint in {err.directory} is damaged ({err.count}; first: "
+            f"{err.first_reason}); not starting over. The job spec field "
+            "`on_bad_checkpoint: restart` starts over from step 0 "
+            f"({ON_BAD_CHECKPOINT_ENV}=restart outside ringleader).",
+            file=sys.stderr,
+            flush=True,
+        )
+        os._exit(1)
 
 
 def _on_sigterm(handler: Any) -> None:

@@ -34,16 +34,19 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ringleader.job.checkpoint import ON_BAD_CHECKPOINT_ENV
 from ringleader.job.control import (
+    CHECKPOINTS,
     PROGRESS,
     Action,
     Control,
     ProgressReader,
     last_event,
+    last_record,
     write_control,
 )
 from ringleader.job.records import read_regular
@@ -53,6 +56,7 @@ from ringleader.policy.views import Device, JobShape, JobView, Observation
 from ringleader.runtime.bounded import LOG_CAP_BYTES, PROGRESS_CAP_BYTES, cap_log
 from ringleader.runtime.executor.base import Executor
 from ringleader.runtime.store import JobRow, State, Store
+from ringleader.spine import quota
 from ringleader.spine.actions import Held, Kind, Launch, Resume, Stop, Suspend, diff_one
 from ringleader.spine.observe import co_runners, fold
 from ringleader.spine.views import Known, Submitted, job_view
@@ -62,11 +66,11 @@ log = logging.getLogger("ringleader.controller")
 SWITCH_TICK_S = 0.01
 """Tick interval while a time-slice switch is under way (a GPU idles until it is done)."""
 WARMUP_STEPS = 2
+"""Steps after each launch left out of the step-time profile (start-up, first allreduce)."""
 LOG_CHECK_S = 5.0
+"""How often a running job's logs are checked against their cap."""
 UNAWARE_AFTER_S = 20.0
 """A generation silent this long after its launch does not use the job library."""
-"""How often a running job's logs are checked against their cap."""
-"""Steps after each launch left out of the step-time profile (start-up, first allreduce)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,12 +81,14 @@ class ControllerConfig:
     tick_s: float = 0.5
     launch_timeout_s: float = 120.0
     restart_s: float = 3.0
+    """A resize's cost until a job's own is measured: a cold checkpoint-stop-restart of
+    a small ResNet here (bench/results/resize.json, medians 2.9-3.4 s)."""
     log_cap_bytes: int = LOG_CAP_BYTES
     """A rank's log is rotated to ``.1`` past this (0: never; ``ringleader.runtime.bounded``)."""
     progress_cap_bytes: int = PROGRESS_CAP_BYTES
     """The progress file is rotated to ``.1`` past this (0: never)."""
-    """A resize's cost until a job's own is measured: a cold checkpoint-stop-restart of
-    a small ResNet here (bench/results/resize.json, medians 2.9-3.4 s)."""
+    quotas: Callable[[], Mapping[str, int]] = dict
+    """Each user's GPU quota, read at every decision (``ringleader.spine.quota``)."""
 
 
 def log_tail(job_dir: Path, lines: int = 20) -> str:
@@ -121,11 +127,11 @@ class Controller:
         self._confirmed_suspended: set[str] = set()
         self._partial_since: dict[str, float] = {}
         self._stop_killed: set[str] = set()
+        """Jobs killed because a requested stop did not come: settled as stopped."""
         self._terminated: dict[str, set[int]] = {}
+        """Ranks of a stopping job that have been sent SIGTERM (it is retried for the rest)."""
         self._logs_capped: dict[str, float] = {}
         """When each running job's logs were last checked against their cap."""
-        """Ranks of a stopping job that have been sent SIGTERM (it is retried for the rest)."""
-        """Jobs killed because a requested stop did not come: settled as stopped."""
         self._broken: dict[str, str] = {}
         """Jobs whose files this controller cannot handle, with the last error logged."""
         self._partners: dict[str, tuple[str, ...]] = {}
@@ -137,6 +143,8 @@ class Controller:
         self._wake_at: float | None = None
         self._running = False
         self.decisions = 0
+        self.reasons: dict[str, str] = {}
+        """Why each job the last decision held back waits, when the spine knows (quotas)."""
 
     def job_dir(self, job_id: str) -> Path:
         return self.config.state_dir / "jobs" / job_id
@@ -385,7 +393,15 @@ class Controller:
             row.attempts += 1
             tail = log_tail(self.job_dir(row.id))
             row.error = f"generation {gen} exited with codes {codes or 'unknown'}\n{tail}"
-            if row.attempts <= row.spec.retries:
+            damaged = self._damaged_checkpoints(row.id, gen)
+            if damaged is not None:
+                # Every retry would meet the same damage: failed now, saying why.
+                row.error = f"{damaged}\n{row.error}"
+                row.state, row.finished_at = State.FAILED, now
+                self.store.save(
+                    row, "failed", generation=gen, codes=codes, reason="checkpoints_damaged"
+                )
+            elif row.attempts <= row.spec.retries:
                 row.state = State.QUEUED
                 self.store.save(
                     row, "restarting", generation=gen, codes=codes, attempt=row.attempts
@@ -393,6 +409,23 @@ class Controller:
             else:
                 row.state, row.finished_at = State.FAILED, now
                 self.store.save(row, "failed", generation=gen, codes=codes)
+
+    def _damaged_checkpoints(self, job_id: str, generation: int) -> str | None:
+        """The error for a gang that ended because every checkpoint is damaged, if it did.
+
+        The job library says so (``checkpoints_damaged``) before it exits
+        non-zero, unless the spec's ``on_bad_checkpoint`` is ``restart``.
+        """
+        job_dir = self.job_dir(job_id)
+        said = last_record(job_dir / PROGRESS, generation, ("checkpoints_damaged",))
+        if said is None:
+            return None
+        why = str(said.get("why", "no reason given"))[:300]
+        return (
+            f"every checkpoint in {job_dir / CHECKPOINTS} is damaged ({why}); failed rather "
+            "than start over from step 0. Submit the job again to start over, or give "
+            "`on_bad_checkpoint: restart` in a spec to have the job start over by itself."
+        )
 
     # -- deciding ------------------------------------------------------------
     @staticmethod
@@ -450,11 +483,17 @@ class Controller:
             log.exception("cannot list the cluster's nodes; deciding on the last known list")
         self._need_decision = False
         self._last_decision = now
+        views = [self.view(r) for r in rows]
+        owner = {r.id: r.spec.user for r in rows}
+        quotas = self.config.quotas()
+        admitted, held_back = quota.admit(views, owner, quotas)
         try:
-            plan = self.config.policy.decide([self.view(r) for r in rows], self.cluster, now)
+            plan = self.config.policy.decide(admitted, self.cluster, now)
         except Exception:
             log.exception("policy %s failed; keeping the current state", self.config.policy.name)
             return
+        plan, trimmed = quota.trim(plan, views, owner, quotas)
+        self.reasons = held_back | trimmed
         self.decisions += 1
         self._wake_at = plan.wake_at
         self._plan = plan
@@ -628,7 +667,8 @@ class Controller:
             row.generation,
             row.spec.command,
             devices,
-            row.spec.env,
+            # After the spec's env, so the spec's own field is what a worker reads.
+            {**row.spec.env, ON_BAD_CHECKPOINT_ENV: row.spec.on_bad_checkpoint},
             max_restarts=max(row.spec.retries - row.attempts, 0),
             workdir=row.spec.workdir,
         )

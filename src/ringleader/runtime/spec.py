@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import shlex
 from enum import StrEnum
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -57,6 +57,14 @@ class JobSpec(BaseModel):
 
     A script that uses the job library stops at its next minibatch boundary;
     one that does not is sent SIGTERM at once, as torchrun and Slurm do.
+    """
+    on_bad_checkpoint: Literal["fail", "restart"] = "fail"
+    """What a relaunch does when checkpoints exist and every one is damaged.
+
+    ``fail`` (the default) ends the job as failed, saying so: starting over
+    from step 0 would throw the training away without a word, and its new
+    checkpoints would then prune the damaged ones, which might yet be saved.
+    ``restart`` starts over from step 0 (the damaged files are kept aside).
     """
     workdir: Annotated[str, Field(min_length=1, max_length=4096)] | None = None
     """Where the command runs (relative paths in it resolve there); None: the job's directory.

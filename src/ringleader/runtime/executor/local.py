@@ -29,7 +29,7 @@ from ringleader.runtime.executor.base import GangStatus, RankPlace, gang_places
 from ringleader.runtime.executor.forkserver import Forkserver
 from ringleader.runtime.launch import run_dir
 from ringleader.runtime.procs import alive, kill_group, signal_process
-from ringleader.runtime.warm import WarmLaunch, interpreter_first, python_entry
+from ringleader.runtime.warm import WarmLaunch, clean_env, python_entry
 
 NODE = "local"
 
@@ -189,7 +189,8 @@ class WorkerLaunch:
 
 
 def worker_env(w: WorkerLaunch, env: Mapping[str, str]) -> dict[str, str]:
-    """The worker's environment: the spec's ``env``, then torchrun's contract and ours.
+    """The worker's environment: a clean base (``clean_env``: never the server's own),
+    the spec's ``env``, then torchrun's contract and ours.
 
     The variables a ``torchrun`` script reads are set exactly as torchrun
     sets them (one role, one agent per node), so a script written for it
@@ -200,8 +201,7 @@ def worker_env(w: WorkerLaunch, env: Mapping[str, str]) -> dict[str, str]:
     threads = str(max(len(w.cpus), 1))
     place = w.place or RankPlace(w.rank, w.world, 0, 1)
     return {
-        **os.environ,
-        "PATH": interpreter_first(os.environ.get("PATH", "")),
+        **clean_env(),
         **env,
         "RINGLEADER_JOB_ID": w.job_id,
         "RINGLEADER_JOB_DIR": str(w.job_dir),
