@@ -90,6 +90,7 @@ class Server:
             "--round-s",
             "2",
             "--warm-start" if warm else "--no-warm-start",
+            "--no-isolate-jobs",  # this user's own jobs, as the benchmark's user
         ]
         state.mkdir(parents=True, exist_ok=True)
         with open(state / "server.log", "ab") as log:
@@ -97,6 +98,8 @@ class Server:
                 self.args, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
             )
         wait_until(self._healthy, 60, poll_s=0.2)
+        self.token = (state / "admin.token").read_text().strip()
+        self.headers = {"Authorization": f"Bearer {self.token}"}
 
     def _healthy(self) -> bool:
         if self.proc.poll() is not None:
@@ -107,7 +110,7 @@ class Server:
             return False
 
     def job(self, job_id: str) -> dict[str, Any]:
-        r = httpx.get(f"{self.url}/jobs/{job_id}", timeout=10)
+        r = httpx.get(f"{self.url}/jobs/{job_id}", timeout=10, headers=self.headers)
         r.raise_for_status()
         data: dict[str, Any] = r.json()
         return data
@@ -215,7 +218,7 @@ def _read(path: Path) -> str | None:
 
 def _kill_job(server: Server, job_id: str) -> None:
     with contextlib.suppress(httpx.HTTPError):
-        httpx.delete(f"{server.url}/jobs/{job_id}", timeout=10)
+        httpx.delete(f"{server.url}/jobs/{job_id}", timeout=10, headers=server.headers)
     with contextlib.suppress(TimeoutError):
         wait_until(
             lambda: server.job(job_id)["state"] in ("cancelled", "failed", "succeeded"),
@@ -239,7 +242,12 @@ def one_run(server: Server, base: Path, wrapper: Path, label: str) -> dict[str, 
     workdir = base / label
     workdir.mkdir()
     out = workdir / "cli.out"
-    env = {**os.environ, "RINGLEADER_URL": server.url, "COLUMNS": "200"}
+    env = {
+        **os.environ,
+        "RINGLEADER_URL": server.url,
+        "RINGLEADER_TOKEN": server.token,
+        "COLUMNS": "200",
+    }
     before = {j["id"] for j in _list_jobs(server)}
     cli = [sys.executable, "-m", "ringleader", "run", "--gpus", str(GPUS), "--wait"]
     began = time.monotonic()
@@ -289,7 +297,12 @@ def one_run(server: Server, base: Path, wrapper: Path, label: str) -> dict[str, 
 
 def _list_jobs(server: Server) -> list[dict[str, Any]]:
     """The newest few jobs, newest first."""
-    r = httpx.get(server.url + "/jobs", params={"order": "desc", "limit": 10}, timeout=10)
+    r = httpx.get(
+        server.url + "/jobs",
+        params={"order": "desc", "limit": 10},
+        timeout=10,
+        headers=server.headers,
+    )
     r.raise_for_status()
     rows: list[dict[str, Any]] = r.json()
     return rows

@@ -25,10 +25,7 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -41,6 +38,7 @@ from _common import resnet_command, wait_until
 from ringleader.job.control import PROGRESS, Action, Control, ProgressReader, write_control
 from ringleader.policy.views import Device
 from ringleader.runtime.executor.local import LocalExecutor
+from ringleader.runtime.local_server import local_server
 
 OUT = Path(__file__).parent / "results" / "suspend.json"
 CYCLES = int(os.environ.get("SUSPEND_CYCLES", "50"))
@@ -109,56 +107,29 @@ def latency() -> dict[str, Any]:
     }
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
 def _workload(policy: str) -> dict[str, Any]:
     state = Path(tempfile.mkdtemp(prefix=f"slice-{policy}-"))
-    port = _free_port()
-    url = f"http://127.0.0.1:{port}"
-    log = open(state / "server.log", "wb")  # noqa: SIM115
-    server = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "ringleader",
-            "server",
-            "--gpus",
-            "1",
-            "--state-dir",
-            str(state),
-            "--port",
-            str(port),
-            "--policy",
-            policy,
-            "--quantum-s",
-            str(QUANTUM_S),
-            "--round-s",
-            "2",
-        ],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    try:
-        wait_until(lambda: _healthy(url), 60, poll_s=0.2)
+    with (
+        local_server(
+            gpus=1,
+            state_dir=state,
+            log=state / "server.log",
+            round_s=2,
+            policy=policy,
+            quantum_s=QUANTUM_S,
+        ) as served,
+        served.client() as api,
+    ):
         epochs = STEPS / 100
         began = time.time()
         ids = []
         for i in range(3):
             spec = {"name": f"slice{i}", "command": " ".join(_command(epochs)), "epochs": epochs}
-            ids.append(httpx.post(url + "/jobs", json=spec, timeout=10).json()["id"])
-        jobs = wait_until(lambda: _all_done(url, ids), 900, poll_s=1.0)  # light: shares the CPU
+            ids.append(api.post("/jobs", json=spec).json()["id"])
+        jobs = wait_until(lambda: _all_done(api, ids), 900, poll_s=1.0)  # light: shares the CPU
         ended = max(j["finished_at"] for j in jobs)
         steps = sum(j["step"] for j in jobs)
-        events = {
-            i: [e["kind"] for e in httpx.get(f"{url}/jobs/{i}", timeout=10).json()["events"]]
-            for i in ids
-        }
+        events = {i: [e["kind"] for e in api.get(f"/jobs/{i}").json()["events"]] for i in ids}
         step_times = [
             float(rec["step_time"])
             for path in state.glob("jobs/*/progress.jsonl")
@@ -175,21 +146,10 @@ def _workload(policy: str) -> dict[str, Any]:
             "device_busy_fraction": round(sum(step_times) / (ended - began), 3),
             "suspends": sum(kinds.count("suspend_requested") for kinds in events.values()),
         }
-    finally:
-        server.send_signal(signal.SIGTERM)
-        server.wait(timeout=30)
-        log.close()
 
 
-def _healthy(url: str) -> bool:
-    try:
-        return httpx.get(url + "/health", timeout=1).status_code == 200
-    except httpx.HTTPError:
-        return False
-
-
-def _all_done(url: str, ids: list[str]) -> list[dict[str, Any]] | None:
-    jobs = [httpx.get(f"{url}/jobs/{i}", timeout=10).json() for i in ids]
+def _all_done(api: httpx.Client, ids: list[str]) -> list[dict[str, Any]] | None:
+    jobs = [api.get(f"/jobs/{i}").json() for i in ids]
     return jobs if all(j["state"] in ("succeeded", "failed") for j in jobs) else None
 
 

@@ -64,11 +64,21 @@ def wait_for(check: Callable[[], bool], timeout: float, what: str) -> None:
 
 
 class LiveServer:
-    def __init__(self, state_dir: Path, gpus: int = 4, round_s: float = 2.0, *extra: str) -> None:
+    def __init__(
+        self,
+        state_dir: Path,
+        gpus: int = 4,
+        round_s: float = 2.0,
+        *extra: str,
+        isolated: bool = False,
+    ) -> None:
+        """``isolated``: run jobs as their users' uids (the default of a root server). Off
+        here, as on a one-user machine: pytest's temporary directories are 0700 root's,
+        so no other uid could run a job whose workdir is one of them."""
         self.state_dir = state_dir
         self.gpus = gpus
         self.round_s = round_s
-        self.extra = extra
+        self.extra = extra if isolated else (*extra, "--no-isolate-jobs")
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.proc: subprocess.Popen[bytes] | None = None

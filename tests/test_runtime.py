@@ -95,7 +95,9 @@ def test_garbage_bodies_get_422_and_the_server_keeps_serving(server: LiveServer)
             timeout=30,
         )
         assert r.status_code == 422, r.text[:200]
-    r = server.http.get("/jobs/x/logs", params={"rank": "abc"}, timeout=5)
+    # (A job that exists: the id is resolved, as the caller's own, before the query.)
+    job = server.submit({"name": "rank-check", "command": ["true"]})
+    r = server.http.get(f"/jobs/{job}/logs", params={"rank": "abc"}, timeout=5)
     assert r.status_code == 422 and r.json()["detail"][0]["field"] == "rank", r.text
     assert server.http.get("/health", timeout=5).json()["ok"]
 

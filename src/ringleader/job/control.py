@@ -68,6 +68,7 @@ def write_control(job_dir: Path, control: Control) -> None:
         }
     )
     fd, tmp = tempfile.mkstemp(prefix=".control-", dir=job_dir)
+    os.fchmod(fd, 0o644)  # the job may run as another user, who must read it
     with os.fdopen(fd, "w") as f:
         f.write(payload)
         f.flush()

@@ -4,7 +4,9 @@ It records its identity (pid and start time) before the worker starts and the
 worker's exit status when it ends, in the job's run directory, so a controller
 that was restarted meanwhile can still tell a live worker from a dead one and a
 clean exit from a crash. It pins the worker to its CPU cores and forwards
-SIGTERM/SIGINT.
+SIGTERM/SIGINT. Given ``--uid``, it becomes that user before it touches the
+job's directory (``ringleader.runtime.identity``), then appends its output to
+the rank's log.
 
 ``--warm`` alone: the fork server of warm starts (``ringleader.runtime.warm``),
 which imports torch first, then forks such a parent per launch line on stdin.
@@ -19,6 +21,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from ringleader.runtime.identity import become
 from ringleader.runtime.procs import start_ticks
 
 
@@ -30,6 +33,22 @@ def write_atomic(path: Path, text: str) -> None:
     tmp = path.with_suffix(path.suffix + ".tmp")
     tmp.write_text(text)
     os.replace(tmp, path)
+
+
+def log_to(path: Path, banner: str) -> None:
+    """Point fds 1 and 2 at the end of ``path`` (made if need be), after ``banner``.
+
+    Opened without following a link as the last part: the job owns the
+    directory, and a wrapper still running as root must not append elsewhere.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o644)
+    os.write(fd, banner.encode())
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
 
 
 def die_with_parent() -> None:
@@ -61,11 +80,18 @@ def main(argv: list[str] | None = None) -> int:
         help="exit (and take the worker along) when whoever started us dies",
     )
     parser.add_argument("--workdir", help="run the command here (default: the current one)")
+    parser.add_argument("--uid", type=int, help="run as this user (the wrapper too)")
+    parser.add_argument("--log", type=Path, help="append stdout and stderr here")
+    parser.add_argument("--banner", default="", help="a line to start this run's log with")
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
         parser.error("no command given after --")
+    if args.uid is not None:
+        become(args.uid)
+    if args.log is not None:
+        log_to(args.log, args.banner)
     here = run_dir(args.job_dir, args.generation)
     here.mkdir(parents=True, exist_ok=True)
     write_atomic(here / f"rank{args.rank}.pid", f"{os.getpid()} {start_ticks(os.getpid())}\n")

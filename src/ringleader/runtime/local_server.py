@@ -74,6 +74,8 @@ def local_server(
         str(port),
         "--round-s",
         f"{round_s:g}",
+        # This user's own jobs on their own machine: they run as this user.
+        "--no-isolate-jobs",
     ]
     if policy is not None:
         args += ["--policy", policy]

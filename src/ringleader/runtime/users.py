@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ringleader.credentials import ADMIN_TOKEN_FILE, write_private
+from ringleader.runtime.identity import FIRST_DYNAMIC_UID
 
 ADMIN = "admin"
 TOKEN_FILE = ADMIN_TOKEN_FILE
@@ -36,6 +37,7 @@ DEFAULT_PRIORITY_MAX = 0
 """A user may lower their own jobs' priority, but raise it only as far as an admin allows."""
 
 _SCHEMA = """
+CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS users (
     name TEXT PRIMARY KEY,
     token_hash TEXT NOT NULL UNIQUE,
@@ -64,7 +66,8 @@ class User:
     name: str
     admin: bool = False
     uid: int | None = None
-    """The Unix uid this user's jobs run as when the server runs as root."""
+    """The Unix uid this user's jobs run as when the server runs as root (``--uid``,
+    else one of ``identity.FIRST_DYNAMIC_UID`` and up, given at creation)."""
     quota_gpus: int | None = None
     """GPUs this user's jobs may hold at once (None: no quota)."""
     priority_max: int = DEFAULT_PRIORITY_MAX
@@ -118,9 +121,15 @@ class Users:
             priority_max = PRIORITY_BOUND if admin else DEFAULT_PRIORITY_MAX
         if not -PRIORITY_BOUND <= priority_max <= PRIORITY_BOUND:
             raise UserError("priority_max", f"{priority_max} is outside -1000..1000")
-        user = User(name, admin, uid, quota_gpus, priority_max, time.time())
         token = new_token()
         with self._lock:
+            if uid is None:
+                uid = self._next_uid()
+            elif holder := self._db.execute(
+                "SELECT name FROM users WHERE uid = ?", (uid,)
+            ).fetchone():
+                raise UserError("uid", f"{uid} is user {holder[0]!r}'s; give each user their own")
+            user = User(name, admin, uid, quota_gpus, priority_max, time.time())
             try:
                 self._db.execute(
                     "INSERT INTO users (name, token_hash, admin, uid, quota_gpus, priority_max, "
@@ -152,6 +161,30 @@ class Users:
                 f"SELECT {', '.join(_COLUMNS)} FROM users ORDER BY created"
             ).fetchall()
         return [_user(row) for row in rows]
+
+    def run_uid(self, name: str) -> int | None:
+        """The uid ``name``'s jobs run as (given one now if they have none); None: no such user."""
+        with self._lock:
+            row = self._db.execute("SELECT uid FROM users WHERE name = ?", (name,)).fetchone()
+            if row is None:
+                return None
+            if row[0] is not None:
+                return int(row[0])
+            uid = self._next_uid()
+            self._db.execute("UPDATE users SET uid = ? WHERE name = ?", (uid, name))
+            return uid
+
+    def _next_uid(self) -> int:
+        """A uid from the dynamic range never given before, even to a removed user
+        (whose files a newcomer must not inherit). Called with the lock held."""
+        row = self._db.execute("SELECT value FROM counters WHERE name = 'uid'").fetchone()
+        uid = FIRST_DYNAMIC_UID if row is None else int(row[0])
+        self._db.execute(
+            "INSERT INTO counters (name, value) VALUES ('uid', ?) "
+            "ON CONFLICT(name) DO UPDATE SET value = excluded.value",
+            (uid + 1,),
+        )
+        return uid
 
     def quotas(self) -> dict[str, int]:
         """Each user's GPU quota, for users that have one (read at every decision)."""

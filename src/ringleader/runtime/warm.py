@@ -37,6 +37,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import IO, NoReturn
 
+from ringleader.runtime.identity import become
 from ringleader.runtime.procs import start_ticks
 
 PRELOAD: tuple[str, ...] = ("torch", "torch.nn", "torch.distributed", "ringleader.job")
@@ -60,6 +61,8 @@ class WarmLaunch:
     banner: str
     workdir: str = ""
     """Where the command runs; empty: the job directory."""
+    uid: int | None = None
+    """Run as this user (``ringleader.runtime.identity``); None: as the server."""
 
     def to_line(self) -> bytes:
         return json.dumps(asdict(self)).encode() + b"\n"
@@ -227,6 +230,8 @@ def _wrap(launch: WarmLaunch) -> int:
 
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     os.setsid()
+    if launch.uid is not None:
+        become(launch.uid)  # before anything in the job's directory is touched
     _take_over_stdio(launch)
     here = run_dir(Path(launch.job_dir), launch.generation)
     here.mkdir(parents=True, exist_ok=True)
@@ -259,18 +264,12 @@ def _wrap(launch: WarmLaunch) -> int:
 
 def _take_over_stdio(launch: WarmLaunch) -> None:
     """Point fds 0, 1, 2 where a cold worker's would be: nothing in, its rank's log out."""
-    log_path = Path(launch.log)
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    sys.stdout.flush()
-    sys.stderr.flush()
-    log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-    os.write(log, launch.banner.encode())
+    from ringleader.runtime.launch import log_to
+
+    log_to(Path(launch.log), launch.banner)
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
-    os.dup2(log, 1)
-    os.dup2(log, 2)
     os.close(null)
-    os.close(log)
     # The server's stdin object may hold launch lines it read ahead; a fresh one
     # on the new fd 0 cannot hand them to the worker.
     sys.stdin = open(0, closefd=False)  # noqa: SIM115 - lives as long as we do

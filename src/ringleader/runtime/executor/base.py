@@ -50,6 +50,7 @@ class Executor(Protocol):
         *,
         max_restarts: int = 0,
         workdir: str | None = None,
+        uid: int | None = None,
     ) -> None: ...
 
     def status(self, job_dir: Path, generation: int, world: int) -> GangStatus: ...

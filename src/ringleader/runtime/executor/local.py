@@ -27,6 +27,7 @@ from ringleader.perf.cores import device_cores
 from ringleader.policy.views import ClusterView, Device, Node
 from ringleader.runtime.executor.base import GangStatus, RankPlace, gang_places
 from ringleader.runtime.executor.forkserver import Forkserver
+from ringleader.runtime.identity import home_for, prepare_job_dir
 from ringleader.runtime.launch import run_dir
 from ringleader.runtime.procs import alive, kill_group, signal_process
 from ringleader.runtime.warm import WarmLaunch, clean_env, python_entry
@@ -89,11 +90,13 @@ class LocalExecutor:
         *,
         max_restarts: int = 0,
         workdir: str | None = None,
+        uid: int | None = None,
     ) -> None:
         job_dir = job_dir.absolute()  # the command may run elsewhere (its workdir)
-        logs = job_dir / "logs"
-        logs.mkdir(parents=True, exist_ok=True)
-        run_dir(job_dir, generation).mkdir(parents=True, exist_ok=True)
+        if uid is not None:
+            prepare_job_dir(job_dir, uid)
+        else:
+            job_dir.mkdir(parents=True, exist_ok=True)
         port = free_port()
         places = gang_places(devices)
         for rank, device in enumerate(devices):
@@ -112,6 +115,7 @@ class LocalExecutor:
                 place=places[rank],
                 max_restarts=max_restarts,
                 workdir=workdir,
+                uid=uid,
             )
             full_env = worker_env(w, env)
             entry = python_entry(command, full_env["PATH"])
@@ -186,6 +190,8 @@ class WorkerLaunch:
     """Relaunches the job may still get after a failure (its spec's ``retries``)."""
     workdir: str | None = None
     """Where the command runs; None: the job directory."""
+    uid: int | None = None
+    """The user it runs as (``ringleader.runtime.identity``); None: the server's."""
 
 
 def worker_env(w: WorkerLaunch, env: Mapping[str, str]) -> dict[str, str]:
@@ -200,8 +206,11 @@ def worker_env(w: WorkerLaunch, env: Mapping[str, str]) -> dict[str, str]:
     """
     threads = str(max(len(w.cpus), 1))
     place = w.place or RankPlace(w.rank, w.world, 0, 1)
+    base = clean_env()
+    if w.uid is not None:
+        base["HOME"] = home_for(w.uid, w.job_dir)
     return {
-        **clean_env(),
+        **base,
         **env,
         "RINGLEADER_JOB_ID": w.job_id,
         "RINGLEADER_JOB_DIR": str(w.job_dir),
@@ -243,40 +252,36 @@ def spawn_worker(
     so a restarted server adopts it); without it, it dies with its starter (a
     Ray actor, so a lost node takes its workers with it).
     """
-    logs = w.job_dir / "logs"
-    logs.mkdir(parents=True, exist_ok=True)
-    run_dir(w.job_dir, w.generation).mkdir(parents=True, exist_ok=True)
-    log = open(logs / f"rank{w.rank}.log", "ab")  # noqa: SIM115 - handed to the child
-    log.write(_banner(w).encode())
-    log.flush()
-    try:
-        return subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "ringleader.runtime.launch",
-                "--job-dir",
-                str(w.job_dir),
-                "--generation",
-                str(w.generation),
-                "--rank",
-                str(w.rank),
-                "--cpus",
-                ",".join(map(str, w.cpus)),
-                *(["--workdir", w.workdir] if w.workdir else []),
-                *([] if own_session else ["--die-with-parent"]),
-                "--",
-                *command,
-            ],
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            env=worker_env(w, env),
-            start_new_session=own_session,
-            cwd=w.job_dir,
-        )
-    finally:
-        log.close()
+    # The wrapper opens the log itself, as the job's user (``launch.log_to``).
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "ringleader.runtime.launch",
+            "--job-dir",
+            str(w.job_dir),
+            "--generation",
+            str(w.generation),
+            "--rank",
+            str(w.rank),
+            "--cpus",
+            ",".join(map(str, w.cpus)),
+            "--log",
+            str(w.job_dir / "logs" / f"rank{w.rank}.log"),
+            f"--banner={_banner(w)}",  # one token: the banner starts with dashes
+            *(["--workdir", w.workdir] if w.workdir else []),
+            *(["--uid", str(w.uid)] if w.uid is not None else []),
+            *([] if own_session else ["--die-with-parent"]),
+            "--",
+            *command,
+        ],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=worker_env(w, env),
+        start_new_session=own_session,
+        cwd=w.job_dir,
+    )
 
 
 def _banner(w: WorkerLaunch) -> str:
@@ -295,4 +300,5 @@ def _warm_launch(w: WorkerLaunch, entry: tuple[str, ...], env: Mapping[str, str]
         log=str(job_dir / "logs" / f"rank{w.rank}.log"),
         banner=_banner(w),
         workdir=w.workdir or "",
+        uid=w.uid,
     )

@@ -37,6 +37,7 @@ from ringleader.job.records import read_exit_code
 from ringleader.policy.views import ClusterView, Device, Node
 from ringleader.runtime.executor.base import GangStatus, gang_places
 from ringleader.runtime.executor.local import WorkerLaunch, spawn_worker
+from ringleader.runtime.identity import prepare_job_dir
 from ringleader.runtime.launch import run_dir
 
 NAMESPACE = "ringleader"
@@ -154,11 +155,16 @@ class RayExecutor:
         *,
         max_restarts: int = 0,
         workdir: str | None = None,
+        uid: int | None = None,
     ) -> None:
         _ray()
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-        run_dir(job_dir, generation).mkdir(parents=True, exist_ok=True)
+        # The wrapper makes the run directory, as the job's user if it has one.
+        if uid is not None:
+            prepare_job_dir(job_dir, uid)
+        else:
+            job_dir.mkdir(parents=True, exist_ok=True)
         actors = []
         for rank, device in enumerate(devices):
             strategy = NodeAffinitySchedulingStrategy(self._node_id(device.node), soft=False)
@@ -192,6 +198,7 @@ class RayExecutor:
                 place=places[rank],
                 max_restarts=max_restarts,
                 workdir=workdir,
+                uid=uid,
             )
             n = str(self.threads)
             threads = {"OMP_NUM_THREADS": n, "RINGLEADER_THREADS": n}

@@ -1,0 +1,220 @@
+"""Jobs run as their owners' uids, shut out of the database, the tokens and each other (issue 14).
+
+A real server as root; a user made with ``useradd`` (``--uid``) and one given a
+uid from the dynamic range; jobs started warm (forked from the fork server)
+and cold. Each job tries what an attacker's job would, and reports what
+happened on its stdout, read back through the API.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from ringleader.runtime.identity import FIRST_DYNAMIC_UID, interpreter_paths, not_reachable
+from tests.live_server import LiveServer, run_cli, wait_for
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(os.geteuid() != 0, reason="running jobs as other uids needs root"),
+]
+
+PROBE = r"""
+import json, os, sys
+state, other = os.environ["STATE"], os.environ["OTHER_JOB"]
+mine = os.environ["RINGLEADER_JOB_DIR"]
+
+def tried(what, action):
+    try:
+        action()
+        return "allowed"
+    except PermissionError:
+        return "denied"
+    except OSError as err:
+        return f"error {err.errno}"
+
+out = {
+    "preloaded": "torch" in sys.modules,  # forked from the warm server
+    "uid": os.getuid(),
+    "gid": os.getgid(),
+    "groups": os.getgroups(),
+    "home": os.environ.get("HOME"),
+    "read db": tried("db", lambda: open(f"{state}/ringleader.db", "rb").read(1)),
+    "write db": tried("db", lambda: open(f"{state}/ringleader.db", "ab").close()),
+    "read admin token": tried("tok", lambda: open(f"{state}/admin.token").read()),
+    "list state dir": tried("ls", lambda: os.listdir(state)),
+    "write state dir": tried("w", lambda: open(f"{state}/planted", "w").close()),
+    "list other job": tried("ls", lambda: os.listdir(other)),
+    "read other log": tried("log", lambda: open(f"{other}/logs/rank0.log").read()),
+    "write own dir": tried("own", lambda: open(f"{mine}/mine.txt", "w").close()),
+}
+print("PROBE " + json.dumps(out), flush=True)
+"""
+
+
+@pytest.fixture(scope="module")
+def reachable() -> Iterator[None]:
+    """Let other uids run this Python: some machines keep it under a 0700 /root.
+
+    Each directory on the way that others cannot search gets o+x (search, not
+    list) for the length of the module, and its mode back afterwards.
+    """
+    changed: list[tuple[Path, int]] = []
+    for _ in range(10):
+        why = not_reachable(interpreter_paths())
+        if why is None:
+            break
+        blocked = Path(why.split(" ", 1)[0])
+        mode = stat.S_IMODE(blocked.stat().st_mode)
+        changed.append((blocked, mode))
+        blocked.chmod(mode | stat.S_IXOTH | (stat.S_IROTH if blocked.is_file() else 0))
+    try:
+        yield
+    finally:
+        for path, mode in reversed(changed):
+            path.chmod(mode)
+
+
+@pytest.fixture(scope="module")
+def unix_user() -> Iterator[int]:
+    name = f"rltest{os.getpid() % 100000}"
+    made = subprocess.run(
+        ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", name],
+        capture_output=True,
+        text=True,
+    )
+    if made.returncode != 0:
+        pytest.skip(f"useradd failed: {made.stderr.strip()}")
+    try:
+        yield int(subprocess.check_output(["id", "-u", name]).strip())
+    finally:
+        subprocess.run(["userdel", name], capture_output=True)
+
+
+@pytest.fixture(scope="module")
+def server(reachable: None) -> Iterator[LiveServer]:
+    # Not under pytest's 0700 temporary root: the jobs' uids must reach their directories.
+    state = Path(tempfile.mkdtemp(prefix="rl-isolation-"))
+    live = LiveServer(state, 2, 1.0, isolated=True).start()
+    yield live
+    live.stop()
+    live.kill_workers()
+    shutil.rmtree(state, ignore_errors=True)
+
+
+def _client(server: LiveServer, *args: str) -> httpx.Client:
+    out = run_cli(server.url, "users", "add", *args)
+    assert out.returncode == 0, out.stderr
+    auth = {"Authorization": f"Bearer {out.stdout.strip()}"}
+    return httpx.Client(base_url=server.url, headers=auth, timeout=10)
+
+
+@pytest.fixture(scope="module")
+def bob(server: LiveServer, unix_user: int) -> httpx.Client:
+    """A user whose jobs run as a uid made by useradd."""
+    return _client(server, "bob", "--uid", str(unix_user))
+
+
+@pytest.fixture(scope="module")
+def alice(server: LiveServer) -> httpx.Client:
+    """A user given a uid from the dynamic range."""
+    return _client(server, "alice")
+
+
+def _probe(server: LiveServer, client: httpx.Client, command: list[str], other: str) -> Any:
+    env = {"STATE": str(server.state_dir), "OTHER_JOB": str(server.state_dir / "jobs" / other)}
+    spec = {"name": "probe", "command": command, "env": env}
+    r = client.post("/jobs", json=spec)
+    assert r.status_code == 201, r.text
+    job = r.json()["id"]
+    server.wait_state(job, {"succeeded", "failed"}, 120)
+    log = client.get(f"/jobs/{job}/logs").text
+    lines = [line for line in log.splitlines() if line.startswith("PROBE ")]
+    assert lines, log[-3000:]
+    return job, json.loads(lines[-1].removeprefix("PROBE "))
+
+
+@pytest.mark.parametrize("start", ["warm", "cold"])
+def test_a_job_cannot_reach_the_database_the_tokens_or_another_users_job(
+    server: LiveServer, unix_user: int, alice: httpx.Client, bob: httpx.Client, start: str
+) -> None:
+    # Bob's job runs while alice's probes it.
+    bobs = bob.post("/jobs", json={"name": "victim", "command": ["sleep", "60"]}).json()["id"]
+    server.wait_state(bobs, {"running"}, 60)
+    wait_for(
+        lambda: (server.state_dir / "jobs" / bobs / "logs" / "rank0.log").exists(),
+        30,
+        "bob's log",
+    )
+    scripts = Path(tempfile.mkdtemp(prefix="rl-probe-"))
+    scripts.chmod(0o755)
+    script = scripts / "probe.py"
+    script.write_text(PROBE)
+    script.chmod(0o644)
+    # `python script.py` starts warm (forked from the fork server); `python -c` cold.
+    command = ["python", str(script)] if start == "warm" else ["python", "-c", PROBE]
+    job, seen = _probe(server, alice, command, bobs)
+    for _ in range(10):  # the fork server imports torch for a few seconds after start
+        if seen["preloaded"] or start == "cold":
+            break
+        job, seen = _probe(server, alice, command, bobs)
+    assert seen["preloaded"] is (start == "warm")
+    alice_uid = alice.get("/whoami").json()["uid"]
+    assert alice_uid >= FIRST_DYNAMIC_UID
+    assert seen["uid"] == alice_uid and seen["gid"] != 0 and seen["groups"] == []
+    denied = (
+        "read db",
+        "write db",
+        "read admin token",
+        "list state dir",
+        "write state dir",
+        "list other job",
+        "read other log",
+    )
+    assert {k: seen[k] for k in denied} == dict.fromkeys(denied, "denied"), seen
+    assert seen["write own dir"] == "allowed"
+    own = (server.state_dir / "jobs" / job).stat()
+    assert (own.st_uid, stat.S_IMODE(own.st_mode)) == (alice_uid, 0o700)
+    theirs = (server.state_dir / "jobs" / bobs).stat()
+    assert (theirs.st_uid, stat.S_IMODE(theirs.st_mode)) == (unix_user, 0o700)
+    assert not (server.state_dir / "planted").exists()
+    assert seen["home"] == str(server.state_dir / "jobs" / job)  # no home of its own
+    bob.delete(f"/jobs/{bobs}")
+    shutil.rmtree(scripts)
+
+
+def test_a_uid_belongs_to_one_user_and_is_never_root(
+    server: LiveServer, bob: httpx.Client, unix_user: int
+) -> None:
+    taken = server.http.post("/users", json={"name": "carol", "uid": unix_user})
+    assert taken.status_code == 422 and "bob" in taken.json()["detail"][0]["reason"]
+    root = server.http.post("/users", json={"name": "rooty", "uid": 0})
+    assert root.status_code == 422 and root.json()["detail"][0]["field"] == "uid"
+
+
+def test_a_python_others_cannot_enter_is_named() -> None:
+    base = Path(tempfile.mkdtemp(prefix="rl-reach-"))  # /tmp: others may enter
+    base.chmod(0o755)
+    private = base / "private"
+    private.mkdir(mode=0o700)
+    python = private / "python"
+    python.write_text("")
+    try:
+        assert f"{private} (on the way to {python})" in str(not_reachable([python]))
+        private.chmod(0o711)
+        python.chmod(0o600)
+        assert f"{python} cannot be read by other users" == not_reachable([python])
+        python.chmod(0o644)
+        assert not_reachable([python]) is None
+    finally:
+        shutil.rmtree(base)
