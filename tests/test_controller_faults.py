@@ -44,6 +44,7 @@ class HalfPlaced:
         *,
         max_restarts: int = 0,
         workdir: str | None = None,
+        uid: int | None = None,
     ) -> None:
         self.launches.append(generation)
 

@@ -91,7 +91,7 @@ def test_files_that_are_no_database_of_ours_get_a_store_error(tmp_path: Path) ->
 
 def _server(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "ringleader", "server", *args],
+        [sys.executable, "-m", "ringleader", "server", "--no-isolate-jobs", *args],
         capture_output=True,
         text=True,
         timeout=60,

@@ -94,6 +94,14 @@ def server(
             help="Allow plain HTTP on a non-loopback --host: tokens cross the network readable."
         ),
     ] = False,
+    isolate_jobs: Annotated[
+        bool,
+        typer.Option(
+            help="As root, run each user's jobs as their own Unix uid, in job directories "
+            "only they can enter. --no-isolate-jobs runs them as root: for a machine with "
+            "one user only, as a job can then read the database and every token."
+        ),
+    ] = True,
     allow_host: Annotated[
         list[str] | None,
         typer.Option(
@@ -162,6 +170,7 @@ def server(
         tls_key=tls_key,
         insecure_http=insecure_http,
         allow_hosts=tuple(allow_host or ()),
+        isolate_jobs=isolate_jobs,
     )
     try:
         asyncio.run(serve(cfg))

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sqlite3
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -55,7 +56,7 @@ from ringleader.policy.plan import Assignment, Decider, Plan
 from ringleader.policy.views import Device, JobShape, JobView, Observation
 from ringleader.runtime.bounded import LOG_CAP_BYTES, PROGRESS_CAP_BYTES, cap_log
 from ringleader.runtime.executor.base import Executor
-from ringleader.runtime.store import JobRow, State, Store
+from ringleader.runtime.store import JobRow, State, Store, disk_full
 from ringleader.spine import quota
 from ringleader.spine.actions import Held, Kind, Launch, Resume, Stop, Suspend, diff_one
 from ringleader.spine.observe import co_runners, fold
@@ -89,6 +90,8 @@ class ControllerConfig:
     """The progress file is rotated to ``.1`` past this (0: never)."""
     quotas: Callable[[], Mapping[str, int]] = dict
     """Each user's GPU quota, read at every decision (``ringleader.spine.quota``)."""
+    run_as: Callable[[str], int | None] | None = None
+    """The uid a user's jobs run as (None: unknown user); None: as the server's own user."""
 
 
 def log_tail(job_dir: Path, lines: int = 20) -> str:
@@ -134,6 +137,8 @@ class Controller:
         """When each running job's logs were last checked against their cap."""
         self._broken: dict[str, str] = {}
         """Jobs whose files this controller cannot handle, with the last error logged."""
+        self._no_room: set[str] = set()
+        """Jobs whose last action a full disk stopped (logged once, until it goes ahead)."""
         self._partners: dict[str, tuple[str, ...]] = {}
         """Jobs running beside each running job at the start of this tick (packed with it)."""
         self._switching = False
@@ -591,25 +596,51 @@ class Controller:
                 continue
             if row.state not in (State.QUEUED, State.RUNNING, State.SUSPENDED):
                 continue
-            for action in diff_one(row.id, self.held(row), plan):
-                if isinstance(action, Stop):
-                    self._request_stop(row, action.why.value, now)
-                    break
-                if isinstance(action, Suspend):
-                    self._suspend(row, now)
-                    continue
-                wanted = plan.of(row.id).active_devices
-                if any(blocked.get((d.node, d.index), set()) - {row.id} for d in wanted):
-                    # Its GPUs are still being given back: by a stop (seconds) or a
-                    # suspend (one minibatch, so look again very soon).
-                    self._switching = self._switching or any(
-                        r.state is State.SUSPENDED and r.id not in self._confirmed_suspended
-                        for r in rows
-                    )
-                elif isinstance(action, Resume):
-                    self._resume(row, now)
-                elif isinstance(action, Launch):
-                    self._launch(row, action, now)
+            before = (row.state, row.generation, row.stopping)
+            try:
+                for action in diff_one(row.id, self.held(row), plan):
+                    if isinstance(action, Stop):
+                        self._request_stop(row, action.why.value, now)
+                        break
+                    if isinstance(action, Suspend):
+                        self._suspend(row, now)
+                        continue
+                    wanted = plan.of(row.id).active_devices
+                    if any(blocked.get((d.node, d.index), set()) - {row.id} for d in wanted):
+                        # Its GPUs are still being given back: by a stop (seconds) or a
+                        # suspend (one minibatch, so look again very soon).
+                        self._switching = self._switching or any(
+                            r.state is State.SUSPENDED and r.id not in self._confirmed_suspended
+                            for r in rows
+                        )
+                    elif isinstance(action, Resume):
+                        self._resume(row, now)
+                    elif isinstance(action, Launch):
+                        self._launch(row, action, now)
+            except (OSError, sqlite3.Error) as err:
+                if not disk_full(err):
+                    raise
+                self._wait_for_room(row, err)
+            else:
+                if row.id in self._no_room and (row.state, row.generation, row.stopping) != before:
+                    self._no_room.discard(row.id)  # what the full disk stopped has been done
+                    self.reasons.pop(row.id, None)  # the next decision says any other
+                    log.info("job %s: the disk has room again", row.id)
+
+    def _wait_for_room(self, row: JobRow, err: OSError | sqlite3.Error) -> None:
+        """A full disk stopped an action on ``row`` (its control file, its record, its
+        start): the job stays as it was, saying why, and every other job carries on.
+
+        It is not failed: on a full disk that could not be recorded either (the
+        database is there too), and nothing is wrong with the job. The action
+        is tried again at each tick and goes ahead once there is room.
+        """
+        what = err.strerror if isinstance(err, OSError) else str(err)
+        why = f"the disk holding {self.config.state_dir} is full ({what}); waiting for room"
+        self.reasons[row.id] = why
+        if row.id not in self._no_room:
+            self._no_room.add(row.id)
+            log.error("job %s: %s", row.id, why)
 
     def _blocked(self, rows: Sequence[JobRow]) -> dict[tuple[str, int], set[str]]:
         """GPUs not free for anyone else to start on, and the jobs holding them.
@@ -639,6 +670,14 @@ class Controller:
     def _launch(self, row: JobRow, action: Launch, now: float) -> None:
         job_dir = self.job_dir(row.id)
         devices = action.devices
+        uid = None
+        if self.config.run_as is not None:
+            uid = self.config.run_as(row.spec.user)
+            if uid is None:  # the owner was removed: nobody to run it as
+                row.state, row.finished_at = State.FAILED, now
+                row.error = f"user {row.spec.user!r} no longer exists; the job cannot run"
+                self.store.save(row, "failed", reason="owner_removed")
+                return
         row.generation += 1
         _count(row, action.kind)
         if action.kind is Kind.RESIZE:
@@ -671,6 +710,7 @@ class Controller:
             {**row.spec.env, ON_BAD_CHECKPOINT_ENV: row.spec.on_bad_checkpoint},
             max_restarts=max(row.spec.retries - row.attempts, 0),
             workdir=row.spec.workdir,
+            uid=uid,
         )
         log.info("launched %s generation %d on %d workers", row.id, row.generation, len(devices))
 

@@ -21,12 +21,16 @@ from ringleader.runtime.bounded import LOG_CAP_BYTES, PROGRESS_CAP_BYTES
 from ringleader.runtime.controller import Controller, ControllerConfig
 from ringleader.runtime.executor.base import Executor
 from ringleader.runtime.executor.local import LocalExecutor
+from ringleader.runtime.identity import can_switch, interpreter_paths, not_reachable
 from ringleader.runtime.store import Store, StoreError
+from ringleader.runtime.timeouts import BodyDeadline, SlowClientProtocol
 from ringleader.runtime.users import Users
 from ringleader.spine.needs import RUNTIME, serve_policy
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
+DB_CHECK_S = 1.0
+"""How often a running server checks that its database file is still the one it opened."""
 
 
 def default_state_dir() -> Path:
@@ -56,6 +60,8 @@ class ServerConfig:
     """Serve plain HTTP on a non-loopback address: tokens cross the network readable."""
     allow_hosts: tuple[str, ...] = ()
     """More names clients may reach the server by (the ``Host`` check)."""
+    isolate_jobs: bool = True
+    """As root, run each user's jobs as their own uid (``ringleader.runtime.identity``)."""
 
     @property
     def scheme(self) -> str:
@@ -127,7 +133,20 @@ def claim_state_dir(state_dir: Path) -> IO[str]:
     return lock
 
 
+def check_isolation(config: ServerConfig) -> None:
+    """Refuse to start isolating jobs whose users could not even run Python here."""
+    if not (config.isolate_jobs and can_switch()):
+        return
+    if (why := not_reachable(interpreter_paths())) is not None:
+        raise ConfigError(
+            f"jobs run as their users' own uids, but {why}, so no job could start: make it "
+            "searchable (chmod o+x on that directory) or install ringleader where every user "
+            "can run it; or, on a machine with one user, give --no-isolate-jobs"
+        )
+
+
 def build(config: ServerConfig) -> tuple[Store, Users, Controller]:
+    check_isolation(config)
     store = Store(config.state_dir / "ringleader.db")
     users = Users(store.path)
     executor: Executor
@@ -156,6 +175,7 @@ def build(config: ServerConfig) -> tuple[Store, Users, Controller]:
             log_cap_bytes=config.log_cap_bytes,
             progress_cap_bytes=config.progress_cap_bytes,
             quotas=users.quotas,
+            run_as=users.run_uid if config.isolate_jobs and can_switch() else None,
         ),
     )
     return store, users, controller
@@ -171,6 +191,38 @@ def keep_private(state_dir: Path) -> None:
             path.chmod(0o600)
 
 
+def lost_database(path: Path, what: str, rescued: Path | None) -> str:
+    """One line: what happened to the database and what the operator does next."""
+    if rescued is not None:
+        fix = f"its last state is saved in {rescued}: move that to {path} (or restore a backup)"
+    else:
+        fix = f"restore {path} from a backup"
+    if what != "deleted":
+        fix = f"move the new file aside, then {fix}"
+    return (
+        f"{path} was {what} while the server ran, so it stopped rather than schedule from a "
+        f"file nobody can see; running jobs carry on. To go on: {fix}, then start the server "
+        "again (it adopts the running jobs)"
+    )
+
+
+async def watch_database(store: Store, server: uvicorn.Server, controller: Controller) -> None:
+    """Stop the server soon after its database file is deleted or replaced.
+
+    SQLite would go on writing to the file it opened, which nobody else can
+    see any more: jobs submitted meanwhile would be lost, and the next server
+    would start on another file and forget every job. Stopping leaves the
+    workers running (they have their own sessions) for the next server.
+    """
+    while (what := await asyncio.to_thread(store.lost)) is None:
+        await asyncio.sleep(DB_CHECK_S)
+    logging.getLogger("ringleader").error(
+        "%s was %s while the server ran: stopping; running jobs carry on", store.path, what
+    )
+    controller.stop()
+    server.should_exit = True
+
+
 async def serve(config: ServerConfig) -> None:
     warning = check_network(config)
     lock = claim_state_dir(config.state_dir)
@@ -183,6 +235,7 @@ async def serve(config: ServerConfig) -> None:
         raise
     names = known_names(config.host, config.allow_hosts)
     app = create_app(store, controller, users, names)
+    app.add_middleware(BodyDeadline)  # outermost: no handler catches its timeout
     server = uvicorn.Server(
         uvicorn.Config(
             app,
@@ -191,12 +244,22 @@ async def serve(config: ServerConfig) -> None:
             log_level="warning",
             ssl_certfile=config.tls_cert,
             ssl_keyfile=config.tls_key,
+            http=SlowClientProtocol,  # deadlines for half-sent requests (runtime/timeouts.py)
         )
     )
     loop_task = asyncio.create_task(controller.run())
     log = logging.getLogger("ringleader")
     if warning:
         log.warning("%s", warning)
+    if controller.config.run_as is None:
+        log.warning(
+            "jobs run as this server's own user (uid %d): a job can read what it can, the "
+            "database and tokens included; %s",
+            os.geteuid(),
+            "--no-isolate-jobs was given"
+            if can_switch()
+            else "running each user's jobs as their own uid needs the server to run as root",
+        )
     log.info(
         "serving on %s, %d GPUs (%s), policy %s, state in %s; admin token in %s",
         config.url,
@@ -211,12 +274,19 @@ async def serve(config: ServerConfig) -> None:
         record_server(config.port, local_url, config.state_dir)
     except OSError as err:  # a read-only home: the CLI then needs RINGLEADER_TOKEN
         log.warning("cannot record this server for the CLI (%s)", err)
+    watch = asyncio.create_task(watch_database(store, server, controller))
     try:
         await server.serve()
     finally:
+        watch.cancel()
         forget_server(config.port)
         controller.stop()
         await loop_task
+        # Once nothing writes any more: a missing file's last state is copied out.
+        lost = store.lost()
+        rescued = store.rescue() if lost is not None else None
         users.close()
         store.close()
         lock.close()
+    if lost is not None:
+        raise StoreError(lost_database(store.path, lost, rescued))

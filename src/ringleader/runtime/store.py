@@ -8,14 +8,16 @@ controller writes.
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
+import os
 import sqlite3
 import threading
 import time
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -28,6 +30,29 @@ log = logging.getLogger("ringleader.store")
 
 class StoreError(RuntimeError):
     """The database cannot be opened or is not one of ours; says which file and what to do."""
+
+
+def disk_full(err: BaseException) -> bool:
+    """Whether ``err`` says the disk (or its quota) is full: the one fault the fix for
+    which is the operator's, not the request's, so callers say so instead of failing."""
+    if isinstance(err, OSError):
+        return err.errno in (errno.ENOSPC, errno.EDQUOT)
+    if isinstance(err, sqlite3.Error):
+        return getattr(err, "sqlite_errorname", "") == "SQLITE_FULL" or "is full" in str(err)
+    return False
+
+
+FileId = tuple[int, int]
+"""A file's (st_dev, st_ino): which file a path names, whatever is written in it."""
+
+
+def _file_id(path: Path) -> FileId:
+    st = os.stat(path)
+    return st.st_dev, st.st_ino
+
+
+RESCUED = ".rescued-"
+"""Infix of the copy a server saves when its database file goes missing under it."""
 
 
 class DamagedRow(ValueError):
@@ -283,8 +308,53 @@ class Store:
                 "give --state-dir a directory path"
             ) from None
 
+    @staticmethod
+    def check_not_lost(path: Path) -> None:
+        """``StoreError`` if ``path`` is missing from a state dir that has held jobs.
+
+        An empty database made there would forget every job while their
+        directories (and maybe their running workers) stay behind, so the
+        server is refused before anything creates the file.
+        """
+        if path.exists():
+            return
+        jobs = path.parent / "jobs"
+        try:
+            dirs = sum(1 for entry in os.scandir(jobs) if entry.is_dir(follow_symlinks=False))
+        except OSError:
+            dirs = 0
+        rescued = sorted(
+            p
+            for p in path.parent.glob(f"{path.name}{RESCUED}*")
+            if not p.name.endswith(("-wal", "-shm", "-journal"))
+        )
+        copy = (
+            f" (the last server saved its last state in {rescued[-1]}: move that to {path})"
+            if rescued
+            else ""
+        )
+        if dirs:
+            raise StoreError(
+                f"{jobs}: {dirs} job director{'y' if dirs == 1 else 'ies'} but no database: "
+                f"restore {path} from a "
+                f"backup{copy}, or move {jobs} aside to start afresh"
+            )
+        if rescued:
+            raise StoreError(
+                f"{path}: no database, but the last server saved its last state in "
+                f"{rescued[-1]}: move that to {path} to carry on, or move it aside to start afresh"
+            )
+        wal = Path(f"{path}-wal")
+        if wal.is_file() and wal.stat().st_size > 0:
+            # SQLite would replay it into the new, empty file: half of an old database.
+            raise StoreError(
+                f"{path}: no database, but its write-ahead log {wal} is there: restore {path} "
+                f"from a backup, or move {wal} aside to start afresh"
+            )
+
     def __init__(self, path: Path) -> None:
         self.check_dir(path.parent)
+        self.check_not_lost(path)
         self.path = path
         self._lock = threading.Lock()
         self.damaged: dict[str, DamagedRow] = {}
@@ -309,6 +379,8 @@ class Store:
             )
         self._db.execute("CREATE INDEX IF NOT EXISTS jobs_state ON jobs(state)")
         self._db.execute("CREATE INDEX IF NOT EXISTS jobs_seq ON jobs(seq)")
+        self._opened = self._ids()
+        """The files this store opened: the database, its WAL and its shared memory."""
 
     def _migrate(self) -> None:
         """Add columns that newer versions keep, to a database an older one created."""
@@ -328,6 +400,73 @@ class Store:
     def close(self) -> None:
         with self._lock:
             self._db.close()
+        if self.lost() is not None:
+            self._set_aside_stale_wal()
+
+    # -- the database file going missing under a running server ---------------
+    def _ids(self) -> dict[str, FileId]:
+        found: dict[str, FileId] = {}
+        for suffix in ("", "-wal", "-shm"):
+            with suppress(OSError):
+                found[suffix] = _file_id(Path(f"{self.path}{suffix}"))
+        return found
+
+    def lost(self) -> str | None:
+        """How the file at ``path`` stopped being the database this store opened, if it did.
+
+        SQLite goes on reading and writing the file it opened after it has
+        been deleted or replaced (``rm``, a restore copied over it with
+        ``mv``): a server would keep accepting jobs into a file nobody can
+        see, and the next one would start on another. Cheap: one ``stat``.
+        """
+        try:
+            now = _file_id(self.path)
+        except (FileNotFoundError, NotADirectoryError):
+            return "deleted"
+        except OSError:
+            return None  # cannot tell (EACCES, EIO): no reason to stop a working server
+        return None if now == self._opened.get("") else "replaced by another file"
+
+    def rescue(self) -> Path | None:
+        """Copy the database as this store sees it (SQLite's backup API, WAL included)
+        next to where it was, so a deleted or replaced file loses nothing; the copy's
+        path, or None if it could not be written (logged)."""
+        stamp = time.strftime("%Y%m%dT%H%M%S")
+        target = self.path.with_name(f"{self.path.name}{RESCUED}{stamp}")
+        if target.exists():
+            target = target.with_name(f"{target.name}-{os.getpid()}-{time.monotonic_ns()}")
+        try:
+            # Made 0600 before a byte is written: it holds the users' token hashes.
+            os.close(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+            with self._lock:
+                copy = sqlite3.connect(target)
+                try:
+                    self._db.backup(copy)
+                    # One self-contained file, to move into place as it is.
+                    copy.execute("PRAGMA journal_mode=DELETE")
+                finally:
+                    copy.close()
+        except (OSError, sqlite3.Error) as err:
+            log.error("cannot save a copy of the database to %s (%s)", target, err)
+            target.unlink(missing_ok=True)
+            return None
+        return target
+
+    def _set_aside_stale_wal(self) -> None:
+        """Rename this store's own WAL and shared-memory files once its database is gone.
+
+        They belong to the file that was deleted or replaced. Left in place,
+        SQLite would replay the WAL into whatever file is put at ``path``
+        next (a backup being restored, another database), damaging it.
+        """
+        stamp = time.strftime("%Y%m%dT%H%M%S")
+        for suffix in ("-wal", "-shm"):
+            path = Path(f"{self.path}{suffix}")
+            try:
+                if _file_id(path) == self._opened.get(suffix):
+                    path.rename(path.with_name(f"{path.name}.stale-{stamp}"))
+            except OSError:
+                continue
 
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
@@ -335,10 +474,14 @@ class Store:
             self._db.execute("BEGIN IMMEDIATE")
             try:
                 yield self._db
+                self._db.execute("COMMIT")
             except BaseException:
-                self._db.execute("ROLLBACK")
+                # Also after a failed COMMIT (a full disk): SQLite may keep the
+                # transaction open, and every later BEGIN would fail for good.
+                if self._db.in_transaction:
+                    with suppress(sqlite3.Error):  # the error to report is the first one
+                        self._db.execute("ROLLBACK")
                 raise
-            self._db.execute("COMMIT")
 
     @staticmethod
     def _row(values: tuple[Any, ...]) -> JobRow:
