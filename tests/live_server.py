@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import os
 import signal
+import stat
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import httpx
 
 from ringleader.runtime.executor.local import free_port
+from ringleader.runtime.identity import interpreter_paths, not_reachable
 
 TINY_RESNET = (
     "python -m ringleader.workloads.resnet --depth 8 --image-size 8 --batch 16 "
@@ -44,6 +47,30 @@ def run_cli(
         cwd=cwd,
         timeout=timeout,
     )
+
+
+@contextmanager
+def others_can_run_python() -> Iterator[list[Path]]:
+    """Let other uids run this Python, for servers that run jobs as users' own uids.
+
+    Some machines keep Python under a 0700 ``/root``. Each directory on the way
+    that others cannot search gets o+x (search, not list) while the block
+    runs, and its mode back after; yields what was changed.
+    """
+    changed: list[tuple[Path, int]] = []
+    for _ in range(10):
+        why = not_reachable(interpreter_paths())
+        if why is None:
+            break
+        blocked = Path(why.split(" ", 1)[0])
+        mode = stat.S_IMODE(blocked.stat().st_mode)
+        changed.append((blocked, mode))
+        blocked.chmod(mode | stat.S_IXOTH | (stat.S_IROTH if blocked.is_file() else 0))
+    try:
+        yield [path for path, _ in changed]
+    finally:
+        for path, mode in reversed(changed):
+            path.chmod(mode)
 
 
 def serving(state_dir: Path, gpus: int = 4) -> Iterator[LiveServer]:

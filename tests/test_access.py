@@ -253,7 +253,7 @@ def test_the_cli_finds_its_own_servers_token_and_login_saves_another(
 
 def _server(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "ringleader", "server", "--gpus", "1", *args],
+        [sys.executable, "-m", "ringleader", "server", "--gpus", "1", "--no-isolate-jobs", *args],
         capture_output=True,
         text=True,
         cwd=cwd,
@@ -278,6 +278,7 @@ def test_insecure_http_beyond_loopback_starts_with_a_warning(tmp_path: Path) -> 
     script = (
         "ip link set lo up; "
         f"timeout 20 {sys.executable} -m ringleader server --gpus 1 --host 0.0.0.0 "
+        "--no-isolate-jobs "
         f"--port 8766 --insecure-http --state-dir {tmp_path / 's'} & "
         "for i in $(seq 100); do "
         f"  {sys.executable} -c \"import httpx; httpx.get('http://127.0.0.1:8766/health')\" "

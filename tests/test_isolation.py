@@ -21,8 +21,8 @@ from typing import Any
 import httpx
 import pytest
 
-from ringleader.runtime.identity import FIRST_DYNAMIC_UID, interpreter_paths, not_reachable
-from tests.live_server import LiveServer, run_cli, wait_for
+from ringleader.runtime.identity import FIRST_DYNAMIC_UID, not_reachable
+from tests.live_server import LiveServer, others_can_run_python, run_cli, wait_for
 
 pytestmark = [
     pytest.mark.slow,
@@ -64,25 +64,8 @@ print("PROBE " + json.dumps(out), flush=True)
 
 @pytest.fixture(scope="module")
 def reachable() -> Iterator[None]:
-    """Let other uids run this Python: some machines keep it under a 0700 /root.
-
-    Each directory on the way that others cannot search gets o+x (search, not
-    list) for the length of the module, and its mode back afterwards.
-    """
-    changed: list[tuple[Path, int]] = []
-    for _ in range(10):
-        why = not_reachable(interpreter_paths())
-        if why is None:
-            break
-        blocked = Path(why.split(" ", 1)[0])
-        mode = stat.S_IMODE(blocked.stat().st_mode)
-        changed.append((blocked, mode))
-        blocked.chmod(mode | stat.S_IXOTH | (stat.S_IROTH if blocked.is_file() else 0))
-    try:
+    with others_can_run_python():
         yield
-    finally:
-        for path, mode in reversed(changed):
-            path.chmod(mode)
 
 
 @pytest.fixture(scope="module")

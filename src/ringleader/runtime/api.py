@@ -11,6 +11,7 @@ A user sees and changes only their own jobs: another user's job is answered
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -19,14 +20,16 @@ from fastapi import Depends, FastAPI, HTTPException, Query, Request
 from fastapi import Path as FastPath
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse
+from pydantic import BaseModel
 
 from ringleader import __version__
 from ringleader.job.control import PROGRESS
 from ringleader.job.records import read_progress, read_regular, strict_json
+from ringleader.runtime import schemas
 from ringleader.runtime.access import BrowserGuard, admin, caller
 from ringleader.runtime.controller import Controller
-from ringleader.runtime.spec import SpecError, parse_spec
-from ringleader.runtime.store import DamagedRow, JobRow, PageQuery, State, Store
+from ringleader.runtime.spec import JobSpec, SpecError, parse_spec
+from ringleader.runtime.store import DamagedRow, JobRow, PageQuery, State, Store, disk_full
 from ringleader.runtime.users import User, UserError, Users
 
 MAX_BODY = 1 << 20
@@ -155,6 +158,7 @@ def create_app(
         docs_url=None,
         redoc_url=None,
         openapi_url=None,  # served below, to callers with a token
+        responses=schemas.ERRORS,
     )
     app.state.store = store  # for job_named
     app.state.users = users  # for caller
@@ -175,7 +179,20 @@ def create_app(
         # until an operator mends it, which the message says how to do.
         return JSONResponse(status_code=409, content={"detail": str(err)})
 
-    @app.get("/health")
+    @app.exception_handler(sqlite3.OperationalError)
+    @app.exception_handler(OSError)
+    async def full_disk(request: Request, err: Exception) -> JSONResponse:
+        # 507, saying which disk: the request was fine and can be sent again
+        # once an operator has made room. Any other such error is a bug: 500.
+        if not disk_full(err):
+            raise err
+        detail = (
+            f"the disk holding the state dir {store.path.parent} is full, so nothing was "
+            "stored; an operator must free space there, then send the request again"
+        )
+        return JSONResponse(status_code=507, content={"detail": detail})
+
+    @app.get("/health", response_model=None, responses={200: {"model": schemas.Health}})
     def health() -> dict[str, Any]:
         status: dict[str, Any] = {
             "ok": True,
@@ -188,19 +205,26 @@ def create_app(
 
     @app.get("/openapi.json", include_in_schema=False)
     def openapi(me: Me) -> dict[str, Any]:
-        return app.openapi()
+        if app.openapi_schema is None:
+            app.openapi_schema = with_request_bodies(app.openapi())
+        return app.openapi_schema
 
-    @app.get("/whoami")
+    @app.get("/whoami", response_model=None, responses={200: {"model": schemas.User}})
     def whoami(me: Me) -> dict[str, Any]:
         """The user the token names, and their bounds."""
         return me.public()
 
-    @app.get("/users")
+    @app.get("/users", response_model=None, responses={200: {"model": list[schemas.User]}})
     def list_users(me: Admin) -> list[dict[str, Any]]:
         """Every user (admin only). Tokens are never shown again."""
         return [u.public() for u in users.all()]
 
-    @app.post("/users", status_code=201, response_model=None)
+    @app.post(
+        "/users",
+        status_code=201,
+        response_model=None,
+        responses={201: {"model": schemas.UserWithToken}},
+    )
     async def add_user(request: Request, me: Admin) -> JSONResponse | dict[str, Any]:
         """Make a user (admin only); the reply holds their token, shown this once."""
         data, bad = await _json_body(request)
@@ -227,7 +251,11 @@ def create_app(
             return _problems([(err.field, err.reason)])
         return user.public() | {"token": token}
 
-    @app.delete("/users/{name}")
+    @app.delete(
+        "/users/{name}",
+        response_model=None,
+        responses={200: {"model": schemas.Removed}, 409: {"model": schemas.Message}},
+    )
     def remove_user(name: Annotated[str, FastPath(max_length=100)], me: Admin) -> dict[str, Any]:
         """Remove a user and their token (admin only); their jobs stay."""
         if name == me.name:
@@ -236,7 +264,7 @@ def create_app(
             raise HTTPException(404, detail=f"no user {name!r}")
         return {"removed": name}
 
-    @app.post("/users/{name}/token")
+    @app.post("/users/{name}/token", response_model=None, responses={200: {"model": schemas.Token}})
     def rotate_token(name: Annotated[str, FastPath(max_length=100)], me: Me) -> dict[str, Any]:
         """A new token for ``name`` (an admin's, or the caller's own); the old one stops."""
         if name != me.name and not me.admin:
@@ -246,13 +274,15 @@ def create_app(
             raise HTTPException(404, detail=f"no user {name!r}")
         return {"name": name, "token": token}
 
-    @app.get("/cluster")
+    @app.get("/cluster", response_model=None, responses={200: {"model": schemas.Cluster}})
     def cluster(me: Me) -> dict[str, Any]:
         nodes = [{"name": n.name, "gpus": n.gpus} for n in controller.cluster.nodes]
         gpus = controller.cluster.capacity
         return {"executor": controller.executor.name, "gpus": gpus, "nodes": nodes}
 
-    @app.post("/jobs", status_code=201, response_model=None)
+    @app.post(
+        "/jobs", status_code=201, response_model=None, responses={201: {"model": schemas.Job}}
+    )
     async def submit(request: Request, me: Me) -> JSONResponse | dict[str, Any]:
         """Queue a job for the caller: its ``user`` is the token's, never the spec's."""
         data, bad = await _json_body(request)
@@ -276,7 +306,7 @@ def create_app(
         controller.poke()
         return row.public()
 
-    @app.get("/jobs")
+    @app.get("/jobs", response_model=None, responses={200: {"model": list[schemas.JobSummary]}})
     def jobs(
         me: Me,
         limit: Annotated[int, Query(ge=1, le=MAX_PAGE, description="Jobs per page.")] = PAGE,
@@ -318,7 +348,7 @@ def create_app(
             raise HTTPException(404, detail=f"no job {job_id!r}")
         return row
 
-    @app.get("/jobs/{job_id}")
+    @app.get("/jobs/{job_id}", response_model=None, responses=_ONE_JOB)
     def show(job_id: Named) -> dict[str, Any]:
         try:
             public: dict[str, Any] = _with_reason(_get(job_id).public(), controller)
@@ -326,7 +356,7 @@ def create_app(
             public = err.public()
         return public | {"events": store.events(job_id)}
 
-    @app.delete("/jobs/{job_id}")
+    @app.delete("/jobs/{job_id}", response_model=None, responses=_CHANGED_JOB)
     def cancel(job_id: Named) -> dict[str, Any]:
         row = store.request_cancel(job_id)
         if row is None:
@@ -334,7 +364,7 @@ def create_app(
         controller.poke()
         return row.public()
 
-    @app.patch("/jobs/{job_id}", response_model=None)
+    @app.patch("/jobs/{job_id}", response_model=None, responses=_CHANGED_JOB)
     async def change(job_id: JobId, request: Request, me: Me) -> JSONResponse | dict[str, Any]:
         """Change what may change while a job runs: today its ``priority``.
 
@@ -360,7 +390,11 @@ def create_app(
         controller.poke()
         return row.public()
 
-    @app.get("/jobs/{job_id}/logs", response_class=PlainTextResponse)
+    @app.get(
+        "/jobs/{job_id}/logs",
+        response_class=PlainTextResponse,
+        responses={409: {"model": schemas.Message}},
+    )
     def logs(
         job_id: Named,
         rank: Annotated[int, Query(ge=0, le=MAX_RANK)] = 0,
@@ -380,7 +414,11 @@ def create_app(
         text, end = _read_tail(path, tail) if tail is not None else _read_from(path, offset)
         return PlainTextResponse(text, headers={"X-Log-Offset": str(end)})
 
-    @app.get("/jobs/{job_id}/progress")
+    @app.get(
+        "/jobs/{job_id}/progress",
+        response_model=None,
+        responses={200: {"model": list[dict[str, Any]]}, 409: {"model": schemas.Message}},
+    )
     def progress(
         job_id: Named, every: Annotated[int, Query(ge=1, le=1_000_000)] = 1
     ) -> JSONResponse:
@@ -400,6 +438,49 @@ def create_app(
         return JSONResponse(out, headers={"X-Bad-Lines": str(bad)})
 
     return app
+
+
+_ONE_JOB: dict[int | str, dict[str, Any]] = {
+    200: {"model": schemas.JobWithEvents},
+    409: {"model": schemas.Message, "description": "An id prefix that begins several jobs."},
+}
+_CHANGED_JOB: dict[int | str, dict[str, Any]] = {
+    200: {"model": schemas.Job},
+    409: {"model": schemas.Message, "description": "Several jobs, or a damaged row."},
+}
+REQUEST_BODIES: dict[tuple[str, str], type[BaseModel]] = {
+    ("/jobs", "post"): JobSpec,
+    ("/jobs/{job_id}", "patch"): schemas.PriorityChange,
+    ("/users", "post"): schemas.NewUser,
+}
+"""Bodies the handlers parse by hand (strictly: ``_json_body``), described for OpenAPI."""
+
+
+def with_request_bodies(doc: dict[str, Any]) -> dict[str, Any]:
+    """``doc`` with each hand-parsed body's schema, its models under ``components``,
+    and every refusal documented as the JSON it is."""
+    components = doc.setdefault("components", {}).setdefault("schemas", {})
+    for (path, method), model in REQUEST_BODIES.items():
+        schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
+        components.update(schema.pop("$defs", {}))
+        components[model.__name__] = schema
+        ref = {"$ref": f"#/components/schemas/{model.__name__}"}
+        doc["paths"][path][method]["requestBody"] = {
+            "required": True,
+            "content": {"application/json": {"schema": ref}},
+        }
+    # Every operation but the health check wants a bearer token (runtime/access.py).
+    doc["components"]["securitySchemes"] = {"bearer": {"type": "http", "scheme": "bearer"}}
+    doc["security"] = [{"bearer": []}]
+    doc["paths"]["/health"]["get"]["security"] = []
+    # A route whose success is text (a log) still refuses in JSON, as every route does.
+    for ops in doc["paths"].values():
+        for op in ops.values():
+            for code, response in op.get("responses", {}).items():
+                content = response.get("content", {})
+                if code[0] in "45" and "text/plain" in content:
+                    content.setdefault("application/json", content.pop("text/plain"))
+    return doc
 
 
 def _with_reason(job: dict[str, Any], controller: Controller) -> dict[str, Any]:
