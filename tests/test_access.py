@@ -316,3 +316,12 @@ def test_tls_serves_https_only(tmp_path: Path) -> None:
     finally:
         live.stop()
     wait_for(lambda: live.proc is not None and live.proc.poll() is not None, 20, "the stop")
+
+
+def test_a_stopped_server_removes_its_record_for_the_cli(tmp_path: Path) -> None:
+    live = LiveServer(tmp_path / "s", 1).start()
+    record = Path(os.environ["XDG_CONFIG_HOME"]) / "ringleader" / "servers" / f"{live.port}.json"
+    assert record.exists() and stat.S_IMODE(record.stat().st_mode) == 0o600
+    live.stop()  # SIGTERM, as a service manager stops it
+    assert live.proc is not None and live.proc.returncode == 0
+    assert not record.exists()

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import fcntl
 import ipaddress
 import logging
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO
@@ -223,6 +225,21 @@ async def watch_database(store: Store, server: uvicorn.Server, controller: Contr
     server.should_exit = True
 
 
+class _Uvicorn(uvicorn.Server):
+    """uvicorn's server, except that SIGTERM and SIGINT end ``serve()``, not the process.
+
+    uvicorn shuts down gracefully on them, then raises the signal again to
+    die of it, which would skip ``serve()``'s own shutdown: the controller
+    stopped, the store closed, the CLI's record of this server removed.
+    """
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        with super().capture_signals():
+            yield
+            self._captured_signals.clear()  # handled: we stop as asked, by returning
+
+
 async def serve(config: ServerConfig) -> None:
     warning = check_network(config)
     lock = claim_state_dir(config.state_dir)
@@ -236,7 +253,7 @@ async def serve(config: ServerConfig) -> None:
     names = known_names(config.host, config.allow_hosts)
     app = create_app(store, controller, users, names)
     app.add_middleware(BodyDeadline)  # outermost: no handler catches its timeout
-    server = uvicorn.Server(
+    server = _Uvicorn(
         uvicorn.Config(
             app,
             host=config.host,
