@@ -212,3 +212,15 @@ def test_pages_follow_a_cursor_filter_and_keep_damaged_rows(tmp_path: Path) -> N
     assert store.page(PageQuery(user="nobody"))[0] == []
     assert len(store.page(PageQuery(user="anonymous"))[0]) == 7  # the damaged row too
     store.close()
+
+
+def test_a_spec_that_is_not_json_never_breaks_an_owners_query(tmp_path: Path) -> None:
+    # SQLite's json_extract raises on malformed JSON: one damaged row must not turn
+    # every user's listing, prefix lookup or the metrics' counts into an error.
+    store, ids = _store_with(tmp_path, ["a", "b"])
+    _poke(store.path, "UPDATE jobs SET spec = '{not json' WHERE id = ?", ids[0])
+    rows, _ = store.page(PageQuery(user="anonymous"))
+    assert [r.id for r in rows if not isinstance(r, DamagedRow)] == [ids[1]]
+    assert store.ids_starting(ids[1][:3], owner="anonymous") == [ids[1]]
+    assert store.ids_starting(ids[0], owner="anonymous") == []
+    assert store.counts() == {("queued", "anonymous"): 1, ("queued", "?"): 1}

@@ -19,22 +19,16 @@ request. Then every endpoint but ``GET /health`` needs a token
 from __future__ import annotations
 
 import ipaddress
-import json
 import socket
-from collections.abc import Awaitable, Callable, Iterable, MutableMapping
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
 from urllib.parse import urlsplit
 
 from fastapi import HTTPException, Request
+from starlette.types import ASGIApp, Receive, Scope, Send
 
+from ringleader.runtime.asgi import send_json
 from ringleader.runtime.users import User, Users
-
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
@@ -108,18 +102,7 @@ def _origin(value: str) -> str:
 
 
 async def _refuse(send: Send, status: int, field: str, reason: str) -> None:
-    body = json.dumps({"detail": [{"field": field, "reason": reason}]}).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode()),
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})
+    await send_json(send, status, {"detail": [{"field": field, "reason": reason}]})
 
 
 def bearer(request: Request) -> str | None:

@@ -19,7 +19,8 @@ from typing import Annotated, Any, Literal
 from fastapi import Depends, FastAPI, HTTPException, Query, Request
 from fastapi import Path as FastPath
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, PlainTextResponse
+from fastapi.responses import JSONResponse, PlainTextResponse, Response
+from prometheus_client import CONTENT_TYPE_LATEST
 from pydantic import BaseModel
 
 from ringleader import __version__
@@ -273,6 +274,15 @@ def create_app(
         if token is None:
             raise HTTPException(404, detail=f"no user {name!r}")
         return {"name": name, "token": token}
+
+    @app.get(
+        "/metrics",
+        response_class=PlainTextResponse,
+        responses={200: {"content": {"text/plain": {}}}},
+    )
+    def metrics(me: Admin) -> Response:
+        """Prometheus' text format (admins only: the series name every user's jobs)."""
+        return Response(controller.telemetry.text(), media_type=CONTENT_TYPE_LATEST)
 
     @app.get("/cluster", response_model=None, responses={200: {"model": schemas.Cluster}})
     def cluster(me: Me) -> dict[str, Any]:

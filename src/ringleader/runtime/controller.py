@@ -57,6 +57,7 @@ from ringleader.policy.views import Device, JobShape, JobView, Observation
 from ringleader.runtime.bounded import LOG_CAP_BYTES, PROGRESS_CAP_BYTES, cap_log
 from ringleader.runtime.executor.base import Executor
 from ringleader.runtime.store import JobRow, State, Store, disk_full
+from ringleader.runtime.telemetry import Telemetry
 from ringleader.spine import quota
 from ringleader.spine.actions import Held, Kind, Launch, Resume, Stop, Suspend, diff_one
 from ringleader.spine.observe import co_runners, fold
@@ -148,6 +149,8 @@ class Controller:
         self._wake_at: float | None = None
         self._running = False
         self.decisions = 0
+        self.telemetry = Telemetry()
+        """Histograms and counters for ``GET /metrics``."""
         self.reasons: dict[str, str] = {}
         """Why each job the last decision held back waits, when the spine knows (quotas)."""
 
@@ -432,6 +435,11 @@ class Controller:
             "`on_bad_checkpoint: restart` in a spec to have the job start over by itself."
         )
 
+    def _count(self, row: JobRow, kind: Kind) -> None:
+        """One counted event (``spine.actions.Kind``): on the job's row and in /metrics."""
+        row.counts[kind.value] = row.counts.get(kind.value, 0) + 1
+        self.telemetry.events.labels(kind.value).inc()
+
     # -- deciding ------------------------------------------------------------
     @staticmethod
     def held(row: JobRow) -> Held:
@@ -488,6 +496,7 @@ class Controller:
             log.exception("cannot list the cluster's nodes; deciding on the last known list")
         self._need_decision = False
         self._last_decision = now
+        started = time.perf_counter()
         views = [self.view(r) for r in rows]
         owner = {r.id: r.spec.user for r in rows}
         quotas = self.config.quotas()
@@ -498,6 +507,7 @@ class Controller:
             log.exception("policy %s failed; keeping the current state", self.config.policy.name)
             return
         plan, trimmed = quota.trim(plan, views, owner, quotas)
+        self.telemetry.decision.observe(time.perf_counter() - started)
         self.reasons = held_back | trimmed
         self.decisions += 1
         self._wake_at = plan.wake_at
@@ -525,14 +535,14 @@ class Controller:
             self._request_stop(row, "suspend", now)
             return
         log.info("suspending %s", row.id)
-        _count(row, Kind.SUSPEND)
+        self._count(row, Kind.SUSPEND)
         write_control(self.job_dir(row.id), Control(row.generation, Action.SUSPEND))
         row.state, row.state_since = State.SUSPENDED, now
         self.store.save(row, "suspend_requested", generation=row.generation)
 
     def _resume(self, row: JobRow, now: float) -> None:
         log.info("resuming %s", row.id)
-        _count(row, Kind.RESUME)
+        self._count(row, Kind.RESUME)
         write_control(self.job_dir(row.id), Control(row.generation, Action.RUN))
         row.state, row.state_since = State.RUNNING, now
         self.store.save(row, "resume_requested", generation=row.generation)
@@ -679,7 +689,7 @@ class Controller:
                 self.store.save(row, "failed", reason="owner_removed")
                 return
         row.generation += 1
-        _count(row, action.kind)
+        self._count(row, action.kind)
         if action.kind is Kind.RESIZE:
             row.resizes += 1
         row.last_workers = len(devices)
@@ -687,7 +697,9 @@ class Controller:
         row.state, row.state_since = State.RUNNING, now
         row.workers = len(devices)
         row.devices = [(d.node, d.index) for d in devices]
-        row.started_at = row.started_at if row.started_at is not None else now
+        if row.started_at is None:
+            row.started_at = now
+            self.telemetry.queue_wait.observe(max(now - row.submitted_at, 0.0))
         write_control(job_dir, Control(row.generation, Action.RUN))
         # Saved before the processes exist: a crash in between leaves a job that
         # looks launched and is settled by the launch timeout, never a second copy.
@@ -740,10 +752,6 @@ def _measure_restart(row: JobRow, first_step_at: object) -> None:
         return  # a clock step, or a stop long before the relaunch: not a restart
     old = row.shape.get(RESTART)
     row.shape[RESTART] = seconds if old is None else 0.5 * (old + seconds)
-
-
-def _count(row: JobRow, kind: Kind) -> None:
-    row.counts[kind.value] = row.counts.get(kind.value, 0) + 1
 
 
 def _profile(table: dict[str, list[float]]) -> dict[str, Observation]:

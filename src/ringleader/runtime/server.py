@@ -250,6 +250,7 @@ async def serve(config: ServerConfig) -> None:
     except BaseException:
         lock.close()
         raise
+    controller.telemetry.watch(store, lambda: controller.cluster.capacity)
     names = known_names(config.host, config.allow_hosts)
     app = create_app(store, controller, users, names)
     app.add_middleware(BodyDeadline)  # outermost: no handler catches its timeout

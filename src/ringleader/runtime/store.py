@@ -250,6 +250,8 @@ _API_OWNED = ("spec", "cancel_requested")
 _SELECT = f"SELECT {', '.join(_COLUMNS)} FROM jobs"
 _SELECT_SEQ = f"SELECT seq, {', '.join(_COLUMNS)} FROM jobs"
 """Also the raw ``seq`` (a damaged row's parsed one is not to be trusted): the page cursor."""
+_OWNER = "CASE WHEN json_valid(spec) THEN json_extract(spec, '$.user') END"
+"""A row's user in SQL: NULL for a spec that is not JSON (a damaged row), never an error."""
 _FINISHED = ", ".join(f"'{s.value}'" for s in State if s.finished)
 
 _SCHEMA = """
@@ -581,9 +583,7 @@ class Store:
         """The id ``prefix`` names exactly, else up to ``most`` ids it begins (git's and
         docker's short ids), of ``owner``'s jobs only if given. A range on the primary
         key: no pattern syntax, no scan."""
-        mine, args = (
-            ("", ()) if owner is None else (" AND json_extract(spec, '$.user') = ?", (owner,))
-        )
+        mine, args = ("", ()) if owner is None else (f" AND {_OWNER} = ?", (owner,))
         with self._lock:
             exact = f"SELECT 1 FROM jobs WHERE id = ?{mine}"
             if self._db.execute(exact, (prefix, *args)).fetchone():
@@ -626,7 +626,7 @@ class Store:
             where.append(f"state IN ({', '.join('?' for _ in query.states)})")
             params.extend(query.states)
         if query.user is not None:
-            where.append("json_extract(spec, '$.user') = ?")
+            where.append(f"{_OWNER} = ?")
             params.append(query.user)
         sql = _SELECT_SEQ + (f" WHERE {' AND '.join(where)}" if where else "")
         sql += f" ORDER BY seq {'DESC' if query.newest_first else 'ASC'} LIMIT ?"
@@ -659,6 +659,14 @@ class Store:
             out.append(row)
             self.damaged.pop(row.id, None)  # mended by hand: out of the report
         return out
+
+    def counts(self) -> dict[tuple[str, str], int]:
+        """Jobs by (state, user): one grouped scan, however many jobs there are."""
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT state, COALESCE({_OWNER}, '?'), COUNT(*) FROM jobs GROUP BY 1, 2"
+            ).fetchall()
+        return {(str(state), str(user)): int(n) for state, user, n in rows}
 
     def request_cancel(self, job_id: str) -> JobRow | None:
         with self._tx() as db:

@@ -25,11 +25,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any
 
 import h11
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from ringleader.runtime.asgi import send_json
 
 HEADERS_S = 10.0
 """Seconds a request's headers may take, from the connection's start or its first byte."""
@@ -163,20 +164,4 @@ class BodyDeadline:
                 f"the request's body did not arrive within {self.seconds:.0f} s of its "
                 "headers (shorter than its Content-Length?)"
             )
-            await _send_json(send, 408, {"detail": detail})
-
-
-async def _send_json(send: Send, status: int, content: dict[str, Any]) -> None:
-    body = json.dumps(content).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode()),
-                (b"connection", b"close"),
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})
+            await send_json(send, 408, {"detail": detail}, close=True)
