@@ -108,7 +108,18 @@ def jobs(
         typer.echo(json.dumps(rows, indent=2))
         return
     table = Table()
-    for col in ("id", "user", "state", "gpus", "step", "epoch", "loss", "submitted", "finished"):
+    for col in (
+        "id",
+        "user",
+        "state",
+        "gpus",
+        "step",
+        "epoch",
+        "loss",
+        "submitted",
+        "finished",
+        "why",
+    ):
         table.add_column(col)
     for r in rows:
         table.add_row(
@@ -121,6 +132,7 @@ def jobs(
             _number(r.get("loss"), ".3f"),
             _when(r.get("submitted_at")),
             _when(r.get("finished_at")),
+            shown(r.get("reason_code") or ""),
         )
     console.print(table)
     if more:

@@ -493,10 +493,13 @@ def with_request_bodies(doc: dict[str, Any]) -> dict[str, Any]:
     return doc
 
 
+LIVE = frozenset({"queued", "running", "suspended"})
+
+
 def _with_reason(job: dict[str, Any], controller: Controller) -> dict[str, Any]:
-    """``job`` with why it waits or runs smaller, where the last decision said (quotas)."""
-    reason = controller.reasons.get(job["id"]) if job["state"] in ("queued", "running") else None
-    return job | {"reason": reason}
+    """``job`` with why it waits or runs smaller, as of the last decision (``spine.reasons``)."""
+    why = controller.reasons.get(job["id"]) if job["state"] in LIVE else None
+    return job | {"reason": why and why.text, "reason_code": why and why.code}
 
 
 def _above(priority: int, me: User) -> str:

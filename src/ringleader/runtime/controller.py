@@ -58,7 +58,7 @@ from ringleader.runtime.bounded import LOG_CAP_BYTES, PROGRESS_CAP_BYTES, cap_lo
 from ringleader.runtime.executor.base import Executor
 from ringleader.runtime.store import JobRow, State, Store, disk_full
 from ringleader.runtime.telemetry import Telemetry
-from ringleader.spine import quota
+from ringleader.spine import quota, reasons
 from ringleader.spine.actions import Held, Kind, Launch, Resume, Stop, Suspend, diff_one
 from ringleader.spine.observe import co_runners, fold
 from ringleader.spine.views import Known, Submitted, job_view
@@ -151,8 +151,8 @@ class Controller:
         self.decisions = 0
         self.telemetry = Telemetry()
         """Histograms and counters for ``GET /metrics``."""
-        self.reasons: dict[str, str] = {}
-        """Why each job the last decision held back waits, when the spine knows (quotas)."""
+        self.reasons: dict[str, reasons.Reason] = {}
+        """Why each job waits or runs smaller, as of the last decision (``spine.reasons``)."""
 
     def job_dir(self, job_id: str) -> Path:
         return self.config.state_dir / "jobs" / job_id
@@ -508,7 +508,9 @@ class Controller:
             return
         plan, trimmed = quota.trim(plan, views, owner, quotas)
         self.telemetry.decision.observe(time.perf_counter() - started)
-        self.reasons = held_back | trimmed
+        self.reasons = reasons.explain(
+            plan, views, owner, self.cluster.capacity, held_back | trimmed
+        )
         self.decisions += 1
         self._wake_at = plan.wake_at
         self._plan = plan
@@ -647,7 +649,7 @@ class Controller:
         """
         what = err.strerror if isinstance(err, OSError) else str(err)
         why = f"the disk holding {self.config.state_dir} is full ({what}); waiting for room"
-        self.reasons[row.id] = why
+        self.reasons[row.id] = reasons.Reason(reasons.DISK_FULL, why)
         if row.id not in self._no_room:
             self._no_room.add(row.id)
             log.error("job %s: %s", row.id, why)

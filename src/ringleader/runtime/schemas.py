@@ -115,6 +115,11 @@ class JobSummary(BaseModel):
     reason: str | None = Field(
         None, description="Why it waits or runs smaller than asked, when the scheduler knows."
     )
+    reason_code: str | None = Field(
+        None,
+        description="The reason, for programs: over_quota, no_free_gpus, time_sliced_out, "
+        "behind_in_order, runs_smaller, disk_full.",
+    )
 
 
 class Event(BaseModel):
