@@ -110,8 +110,8 @@ class LiveServer:
         self.url = f"http://127.0.0.1:{self.port}"
         self.proc: subprocess.Popen[bytes] | None = None
         self.token = ""
-        self.http = httpx.Client(base_url=self.url, timeout=10)
-        """The API as the server's admin (the token is set once the server is up)."""
+        self.http = httpx.Client(timeout=10)
+        """The API as the server's admin (its address and token are set by ``start``)."""
 
     @property
     def headers(self) -> dict[str, str]:
@@ -119,6 +119,7 @@ class LiveServer:
 
     def start(self) -> LiveServer:
         self.state_dir.mkdir(parents=True, exist_ok=True)
+        self.http.base_url = httpx.URL(self.url)  # a test may have moved the port
         log = open(self.state_dir / "server.log", "ab")  # noqa: SIM115
         self.proc = subprocess.Popen(
             [
@@ -168,6 +169,13 @@ class LiveServer:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+
+    def user(self, name: str, *flags: str) -> httpx.Client:
+        """A user made with ``ringleader users add``, as a client holding their token."""
+        out = run_cli(self.url, "users", "add", name, *flags)
+        assert out.returncode == 0, out.stderr
+        auth = {"Authorization": f"Bearer {out.stdout.strip()}"}
+        return httpx.Client(base_url=self.url, headers=auth, timeout=10)
 
     def kill_workers(self) -> None:
         """Leave no training process behind, whatever the test did."""

@@ -19,8 +19,9 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
 
 
 def test_pages_filters_and_summaries(server: LiveServer) -> None:
+    users = [server.user("u0"), server.user("u1")]
     ids = [
-        server.submit({"name": f"p{i}", "command": ["sleep", "30"], "user": f"u{i % 2}"})
+        users[i % 2].post("/jobs", json={"name": f"p{i}", "command": ["sleep", "30"]}).json()["id"]
         for i in range(5)
     ]
     pages, params = [], {"limit": 2}

@@ -38,7 +38,7 @@ def test_submit_then_list_and_show_as_json(server: LiveServer, tmp_path: Path) -
         "name: one-shot\n"
         "command: python -m ringleader.workloads.resnet --depth 8 --image-size 8 --batch 16 "
         "--examples-per-epoch 128 --epochs 1\n"
-        "gpus: 1\nepochs: 1\nuser: tester\n"
+        "gpus: 1\nepochs: 1\n"
     )
     out = cli(server.url, "submit", str(spec))
     assert out.returncode == 0, out.stderr

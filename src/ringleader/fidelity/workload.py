@@ -82,7 +82,6 @@ class FidelityJob(_Strict):
             min_gpus=self.min_gpus,
             max_gpus=self.max_gpus,
             epochs=self.epochs,
-            user="fidelity",
         )
 
 
@@ -116,7 +115,10 @@ class FidelityWorkload(_Strict):
     def submissions(self) -> list[tuple[float, dict[str, Any]]]:
         """(seconds after the start, job spec) in arrival order."""
         ordered = sorted(self.jobs, key=lambda j: j.submit_s)
-        return [(j.submit_s, j.spec().model_dump(exclude_none=True)) for j in ordered]
+        # No `user`: a job is whoever submits it (the server says so from the token).
+        return [
+            (j.submit_s, j.spec().model_dump(exclude_none=True, exclude={"user"})) for j in ordered
+        ]
 
 
 def load_fidelity_workload(path: Path) -> FidelityWorkload:
