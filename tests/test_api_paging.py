@@ -4,6 +4,11 @@ logs show their tail. The CLI does all of it through the API."""
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -77,3 +82,25 @@ def test_logs_tail_shows_the_newest_lines(server: LiveServer) -> None:
     assert out.stdout.splitlines() == ["line 4997", "line 4998", "line 4999"]
     r = server.http.get(f"/jobs/{job_id}/logs", params={"tail": 1}, timeout=10)
     assert r.text == "line 4999\n" and int(r.headers["X-Log-Offset"]) > 40_000
+
+
+def test_every_client_command_speaks_json_and_jobs_can_watch(server: LiveServer) -> None:
+    job = json.loads(run_cli(server.url, "run", "--json", "--", "sleep", "30").stdout)
+    assert job["spec"]["command"] == ["sleep", "30"] and job["user"] == "admin"
+    assert json.loads(run_cli(server.url, "whoami", "--json").stdout)["admin"] is True
+    assert "admin" in {
+        u["name"] for u in json.loads(run_cli(server.url, "users", "list", "--json").stdout)
+    }
+    env = {**os.environ, "RINGLEADER_URL": server.url, "COLUMNS": "200"}
+    watching = subprocess.Popen(
+        [sys.executable, "-m", "ringleader", "jobs", "--watch", "0.5"],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    time.sleep(4)
+    watching.send_signal(signal.SIGINT)
+    out, _ = watching.communicate(timeout=30)
+    assert job["id"] in out and out.count("Ctrl-C stops") >= 2  # drawn again and again
+    cancelled = json.loads(run_cli(server.url, "cancel", "--json", job["id"][:10]).stdout)
+    assert cancelled["id"] == job["id"]

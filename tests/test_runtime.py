@@ -207,6 +207,12 @@ def test_server_kill9_and_restart_loses_nothing(tmp_path: Path) -> None:
         wait_for(
             lambda: sum(live.job(i)["state"] == "running" for i in ids) >= 2, 60, "jobs running"
         )
+        # Marked running at launch; their processes say so once started (pid files).
+        wait_for(
+            lambda: len(list(live.state_dir.glob("jobs/*/run/*/rank*.pid"))) >= 2,
+            60,
+            "the workers to start",
+        )
         live.kill9()
         running_pids = list(live.state_dir.glob("jobs/*/run/*/rank*.pid"))
         assert running_pids  # workers outlive the server

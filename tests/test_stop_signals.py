@@ -10,7 +10,11 @@ resized by the real server and goes on from its own checkpoint.
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -123,3 +127,26 @@ def test_an_unaware_elastic_script_is_resized_through_sigterm_and_resumes_its_ch
     assert [r["step"] for r in seen] == list(range(1, 151))  # no step lost, none repeated
     worlds = {(r["restart"], r["world"]) for r in seen}
     assert (0, 2) in worlds and any(restart > 0 and w == 1 for restart, w in worlds)
+
+
+def test_a_sigterm_the_moment_the_pid_is_published_is_handed_on(tmp_path: Path) -> None:
+    # The controller signals a worker by the pid its wrapper publishes. Killed in
+    # the gap before its handler existed, the wrapper left no exit file and no
+    # worker, and the stop waited out its whole grace (a 30 s stall in a resize).
+    for attempt in range(5):
+        job_dir = tmp_path / f"job{attempt}"
+        wrapper = subprocess.Popen(
+            [
+                *(sys.executable, "-m", "ringleader.runtime.launch", "--job-dir", str(job_dir)),
+                *("--generation", "1", "--rank", "0", "--die-with-parent", "--", "sleep", "30"),
+            ]
+        )
+        pid_file = job_dir / "run" / "gen000001" / "rank0.pid"
+        deadline = time.monotonic() + 30
+        while not pid_file.exists() and time.monotonic() < deadline:
+            pass
+        os.kill(wrapper.pid, signal.SIGTERM)
+        wrapper.wait(timeout=30)
+        exit_file = pid_file.with_suffix(".exit")
+        assert exit_file.exists(), f"attempt {attempt}: the wrapper died without handing it on"
+        assert exit_file.read_text().strip() == str(-signal.SIGTERM)  # the worker got it

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Annotated, Any
@@ -41,6 +42,9 @@ def run(
             "--wait", help="Follow rank 0's output to the end; exit 0 only if the job succeeded."
         ),
     ] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the job as stored, not its id.")
+    ] = False,
 ) -> None:
     """Run a command on the cluster as it is: ringleader run --gpus 2 -- python train.py.
 
@@ -61,7 +65,7 @@ def run(
         spec |= {"elastic": True, "min_gpus": low, "max_gpus": high}
         spec["gpus"] = gpus if low <= gpus <= high else low
     job = request_json("POST", "/jobs", json=checked_spec(spec, "ringleader run"))
-    typer.echo(shown(job["id"]))
+    typer.echo(json.dumps(job, indent=2) if as_json else shown(job["id"]))
     if not wait:
         return
     state = follow_log(str(job["id"]))

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
@@ -59,11 +60,14 @@ def checked_spec(data: Any, where: str) -> dict[str, Any]:
     return dumped
 
 
-def submit(spec: Annotated[Path, typer.Argument(help="Job spec YAML; see examples/.")]) -> None:
-    """Submit a job; prints its id."""
+def submit(
+    spec: Annotated[Path, typer.Argument(help="Job spec YAML; see examples/.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable.")] = False,
+) -> None:
+    """Submit a job; prints its id (with --json, the job as stored)."""
     payload = load_spec_file(spec)
     job = request_json("POST", "/jobs", json=payload)
-    typer.echo(shown(job["id"]))
+    typer.echo(json.dumps(job, indent=2) if as_json else shown(job["id"]))
 
 
 def _when(t: object) -> str:
@@ -95,18 +99,59 @@ def jobs(
     every: Annotated[
         bool, typer.Option("--all", help="Every job that matches, however many (pages through).")
     ] = False,
+    watch: Annotated[
+        float | None,
+        typer.Option(
+            min=0.5, max=3600, help="Redraw every SECONDS until Ctrl-C, as `watch` would."
+        ),
+    ] = None,
 ) -> None:
-    """List jobs, newest last (a job whose stored row is damaged is listed as ``damaged``)."""
+    """List jobs, newest last, with why each waits (a damaged row is listed as ``damaged``)."""
     params: dict[str, Any] = {"order": "desc"}
     if state:
         params["state"] = state
     if user:
         params["user"] = user
+    if watch is not None and not as_json:
+        _watch(params, None if every else limit, watch)
+        return
     rows, more = _pages(params, None if every else limit)
     rows.reverse()
     if as_json:
         typer.echo(json.dumps(rows, indent=2))
         return
+    console.print(_table(rows))
+    if more:
+        console.print(Text(f"the newest {len(rows)} shown; older ones: --limit N or --all", "dim"))
+
+
+def _watch(params: dict[str, Any], limit: int | None, every_s: float) -> None:
+    """Redraw the table in place on a terminal; into a pipe or a file, one after another."""
+    from rich.live import Live
+
+    with Live(console=console, auto_refresh=False) if console.is_terminal else _Frames() as live:
+        while True:
+            rows, _ = _pages(params, limit)
+            rows.reverse()
+            stamp = Text(f"every {every_s:g} s, {datetime.now():%H:%M:%S}; Ctrl-C stops", "dim")
+            live.update(Group(_table(rows), stamp), refresh=True)
+            time.sleep(every_s)
+
+
+class _Frames:
+    """``Live``'s interface for output that is not a terminal: each frame printed whole."""
+
+    def __enter__(self) -> _Frames:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def update(self, renderable: Group, refresh: bool = True) -> None:
+        console.print(renderable)
+
+
+def _table(rows: list[dict[str, Any]]) -> Table:
     table = Table()
     for col in (
         "id",
@@ -134,9 +179,7 @@ def jobs(
             _when(r.get("finished_at")),
             shown(r.get("reason_code") or ""),
         )
-    console.print(table)
-    if more:
-        console.print(Text(f"the newest {len(rows)} shown; older ones: --limit N or --all", "dim"))
+    return table
 
 
 def _pages(params: dict[str, Any], limit: int | None) -> tuple[list[dict[str, Any]], bool]:
@@ -257,13 +300,19 @@ def follow_log(
         time.sleep(0.5)
 
 
-def cancel(job_id: str) -> None:
+def cancel(
+    job_id: str,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable.")] = False,
+) -> None:
     """Cancel a job: SIGTERM to its ranks, SIGKILL after its stop_grace_s (default 30 s).
 
     A job that uses the job library instead checkpoints and stops at its next
     minibatch boundary.
     """
     job = request_json("DELETE", job_path(job_id))
+    if as_json:
+        typer.echo(json.dumps(job, indent=2))
+        return
     name, state = shown(job["id"]), shown(job["state"])
     if job["state"] in ("succeeded", "failed", "cancelled"):
         typer.echo(f"{name}: already {state}; nothing to cancel")

@@ -7,6 +7,7 @@ A new token is printed alone on stdout, once, so it can be piped or captured
 from __future__ import annotations
 
 import getpass
+import json
 import sys
 from typing import Annotated
 
@@ -55,8 +56,13 @@ def add(
 
 
 @users.command("list")
-def list_users() -> None:
+def list_users(
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable.")] = False,
+) -> None:
     """Every user and their bounds (tokens are never shown again)."""
+    if as_json:
+        typer.echo(json.dumps(request_json("GET", "/users"), indent=2))
+        return
     table = Table(title="users")
     for col in ("name", "admin", "uid", "quota GPUs", "priority max"):
         table.add_column(col)
@@ -103,9 +109,14 @@ def login(
     console.print(f"logged in to {shown(url)} as {shown(me['name'])}; token saved in {path}")
 
 
-def whoami() -> None:
+def whoami(
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable.")] = False,
+) -> None:
     """Who the server takes you for, and your bounds."""
     me = request_json("GET", "/whoami")
+    if as_json:
+        typer.echo(json.dumps(me, indent=2))
+        return
     quota = "none" if me.get("quota_gpus") is None else f"{me['quota_gpus']} GPUs"
     role = "admin" if me.get("admin") else "user"
     console.print(

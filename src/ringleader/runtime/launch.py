@@ -92,6 +92,20 @@ def main(argv: list[str] | None = None) -> int:
         become(args.uid)
     if args.log is not None:
         log_to(args.log, args.banner)
+    # Installed before our pid is published (the controller signals by it): a
+    # SIGTERM that comes while the worker starts is held and handed on, not
+    # lost with this wrapper, which would leave the stop to wait out its grace.
+    pending: list[int] = []
+    child: subprocess.Popen[bytes] | None = None
+
+    def forward(signum: int, _frame: object) -> None:
+        if child is None:
+            pending.append(signum)
+        else:
+            child.send_signal(signum)
+
+    signal.signal(signal.SIGTERM, forward)
+    signal.signal(signal.SIGINT, forward)
     here = run_dir(args.job_dir, args.generation)
     here.mkdir(parents=True, exist_ok=True)
     write_atomic(here / f"rank{args.rank}.pid", f"{os.getpid()} {start_ticks(os.getpid())}\n")
@@ -108,19 +122,6 @@ def main(argv: list[str] | None = None) -> int:
             return 127
     if args.die_with_parent:
         die_with_parent()
-    # Installed before the worker exists: a SIGTERM that comes while it starts
-    # is held and handed on, not lost with this wrapper (and the worker with it).
-    pending: list[int] = []
-    child: subprocess.Popen[bytes] | None = None
-
-    def forward(signum: int, _frame: object) -> None:
-        if child is None:
-            pending.append(signum)
-        else:
-            child.send_signal(signum)
-
-    signal.signal(signal.SIGTERM, forward)
-    signal.signal(signal.SIGINT, forward)
     try:
         child = subprocess.Popen(command, preexec_fn=die_with_parent)
     except OSError as err:
