@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from ringleader.runtime.executor.local import free_port
 from tests.live_server import LiveServer, serving, wait_for
 
 pytestmark = pytest.mark.slow
@@ -150,3 +151,37 @@ def test_a_sigterm_the_moment_the_pid_is_published_is_handed_on(tmp_path: Path) 
         exit_file = pid_file.with_suffix(".exit")
         assert exit_file.exists(), f"attempt {attempt}: the wrapper died without handing it on"
         assert exit_file.read_text().strip() == str(-signal.SIGTERM)  # the worker got it
+
+
+RENDEZVOUS = """
+from ringleader.job import Session
+s = Session.from_env(examples_per_epoch=64, batch_per_worker=8, epochs=1)
+print("meeting", flush=True)
+s.start()
+print("met", flush=True)
+"""
+
+
+def test_a_rank_waiting_for_peers_that_were_stopped_dies_of_sigterm(tmp_path: Path) -> None:
+    # Rank 1 of 2 with no rank 0 to meet: torch retries its connect in C++, where a
+    # stop-at-the-next-boundary handler never runs. Stopped here, it must end at
+    # once, not after the stop's grace (a resize during a cold start took 30 s).
+    env = {
+        **os.environ,
+        "RINGLEADER_JOB_DIR": str(tmp_path),
+        "RANK": "1",
+        "WORLD_SIZE": "2",
+        "MASTER_ADDR": "127.0.0.1",
+        "MASTER_PORT": str(free_port()),  # nobody listens
+    }
+    rank = subprocess.Popen(
+        [sys.executable, "-c", RENDEZVOUS], env=env, stdout=subprocess.PIPE, text=True
+    )
+    assert rank.stdout is not None and rank.stdout.readline() == "meeting\n"
+    time.sleep(2)  # inside init_process_group, retrying its connect
+    os.kill(rank.pid, signal.SIGTERM)
+    try:
+        code = rank.wait(timeout=10)
+    finally:
+        rank.kill()
+    assert code == -signal.SIGTERM

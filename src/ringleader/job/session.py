@@ -26,6 +26,7 @@ barrier: put nothing after it that must run.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import time
@@ -110,6 +111,30 @@ class Session:
         # at the next minibatch boundary, so the checkpoint is a whole one.
         self._terminated = True
 
+    @contextlib.contextmanager
+    def _sigterm_ends_us(self) -> Iterator[None]:
+        """While the ranks meet, a SIGTERM ends this process, as it would without us.
+
+        There is nothing to save before the first step, and torch's rendezvous
+        retries its connect in C++ when a signal interrupts it, so a handler
+        that waits for the next boundary would never run: a rank whose peers
+        were stopped would wait there until killed after the stop's grace.
+        A SIGTERM that came before (while the model was built) ends it now.
+        """
+        import signal
+
+        ours = signal.getsignal(signal.SIGTERM) == self._terminate
+        if not ours:
+            yield
+            return
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        if self._terminated:
+            os.kill(os.getpid(), signal.SIGTERM)
+        try:
+            yield
+        finally:
+            signal.signal(signal.SIGTERM, self._terminate)
+
     @classmethod
     def from_env(cls, **kw: Any) -> Session:
         return cls(Launch.from_env(), **kw)
@@ -142,12 +167,13 @@ class Session:
             self._dist = True  # the script set up its own group (ringleader.elastic, torchrun)
         elif self.world_size > 1:
             backend = "nccl" if self.launch.device == "cuda" else "gloo"
-            dist.init_process_group(
-                backend,
-                init_method=f"tcp://{self.launch.master_addr}:{self.launch.master_port}",
-                rank=self.rank,
-                world_size=self.world_size,
-            )
+            with self._sigterm_ends_us():
+                dist.init_process_group(
+                    backend,
+                    init_method=f"tcp://{self.launch.master_addr}:{self.launch.master_port}",
+                    rank=self.rank,
+                    world_size=self.world_size,
+                )
             self._dist = True
         self._marks["t_rendezvous"] = time.time()
         return self
