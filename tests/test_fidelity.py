@@ -244,3 +244,19 @@ def test_a_start_stopped_before_its_first_minibatch_still_counts() -> None:
     assert measured.startup_s == pytest.approx(3.5)
     assert measured.restart_s == pytest.approx(4.3 - 3.6, abs=0.01)
     assert measured.step_times[1] == pytest.approx(0.1)
+
+
+def test_a_start_stopped_while_meeting_its_peers_counts_as_start_up() -> None:
+    """Resized away before it even restored (its ranks still meeting): all start-up."""
+    shape = {"examples_per_epoch": 320, "batch_per_worker": 32, "world_size": 1}
+    progress: list[dict[str, Any]] = [{"event": "started", "g": 2, "t_launch": 3.1}]
+    progress += [{"g": 2, "step": i, "t": 3.4 + 0.1 * i, **shape} for i in range(1, 40)]
+    events = [
+        {"t": 0.0, "kind": "launched", "generation": 1, "devices": [["local", 0], ["local", 1]]},
+        {"t": 2.9, "kind": "stop_requested", "generation": 1},
+        {"t": 3.1, "kind": "stopped", "generation": 1},
+        {"t": 3.1, "kind": "launched", "generation": 2, "devices": [["local", 0]]},
+    ]
+    job = RealJob("a", "a-1", "succeeded", 0.0, 0.0, 7.3, events, progress)
+    measured = measure(RealRun("fifo", 2, (0, 1), 10.0, (job,))).jobs["a"]
+    assert measured.startup_s == pytest.approx(3.1)  # was 0: the replay computed from launch

@@ -60,11 +60,16 @@ class Generation:
     def ready_after(self) -> float:
         """Launch to ready for its first minibatch: from the first minibatch's end
         less its length, or, for a generation stopped before it computed one
-        (resized during a slow start), from the job library's restored time."""
+        (resized during a slow start), from the job library's restored time,
+        or, stopped before even that, from its stop."""
         if self.first_step_at is not None:
             return max(0.0, self.first_step_at - self.launched_at - self.first_step_s())
         if self.restored_at is not None:
             return max(0.0, self.restored_at - self.launched_at)
+        if self.stopped_at is not None:
+            # Stopped before it was even ready (still meeting its peers): all of its
+            # life was start-up, and at least that long is what a start takes.
+            return max(0.0, self.stopped_at - self.launched_at)
         return 0.0
 
     def first_step_s(self) -> float:
