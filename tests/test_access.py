@@ -312,7 +312,7 @@ def test_tls_serves_https_only(tmp_path: Path) -> None:
         live.start()
         assert live.http.get("/whoami").json()["name"] == "admin"
         with pytest.raises(httpx.HTTPError):
-            httpx.get(f"http://127.0.0.1:{live.port}/health", timeout=5)
+            httpx.get(f"http://127.0.0.1:{live.port}/health", timeout=2)
     finally:
         live.stop()
     wait_for(lambda: live.proc is not None and live.proc.poll() is not None, 20, "the stop")

@@ -91,15 +91,16 @@ def test_every_client_command_speaks_json_and_jobs_can_watch(server: LiveServer)
     assert "admin" in {
         u["name"] for u in json.loads(run_cli(server.url, "users", "list", "--json").stdout)
     }
-    env = {**os.environ, "RINGLEADER_URL": server.url, "COLUMNS": "200"}
+    # Unbuffered, and stopped by SIGTERM: a shell's background job ignores SIGINT.
+    env = {**os.environ, "RINGLEADER_URL": server.url, "COLUMNS": "200", "PYTHONUNBUFFERED": "1"}
     watching = subprocess.Popen(
         [sys.executable, "-m", "ringleader", "jobs", "--watch", "0.5"],
         stdout=subprocess.PIPE,
         text=True,
         env=env,
     )
-    time.sleep(4)
-    watching.send_signal(signal.SIGINT)
+    time.sleep(3)
+    watching.send_signal(signal.SIGTERM)
     out, _ = watching.communicate(timeout=30)
     assert job["id"] in out and out.count("Ctrl-C stops") >= 2  # drawn again and again
     cancelled = json.loads(run_cli(server.url, "cancel", "--json", job["id"][:10]).stdout)

@@ -102,6 +102,16 @@ def server(
             "one user only, as a job can then read the database and every token."
         ),
     ] = True,
+    header_timeout_s: Annotated[
+        float,
+        typer.Option(
+            min=0.5, max=600, help="Close a connection whose request headers take longer."
+        ),
+    ] = 10.0,
+    body_timeout_s: Annotated[
+        float,
+        typer.Option(min=0.5, max=3600, help="Answer 408 to a body that takes longer."),
+    ] = 20.0,
     allow_host: Annotated[
         list[str] | None,
         typer.Option(
@@ -171,6 +181,8 @@ def server(
         insecure_http=insecure_http,
         allow_hosts=tuple(allow_host or ()),
         isolate_jobs=isolate_jobs,
+        header_timeout_s=header_timeout_s,
+        body_timeout_s=body_timeout_s,
     )
     try:
         asyncio.run(serve(cfg))

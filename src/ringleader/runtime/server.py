@@ -25,12 +25,14 @@ from ringleader.runtime.executor.base import Executor
 from ringleader.runtime.executor.local import LocalExecutor
 from ringleader.runtime.identity import can_switch, interpreter_paths, not_reachable
 from ringleader.runtime.store import Store, StoreError
-from ringleader.runtime.timeouts import BodyDeadline, SlowClientProtocol
+from ringleader.runtime.timeouts import BODY_S, HEADERS_S, BodyDeadline, with_deadlines
 from ringleader.runtime.users import Users
 from ringleader.spine.needs import RUNTIME, serve_policy
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
+SHUTDOWN_S = 5
+"""Longest a stopping server waits for open requests to finish."""
 DB_CHECK_S = 1.0
 """How often a running server checks that its database file is still the one it opened."""
 
@@ -62,6 +64,10 @@ class ServerConfig:
     """Serve plain HTTP on a non-loopback address: tokens cross the network readable."""
     allow_hosts: tuple[str, ...] = ()
     """More names clients may reach the server by (the ``Host`` check)."""
+    header_timeout_s: float = HEADERS_S
+    """A request's headers must arrive within this, or the connection is closed."""
+    body_timeout_s: float = BODY_S
+    """A request's body must arrive within this after its headers (408 otherwise)."""
     isolate_jobs: bool = True
     """As root, run each user's jobs as their own uid (``ringleader.runtime.identity``)."""
 
@@ -253,7 +259,8 @@ async def serve(config: ServerConfig) -> None:
     controller.telemetry.watch(store, lambda: controller.cluster.capacity)
     names = known_names(config.host, config.allow_hosts)
     app = create_app(store, controller, users, names)
-    app.add_middleware(BodyDeadline)  # outermost: no handler catches its timeout
+    # Outermost: no handler catches its timeout.
+    app.add_middleware(BodyDeadline, seconds=config.body_timeout_s)
     server = _Uvicorn(
         uvicorn.Config(
             app,
@@ -262,7 +269,11 @@ async def serve(config: ServerConfig) -> None:
             log_level="warning",
             ssl_certfile=config.tls_cert,
             ssl_keyfile=config.tls_key,
-            http=SlowClientProtocol,  # deadlines for half-sent requests (runtime/timeouts.py)
+            # Deadlines for half-sent requests (runtime/timeouts.py).
+            http=with_deadlines(config.header_timeout_s, config.body_timeout_s),
+            # A client that never finishes (a stuck TLS handshake, a half-sent
+            # request) must not keep a stopped server from exiting.
+            timeout_graceful_shutdown=SHUTDOWN_S,
         )
     )
     loop_task = asyncio.create_task(controller.run())

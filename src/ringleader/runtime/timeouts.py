@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from typing import ClassVar
 
 import h11
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -61,6 +62,8 @@ class SlowClientProtocol(H11Protocol):
 
     _deadline: asyncio.TimerHandle | None = None
     _waiting_for: str | None = None
+    headers_s: ClassVar[float] = HEADERS_S
+    body_s: ClassVar[float] = BODY_S
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -99,7 +102,7 @@ class SlowClientProtocol(H11Protocol):
             self._deadline.cancel()
         self._waiting_for, self._deadline = what, None
         if what is not None:
-            seconds = HEADERS_S if what == "headers" else BODY_S + BACKSTOP_S
+            seconds = self.headers_s if what == "headers" else self.body_s + BACKSTOP_S
             self._deadline = self.loop.call_later(seconds, self._expired)
 
     def _expired(self) -> None:
@@ -107,9 +110,16 @@ class SlowClientProtocol(H11Protocol):
         if self.transport.is_closing():
             return
         if self._waiting_for == "headers" and self.conn.trailing_data[0]:
-            detail = f"the request's headers did not arrive within {HEADERS_S:.0f} s"
+            detail = f"the request's headers did not arrive within {self.headers_s:g} s"
             self.transport.write(_timeout_reply(detail))
         self.transport.close()
+
+
+def with_deadlines(headers_s: float, body_s: float) -> type[SlowClientProtocol]:
+    """``SlowClientProtocol`` with these deadlines (uvicorn takes a protocol class)."""
+    return type(
+        "SlowClientProtocol", (SlowClientProtocol,), {"headers_s": headers_s, "body_s": body_s}
+    )
 
 
 class BodyTimeout(Exception):
