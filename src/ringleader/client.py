@@ -102,11 +102,14 @@ class Client:
         self.url = (url or os.environ.get("RINGLEADER_URL") or DEFAULT_URL).rstrip("/")
         token = token if token is not None else token_for(self.url)
         headers = {} if token is None else {"Authorization": f"Bearer {token}"}
+        # Certificates are loaded only for HTTPS: building the context costs a CLI
+        # command some 40 ms, and a plain-HTTP client (no redirects) never uses it.
+        tls = self.url.startswith("https://")
         self._http = httpx.Client(
             base_url=self.url,
             headers=headers,
             timeout=timeout,
-            transport=httpx.HTTPTransport(retries=retries),
+            transport=httpx.HTTPTransport(retries=retries, verify=tls),
         )
 
     def __enter__(self) -> Client:
