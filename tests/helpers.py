@@ -9,6 +9,24 @@ from ringleader.sim.profiles import RESNET110_K40
 SHAPE = JobShape(50_000, 128, 7e6, Algorithm.BINARY_BLOCKS)
 
 
+def sized_job(
+    name: str, gpus: int = 1, at: float = 0.0, elastic: bool = False, **kw: object
+) -> JobView:
+    """A job of ``gpus`` workers (elastic: 1..4), for tests of who runs where, not how fast."""
+    fields: dict[str, object] = {
+        "id": name,
+        "submitted_at": at,
+        "shape": JobShape(50_000, 128, 1e7),
+        "epochs": EpochsToConverge.constant(10),
+        "min_gpus": 1 if elastic else gpus,
+        "max_gpus": 4 if elastic else gpus,
+        "requested_gpus": gpus,
+        "elastic": elastic,
+    }
+    fields.update(kw)
+    return JobView(**fields)  # type: ignore[arg-type]
+
+
 def resnet_job(job_id: str, at: float = 0.0, remaining: float = 1.0, **kw: object) -> JobView:
     p = RESNET110_K40
     fields: dict[str, object] = {

@@ -73,6 +73,17 @@ def others_can_run_python() -> Iterator[list[Path]]:
             path.chmod(mode)
 
 
+def rank0_worker_pid(state_dir: Path, job_id: str, generation: int) -> int:
+    """The pid of rank 0's worker (the child of its launch wrapper) in a generation."""
+    wrapper = int(
+        (state_dir / "jobs" / job_id / "run" / f"gen{generation:06d}" / "rank0.pid")
+        .read_text()
+        .split()[0]
+    )
+    children = Path(f"/proc/{wrapper}/task/{wrapper}/children").read_text().split()
+    return int(children[0])
+
+
 def serving(state_dir: Path, gpus: int = 4) -> Iterator[LiveServer]:
     """A started server for a fixture to yield; stopped, its workers killed, afterwards."""
     live = LiveServer(state_dir, gpus).start()
@@ -174,7 +185,9 @@ class LiveServer:
         """A user made with ``ringleader users add``, as a client holding their token."""
         out = run_cli(self.url, "users", "add", name, *flags)
         assert out.returncode == 0, out.stderr
-        auth = {"Authorization": f"Bearer {out.stdout.strip()}"}
+        lines = out.stdout.splitlines()
+        assert len(lines) == 1 and lines[0].startswith("rl_"), out.stdout  # the token alone
+        auth = {"Authorization": f"Bearer {lines[0]}"}
         return httpx.Client(base_url=self.url, headers=auth, timeout=10)
 
     def kill_workers(self) -> None:

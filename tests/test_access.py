@@ -39,24 +39,14 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     live.kill_workers()
 
 
-def user(server: LiveServer, name: str, *flags: str) -> httpx.Client:
-    """A user made with ``ringleader users add``, and a client holding their token."""
-    out = run_cli(server.url, "users", "add", name, *flags)
-    assert out.returncode == 0, out.stderr
-    lines = out.stdout.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("rl_"), out.stdout  # the token alone
-    auth = {"Authorization": f"Bearer {lines[0]}"}
-    return httpx.Client(base_url=server.url, headers=auth, timeout=10)
-
-
 @pytest.fixture(scope="module")
 def alice(server: LiveServer) -> httpx.Client:
-    return user(server, "alice", "--quota-gpus", "2")
+    return server.user("alice", "--quota-gpus", "2")
 
 
 @pytest.fixture(scope="module")
 def bob(server: LiveServer) -> httpx.Client:
-    return user(server, "bob")
+    return server.user("bob")
 
 
 def _documented(server: LiveServer) -> list[tuple[str, str]]:
@@ -142,7 +132,7 @@ def test_only_admins_manage_users(server: LiveServer, alice: httpx.Client) -> No
 
 
 def test_a_rotated_token_stops_working_at_once(server: LiveServer) -> None:
-    carol = user(server, "carol")
+    carol = server.user("carol")
     assert carol.get("/whoami").json()["name"] == "carol"
     new = carol.post("/users/carol/token").json()["token"]
     assert carol.get("/whoami").status_code == 401

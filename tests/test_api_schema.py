@@ -12,6 +12,7 @@ name is reachable.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -47,7 +48,7 @@ EXAMPLES = 50
 def server() -> Iterator[LiveServer]:
     isolated = os.geteuid() == 0
     state = Path(tempfile.mkdtemp(prefix="rl-fuzz-"))
-    with others_can_run_python() if isolated else _nothing():
+    with others_can_run_python() if isolated else contextlib.nullcontext():
         live = LiveServer(state, 2, 5.0, isolated=isolated).start()
         yield live
         live.stop()
@@ -61,14 +62,6 @@ def document(server: LiveServer, tmp_path_factory: pytest.TempPathFactory) -> Pa
     path = tmp_path_factory.mktemp("schema") / "openapi.json"
     path.write_text(json.dumps(server.http.get("/openapi.json").raise_for_status().json()))
     return path
-
-
-class _nothing:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None
 
 
 def _fuzz(server: LiveServer, schema: Path, tmp_path: Path, *headers: str) -> dict[str, Any]:

@@ -24,7 +24,7 @@ from ringleader.job.checkpoint import (
 )
 from ringleader.job.records import progress_record
 from ringleader.runtime.spec import SpecError, parse_spec
-from tests.live_server import LiveServer, serving, tiny_job, wait_for
+from tests.live_server import LiveServer, rank0_worker_pid, serving, tiny_job, wait_for
 
 torch = pytest.importorskip("torch")
 
@@ -179,16 +179,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     yield from serving(tmp_path_factory.mktemp("server"))
 
 
-def _rank0_worker_pid(state_dir: Path, job_id: str, generation: int) -> int:
-    wrapper = int(
-        (state_dir / "jobs" / job_id / "run" / f"gen{generation:06d}" / "rank0.pid")
-        .read_text()
-        .split()[0]
-    )
-    children = Path(f"/proc/{wrapper}/task/{wrapper}/children").read_text().split()
-    return int(children[0])
-
-
 def _crash_with_every_checkpoint_damaged(server: LiveServer, job_id: str) -> None:
     """Freeze the worker once it has checkpointed, damage every checkpoint, kill it.
 
@@ -202,7 +192,7 @@ def _crash_with_every_checkpoint_damaged(server: LiveServer, job_id: str) -> Non
         f"{job_id}: progress and a checkpoint",
     )
     generation = server.job(job_id)["events"][-1]["generation"]
-    worker = _rank0_worker_pid(server.state_dir, job_id, generation)
+    worker = rank0_worker_pid(server.state_dir, job_id, generation)
     os.kill(worker, signal.SIGSTOP)
     try:
         files = list(checkpoints.glob("ckpt-*.rlck"))

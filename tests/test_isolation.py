@@ -22,7 +22,7 @@ import httpx
 import pytest
 
 from ringleader.runtime.identity import FIRST_DYNAMIC_UID, not_reachable
-from tests.live_server import LiveServer, others_can_run_python, run_cli, wait_for
+from tests.live_server import LiveServer, others_can_run_python, wait_for
 
 pytestmark = [
     pytest.mark.slow,
@@ -95,23 +95,16 @@ def server(reachable: None) -> Iterator[LiveServer]:
     shutil.rmtree(state, ignore_errors=True)
 
 
-def _client(server: LiveServer, *args: str) -> httpx.Client:
-    out = run_cli(server.url, "users", "add", *args)
-    assert out.returncode == 0, out.stderr
-    auth = {"Authorization": f"Bearer {out.stdout.strip()}"}
-    return httpx.Client(base_url=server.url, headers=auth, timeout=10)
-
-
 @pytest.fixture(scope="module")
 def bob(server: LiveServer, unix_user: int) -> httpx.Client:
     """A user whose jobs run as a uid made by useradd."""
-    return _client(server, "bob", "--uid", str(unix_user))
+    return server.user("bob", "--uid", str(unix_user))
 
 
 @pytest.fixture(scope="module")
 def alice(server: LiveServer) -> httpx.Client:
     """A user given a uid from the dynamic range."""
-    return _client(server, "alice")
+    return server.user("alice")
 
 
 def _probe(server: LiveServer, client: httpx.Client, command: list[str], other: str) -> Any:

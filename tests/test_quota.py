@@ -6,29 +6,11 @@ from collections.abc import Iterator
 
 import pytest
 
-from ringleader.perf.epochs import EpochsToConverge
 from ringleader.policy.catalog import policy_named
-from ringleader.policy.views import ClusterView, Device, JobShape, JobView, Node
+from ringleader.policy.views import ClusterView, Device, JobView, Node
 from ringleader.spine import quota
+from tests.helpers import sized_job as job
 from tests.live_server import LiveServer, run_cli, wait_for
-
-SHAPE = JobShape(50_000, 128, 1e7)
-
-
-def job(name: str, gpus: int = 1, elastic: bool = False, at: float = 0.0, **kw: object) -> JobView:
-    high = 4 if elastic else gpus
-    return JobView(
-        name,
-        at,
-        SHAPE,
-        EpochsToConverge.constant(10),
-        min_gpus=1 if elastic else gpus,
-        max_gpus=high,
-        requested_gpus=gpus,
-        elastic=elastic,
-        **kw,  # type: ignore[arg-type]
-    )
-
 
 CLUSTER = ClusterView((Node("n0", 4), Node("n1", 4)))
 

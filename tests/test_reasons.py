@@ -2,27 +2,13 @@
 
 from __future__ import annotations
 
-from ringleader.perf.epochs import EpochsToConverge
 from ringleader.policy.catalog import policy_named
 from ringleader.policy.plan import Assignment, Plan
-from ringleader.policy.views import ClusterView, Device, JobShape, JobView, Node
+from ringleader.policy.views import ClusterView, Device, Node
 from ringleader.spine import reasons
+from tests.helpers import sized_job as job
 
-SHAPE = JobShape(50_000, 128, 1e7)
 CLUSTER = ClusterView((Node("n0", 4),))
-
-
-def job(name: str, gpus: int = 1, at: float = 0.0, elastic: bool = False) -> JobView:
-    return JobView(
-        name,
-        at,
-        SHAPE,
-        EpochsToConverge.constant(10),
-        min_gpus=1 if elastic else gpus,
-        max_gpus=4 if elastic else gpus,
-        requested_gpus=gpus,
-        elastic=elastic,
-    )
 
 
 def test_a_job_that_does_not_fit_names_who_holds_the_gpus() -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.live_server import LiveServer, run_cli, tiny_job, wait_for
+from tests.live_server import LiveServer, rank0_worker_pid, run_cli, tiny_job, wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -156,16 +156,6 @@ def test_cancel_stops_a_running_job(server: LiveServer) -> None:
     assert server.wait_state(job_id, {"cancelled", "failed"}, 60)["state"] == "cancelled"
 
 
-def _rank0_worker_pid(state_dir: Path, job_id: str, generation: int) -> int:
-    wrapper = int(
-        (state_dir / "jobs" / job_id / "run" / f"gen{generation:06d}" / "rank0.pid")
-        .read_text()
-        .split()[0]
-    )
-    children = Path(f"/proc/{wrapper}/task/{wrapper}/children").read_text().split()
-    return int(children[0])
-
-
 def test_a_killed_worker_restarts_from_its_last_checkpoint(server: LiveServer) -> None:
     job_id = server.submit(tiny_job("victim", epochs=30, ckpt=1.0, gpus=2, retries=2))
     checkpoints = server.state_dir / "jobs" / job_id / "checkpoints"
@@ -176,7 +166,7 @@ def test_a_killed_worker_restarts_from_its_last_checkpoint(server: LiveServer) -
     )
     before = server.job(job_id)
     os.kill(
-        _rank0_worker_pid(server.state_dir, job_id, before["events"][-1]["generation"]),
+        rank0_worker_pid(server.state_dir, job_id, before["events"][-1]["generation"]),
         signal.SIGKILL,
     )
     job = server.wait_state(job_id, {"succeeded", "failed"}, 240)

@@ -39,7 +39,7 @@ class ApiError(RuntimeError):
 
     def __init__(self, status: int, detail: Any, url: str) -> None:
         self.status, self.detail, self.url = status, detail, url
-        super().__init__(f"{url} answered {status}: {_said(detail)}")
+        super().__init__(f"{url} answered {status}: {said(detail)}")
 
     @property
     def problems(self) -> list[tuple[str, str]]:
@@ -65,7 +65,8 @@ class NotRingleader(ApiError):
     """Something answered that is not a ringleader server (a reply that is not our JSON)."""
 
 
-def _said(detail: Any) -> str:
+def said(detail: Any) -> str:
+    """A refusal's ``detail`` as one line: the sentence, or ``field: reason; ...``."""
     if isinstance(detail, list):
         return "; ".join(
             f"{p.get('field')}: {p.get('reason')}" if isinstance(p, dict) else str(p)

@@ -12,7 +12,7 @@ import httpx
 
 from ringleader.cli.errors import USAGE_ERROR, say_error
 from ringleader.cli.terminal import console, shown
-from ringleader.client import DEFAULT_URL, ApiError, Client, NotRingleader, Unreachable
+from ringleader.client import DEFAULT_URL, ApiError, Client, NotRingleader, Unreachable, said
 from ringleader.client import job_path as _job_path
 from ringleader.credentials import TOKEN_ENV
 
@@ -77,24 +77,20 @@ def _refused(err: ApiError) -> NoReturn:
         )
         raise SystemExit(1)
     if err.status in (403, 421):  # not allowed, or not from here: the server says which
-        say_error(_detail_text(err.detail))
+        say_error(_text(err.detail))
         raise SystemExit(1)
     if err.status not in USAGE_STATUSES:
-        say_error(f"server answered {err.status}: {_detail_text(err.detail)}")
+        say_error(f"server answered {err.status}: {_text(err.detail)}")
         raise SystemExit(1)
     if isinstance(err.detail, str):
         say_error(err.detail)
     else:
         say_error("the server rejected the request:")
-        for field, reason in err.problems or [("?", _detail_text(err.detail))]:
+        for field, reason in err.problems or [("?", _text(err.detail))]:
             _stderr.print(f"  {shown(field)}: {shown(reason)}")
     raise SystemExit(USAGE_ERROR)
 
 
-def _detail_text(detail: Any) -> str:
-    if isinstance(detail, list):
-        return "; ".join(
-            f"{p.get('field')}: {p.get('reason')}" if isinstance(p, dict) else str(p)
-            for p in detail
-        )
-    return str(detail)[:2000]
+def _text(detail: Any) -> str:
+    """The server's words as one line; a sentence is cut at 2,000 characters."""
+    return detail[:2000] if isinstance(detail, str) else said(detail)

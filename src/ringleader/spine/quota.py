@@ -78,7 +78,6 @@ def trim(
     """``plan`` with no owner over quota, and why each job it held back waits."""
     if not quota:
         return plan, {}
-    by_id = {v.id: v for v in views}
     # Running jobs keep their GPUs first; then the rest by priority and age.
     order = sorted(
         (v for v in views if quota.get(owner[v.id]) is not None),
@@ -97,7 +96,7 @@ def trim(
         if a.workers <= room:
             granted[user] = granted.get(user, 0) + a.workers
             continue
-        keep = room if by_id[v.id].elastic and room >= v.min_gpus else 0
+        keep = room if v.elastic and room >= v.min_gpus else 0
         if keep:
             changed[v.id] = Assignment(a.devices[:keep], keep)
             granted[user] = limit
