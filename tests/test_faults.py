@@ -42,7 +42,7 @@ SAME_USER = ("--no-isolate-jobs",)
 
 def serving(state_dir: Path, gpus: int) -> LiveServer:
     """A started server on ``state_dir``; a later one on the same dir adopts its jobs."""
-    return LiveServer(state_dir, gpus, 2.0, *SAME_USER).start()
+    return LiveServer(state_dir, gpus, 2.0).start()  # LiveServer passes --no-isolate-jobs
 
 
 def sleeper(name: str, seconds: int = 300, **fields: Any) -> dict[str, Any]:
@@ -336,7 +336,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
         tmp_path_factory.mktemp("slow-clients"),
         1,
         2.0,
-        *SAME_USER,
         *("--header-timeout-s", str(HEADERS_TEST_S), "--body-timeout-s", str(BODY_TEST_S)),
     ).start()
     yield live
