@@ -3,7 +3,8 @@
 Starts a server on a free port with 4 devices (virtual CPU devices here),
 submits a mixed workload of real PyTorch jobs at staggered times, shows live
 progress, then prints each job's completion and queueing times and the
-summary from ``ringleader.metrics``, writes a plot, and stops the server.
+summary from ``ringleader.metrics``, writes its training curves and GPUs per job
+over time (``report.timeline``), and stops the server.
 """
 
 from __future__ import annotations
@@ -203,12 +204,17 @@ def _report(
     for j in resized:
         console.print(f"  {j['name']}: {continuity(progress[j['id']])}")
     (out / "runtime.json").write_text(
-        json.dumps({"jobs": jobs, "summary": summary.as_dict()}, indent=2, default=str) + "\n"
+        json.dumps(
+            {"jobs": jobs, "summary": summary.as_dict(), "events": events}, indent=2, default=str
+        )
+        + "\n"
     )
     from ringleader.report.plots import training_curves
+    from ringleader.report.timeline import gpu_timeline
 
     training_curves(jobs, progress, out / "runtime.png")
-    console.print(f"wrote {out}/runtime.json and {out}/runtime.png")
+    gpu_timeline([j | {"events": events[j["id"]]} for j in jobs], gpus, out / "gpus.png")
+    console.print(f"wrote {out}/runtime.json, {out}/runtime.png (loss) and {out}/gpus.png (GPUs)")
     failed = [j["name"] for j in jobs if j["state"] != "succeeded"]
     if failed:
         fail(f"jobs did not succeed: {', '.join(failed)}")

@@ -1,4 +1,4 @@
-"""Plots where a picture beats a table: JCT distributions and GPU use over time."""
+"""Plots where a picture beats a table: JCT distributions, GPU use, training curves."""
 
 from __future__ import annotations
 
@@ -79,41 +79,31 @@ def training_curves(
     progress: Mapping[str, Sequence[Mapping[str, object]]],
     path: Path,
 ) -> Path:
-    """Loss against global step per job (resizes marked), and workers over time."""
-    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
-    t0 = min((float(str(j["submitted_at"])) for j in jobs), default=0.0)
-    for row, job in enumerate(jobs):
+    """Loss against global step per job, resizes marked.
+
+    GPUs per job over time is ``report.timeline.gpu_timeline``'s picture.
+    """
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    for job in jobs:
         recs = [r for r in progress.get(str(job["id"]), []) if "loss" in r]
         if not recs:
             continue
         steps = [float(str(r["step"])) for r in recs]
-        line = left.plot(steps, [float(str(r["loss"])) for r in recs], label=str(job["name"]))[0]
+        line = ax.plot(steps, [float(str(r["loss"])) for r in recs], label=str(job["name"]))[0]
         changes = [
             i for i in range(1, len(recs)) if recs[i]["world_size"] != recs[i - 1]["world_size"]
         ]
-        left.plot(
+        ax.plot(
             [steps[i] for i in changes],
             [float(str(recs[i]["loss"])) for i in changes],
             "o",
             color=line.get_color(),
         )
-        times = [float(str(r["t"])) - t0 for r in recs]
-        right.step(
-            times,
-            [row + 0.8 * float(str(r["world_size"])) / 4 for r in recs],
-            where="post",
-            color=line.get_color(),
-        )
-        right.text(times[0], row + 0.85, str(job["name"]), fontsize="small")
-    left.set_xlabel("global step")
-    left.set_ylabel("training loss")
-    left.set_title("loss by step (dots: resized)")
-    left.legend(fontsize="small")
-    left.grid(alpha=0.3)
-    right.set_xlabel("seconds since first submission")
-    right.set_yticks([])
-    right.set_title("workers over time (height ∝ workers, max 4)")
-    right.grid(alpha=0.3)
+    ax.set_xlabel("global step")
+    ax.set_ylabel("training loss")
+    ax.set_title("loss by step (dots: resized)")
+    ax.legend(fontsize="small")
+    ax.grid(alpha=0.3)
     return save_figure(fig, path)
 
 
