@@ -17,6 +17,7 @@ twice, so a submission cannot become two jobs.
 
 from __future__ import annotations
 
+import codecs
 import os
 import time
 from collections.abc import Iterator, Mapping
@@ -221,6 +222,43 @@ class Client:
         if tail is not None:
             params["tail"] = tail
         return self.request("GET", job_path(job_id, "/logs"), params=params).text
+
+    def follow_logs(self, job_id: str, *, rank: int = 0, tail: int | None = None) -> Iterator[str]:
+        """A rank's log as the server pushes it, piece by piece, until the job ends.
+
+        Starts at the log's beginning, or at its last ``tail`` lines. The server
+        ends each stream after a minute; the next one starts where it stopped.
+        """
+        params: dict[str, Any] = {"rank": rank, "follow": "true"}
+        if tail is not None:
+            params["tail"] = tail
+        path = job_path(job_id, "/logs")
+        # The server speaks at least once a minute (it ends the stream): wait longer.
+        timeout = httpx.Timeout(self._http.timeout.connect, read=90.0)
+        while True:
+            try:
+                with self._http.stream("GET", path, params=params, timeout=timeout) as response:
+                    if response.status_code >= 400:
+                        response.read()
+                        raise self._refusal(response)
+                    offset = int(response.headers.get("X-Log-Offset", "0"))
+                    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+                    for chunk in response.iter_bytes():
+                        offset += len(chunk)
+                        if text := decoder.decode(chunk):
+                            yield text
+                    if rest := decoder.decode(b"", final=True):
+                        yield rest
+            except httpx.TransportError as err:
+                raise Unreachable(self.url, err) from None
+            if self.job(job_id).state in FINISHED | {"damaged"}:
+                return
+            params = {"rank": rank, "follow": "true", "offset": offset}
+
+    def dashboard_url(self) -> str:
+        """A one-time link that signs a browser in as this client's user (for two minutes)."""
+        ticket = self.request_json("POST", "/dashboard/ticket")
+        return f"{self.url}{ticket['url']}"
 
     def progress(self, job_id: str, every: int = 1) -> list[dict[str, Any]]:
         """The job's checked progress records (every ``every``-th step, all events)."""

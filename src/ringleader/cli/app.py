@@ -27,6 +27,7 @@ COMMANDS: dict[str, str] = {
     "users": "ringleader.cli.users",
     "login": "ringleader.cli.users",
     "whoami": "ringleader.cli.users",
+    "dashboard": "ringleader.cli.dashboard",
     "demo": "ringleader.cli.demo",
     "fidelity": "ringleader.cli.fidelity",
     "netlab": "ringleader.cli.netlab",

@@ -43,13 +43,18 @@ def job_path(job_id: str, suffix: str = "") -> str:
 def request(method: str, path: str, **kw: Any) -> httpx.Response:
     try:
         return api().request(method, path, **kw)
-    except Unreachable as err:
+    except (Unreachable, ApiError) as err:
+        failed(err)
+
+
+def failed(err: Unreachable | ApiError) -> NoReturn:
+    """Say what went wrong with a request, and exit as the CLI does (2 or 1)."""
+    if isinstance(err, Unreachable):
         say_error(f"{err}; start one with `ringleader server`, or set RINGLEADER_URL")
         raise SystemExit(1) from None
-    except NotRingleader as err:
+    if isinstance(err, NotRingleader):
         _not_ours(err)
-    except ApiError as err:
-        _refused(err)
+    _refused(err)
 
 
 def request_json(method: str, path: str, **kw: Any) -> Any:

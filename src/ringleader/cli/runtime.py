@@ -16,10 +16,11 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from ringleader.cli.client import job_path, request, request_json
+from ringleader.cli.client import api, failed, job_path, request, request_json
 from ringleader.cli.errors import fail
 from ringleader.cli.terminal import console as make_console
 from ringleader.cli.terminal import shown
+from ringleader.client import ApiError, Unreachable
 
 console = make_console()
 
@@ -262,7 +263,8 @@ def logs(
     follow_log(job_id, rank=rank, raw=raw, follow=follow, tail=tail)
 
 
-FINISHED = ("succeeded", "failed", "cancelled", "damaged")
+READ_BYTES = 1 << 20
+"""The most one log request returns."""
 
 
 def follow_log(
@@ -274,30 +276,31 @@ def follow_log(
     tail: int | None = None,
 ) -> str:
     """Print the log from the start (or its last ``tail`` lines), and with ``follow``
-    until the job ends; returns the job's last state."""
+    as the server pushes it until the job ends; returns the job's last state."""
 
     def emit(text: str) -> None:
         typer.echo(text if raw else shown(text, multiline=True), nl=False)
 
+    path = job_path(job_id)  # checked here, so a bad id is the CLI's usual error
+    if follow:
+        try:
+            for text in api().follow_logs(job_id, rank=rank, tail=tail):
+                emit(text)
+        except (ApiError, Unreachable) as err:
+            failed(err)
+        return str(request_json("GET", path)["state"])
     offset = 0
     while True:
         params: dict[str, int] = {"rank": rank, "offset": offset}
         if tail is not None:
-            params, tail = {"rank": rank, "tail": tail}, None  # the tail once, then follow on
+            params = {"rank": rank, "tail": tail}
         response = request("GET", job_path(job_id, "/logs"), params=params)
-        if response.text:
-            emit(response.text)
-        offset = int(response.headers.get("X-Log-Offset", offset))
-        state = str(request_json("GET", job_path(job_id))["state"])
-        if not follow:
-            return state
-        if state in FINISHED:
-            last = request(
-                "GET", job_path(job_id, "/logs"), params={"rank": rank, "offset": offset}
-            )
-            emit(last.text)
-            return state
-        time.sleep(0.5)
+        emit(response.text)
+        end = int(response.headers.get("X-Log-Offset", offset))
+        # A log is printed whole, as `cat` would, a MiB a request, up to where it was.
+        if tail is not None or end - offset < READ_BYTES:
+            return str(request_json("GET", path)["state"])
+        offset = end
 
 
 def cancel(

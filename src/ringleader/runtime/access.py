@@ -13,21 +13,29 @@ Two things keep a web page the user happens to open away from the API:
 
 Both checks run before routing, so nothing is read or stored for a refused
 request. Then every endpoint but ``GET /health`` needs a token
-(``Authorization: Bearer …``), which names the caller.
+(``Authorization: Bearer …``), which names the caller, or a dashboard
+session's cookie (``ringleader.runtime.browser``). A request that changes
+something on a cookie alone must also carry its page's ``Origin`` (browsers
+always send it on such requests), so only this server's pages can.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import socket
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Annotated
 from urllib.parse import urlsplit
 
-from fastapi import HTTPException, Request
+from fastapi import Depends, HTTPException, Request
+from fastapi import Path as FastPath
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ringleader.runtime.asgi import send_json
+from ringleader.runtime.browser import COOKIE, Sessions
+from ringleader.runtime.store import Store
 from ringleader.runtime.users import User, Users
 
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
@@ -117,6 +125,8 @@ def caller(request: Request) -> User:
     """The user behind the request (a FastAPI dependency); 401 without a valid token."""
     users: Users = request.app.state.users
     token = bearer(request)
+    if token is None and COOKIE in request.cookies:
+        return _session_user(request, users)
     user = users.by_token(token) if token is not None and len(token) <= 200 else None
     if user is None:
         why = "no token given" if token is None else "the token is not valid"
@@ -135,3 +145,50 @@ def admin(request: Request) -> User:
     if not user.admin:
         raise HTTPException(403, detail=f"user {user.name!r} is not an admin")
     return user
+
+
+def _session_user(request: Request, users: Users) -> User:
+    """The user a dashboard session cookie stands for (401 if it is stale or unknown)."""
+    sessions: Sessions = request.app.state.sessions
+    session = request.cookies.get(COOKIE, "")
+    digest = sessions.holder(session, time.time()) if len(session) <= 200 else None
+    user = users.by_token_hash(digest) if digest is not None else None
+    if user is None:
+        raise HTTPException(
+            401,
+            detail="the dashboard session has ended (expired, signed out, or the token "
+            "was rotated): run `ringleader dashboard` for a new sign-in link",
+        )
+    if request.method not in SAFE_METHODS and "origin" not in request.headers:
+        raise HTTPException(
+            403, detail="a change made with a session cookie must come from this server's page"
+        )
+    return user
+
+
+Me = Annotated[User, Depends(caller)]
+"""The user a request's token (or dashboard session) names."""
+Admin = Annotated[User, Depends(admin)]
+
+MAX_JOB_ID = 256
+"""Longer than any id the store makes (a 40-character name, a dash, 8 hex digits)."""
+JobId = Annotated[str, FastPath(min_length=1, max_length=MAX_JOB_ID)]
+
+
+def job_named(request: Request, job_id: JobId, me: Me) -> str:
+    """The full id of the caller's job that ``job_id`` names: itself, or the one id it
+    begins. Another user's jobs are not looked at, so a prefix reveals nothing of them."""
+    store: Store = request.app.state.store
+    found = store.ids_starting(job_id, owner=None if me.admin else me.name)
+    if not found:
+        raise HTTPException(404, detail=f"no job {job_id!r}")
+    if len(found) > 1:
+        more = ", ".join(found[:2]) + (", ..." if len(found) > 2 else "")
+        raise HTTPException(
+            409, detail=f"{job_id!r} begins more than one job id ({more}): give more of it"
+        )
+    return found[0]
+
+
+Named = Annotated[str, Depends(job_named)]
+"""A job id in a path, as the client may shorten it (git's and docker's short ids)."""

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from fastapi import Depends, FastAPI, HTTPException, Query, Request
+from fastapi import FastAPI, HTTPException, Query, Request
 from fastapi import Path as FastPath
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
@@ -24,13 +24,15 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from pydantic import BaseModel
 
 from ringleader import __version__
-from ringleader.job.control import PROGRESS
-from ringleader.job.records import read_progress, read_regular, strict_json
-from ringleader.runtime import schemas
-from ringleader.runtime.access import BrowserGuard, admin, caller
+from ringleader.job.records import strict_json
+from ringleader.runtime import dashboard, output, schemas
+from ringleader.runtime.access import Admin, BrowserGuard, JobId, Me, Named, job_named
+from ringleader.runtime.browser import Sessions
 from ringleader.runtime.controller import Controller
+from ringleader.runtime.eta import eta_s
 from ringleader.runtime.spec import JobSpec, SpecError, parse_spec
 from ringleader.runtime.store import DamagedRow, JobRow, PageQuery, State, Store, disk_full
+from ringleader.runtime.usage import UsageHistory
 from ringleader.runtime.users import User, UserError, Users
 
 MAX_BODY = 1 << 20
@@ -112,40 +114,10 @@ def _encodes(text: str) -> bool:
     return True
 
 
-MAX_JOB_ID = 256
-"""Longer than any id the store makes (a 40-character name, a dash, 8 hex digits)."""
-JobId = Annotated[str, FastPath(min_length=1, max_length=MAX_JOB_ID)]
-MAX_RANK = 65535
 PAGE, MAX_PAGE = 500, 1000
 """Jobs per listing page by default, and at most (summaries are ~0.5 kB each)."""
 STATES = frozenset(s.value for s in State)
 Order = Literal["asc", "desc"]
-MAX_OFFSET = 2**53
-"""Beyond any log a job can write, and within what a file offset can be."""
-
-
-Me = Annotated[User, Depends(caller)]
-"""The user a request's token names."""
-Admin = Annotated[User, Depends(admin)]
-
-
-def job_named(request: Request, job_id: JobId, me: Me) -> str:
-    """The full id of the caller's job that ``job_id`` names: itself, or the one id it
-    begins. Another user's jobs are not looked at, so a prefix reveals nothing of them."""
-    store: Store = request.app.state.store
-    found = store.ids_starting(job_id, owner=None if me.admin else me.name)
-    if not found:
-        raise HTTPException(404, detail=f"no job {job_id!r}")
-    if len(found) > 1:
-        more = ", ".join(found[:2]) + (", ..." if len(found) > 2 else "")
-        raise HTTPException(
-            409, detail=f"{job_id!r} begins more than one job id ({more}): give more of it"
-        )
-    return found[0]
-
-
-Named = Annotated[str, Depends(job_named)]
-"""A job id in a path, as the client may shorten it (git's and docker's short ids)."""
 
 
 def create_app(
@@ -163,6 +135,11 @@ def create_app(
     )
     app.state.store = store  # for job_named
     app.state.users = users  # for caller
+    app.state.controller = controller
+    app.state.sessions = Sessions()  # dashboard sign-ins (runtime/browser.py)
+    app.state.usage = UsageHistory()  # sampled by the server (runtime/usage.py)
+    app.include_router(dashboard.router(app.state.sessions, app.state.usage))
+    app.include_router(output.router(store, controller))
     app.add_middleware(BrowserGuard, names=names)
 
     @app.exception_handler(RequestValidationError)
@@ -322,7 +299,7 @@ def create_app(
         limit: Annotated[int, Query(ge=1, le=MAX_PAGE, description="Jobs per page.")] = PAGE,
         cursor: Annotated[
             int | None,
-            Query(ge=0, le=MAX_OFFSET, description="X-Next-Cursor of the page before."),
+            Query(ge=0, le=output.MAX_OFFSET, description="X-Next-Cursor of the page before."),
         ] = None,
         state: Annotated[
             str | None,
@@ -349,7 +326,7 @@ def create_app(
         query = PageQuery(limit, cursor, states, user, newest_first=order == "desc")
         rows, after = store.page(query)
         headers = {} if after is None else {"X-Next-Cursor": str(after)}
-        listed = [_with_reason(row.summary(), controller) for row in rows]
+        listed = [_with_reason(row.summary(), controller, row) for row in rows]
         return JSONResponse(listed, headers=headers)
 
     def _get(job_id: str) -> JobRow:
@@ -361,7 +338,8 @@ def create_app(
     @app.get("/jobs/{job_id}", response_model=None, responses=_ONE_JOB)
     def show(job_id: Named) -> dict[str, Any]:
         try:
-            public: dict[str, Any] = _with_reason(_get(job_id).public(), controller)
+            row = _get(job_id)
+            public: dict[str, Any] = _with_reason(row.public(), controller, row)
         except DamagedRow as err:
             public = err.public()
         return public | {"events": store.events(job_id)}
@@ -399,53 +377,6 @@ def create_app(
             raise HTTPException(404, detail=f"no job {job_id!r}")
         controller.poke()
         return row.public()
-
-    @app.get(
-        "/jobs/{job_id}/logs",
-        response_class=PlainTextResponse,
-        responses={409: {"model": schemas.Message}},
-    )
-    def logs(
-        job_id: Named,
-        rank: Annotated[int, Query(ge=0, le=MAX_RANK)] = 0,
-        offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
-        tail: Annotated[int | None, Query(ge=1, le=100_000)] = None,
-    ) -> PlainTextResponse:
-        """The log from ``offset`` (1 MiB at most; ``X-Log-Offset`` says where to go on),
-        or with ``tail`` its last lines. An offset past the end means the log was
-        rotated (``ringleader.runtime.bounded``): it is read again from its start."""
-        row = _get(job_id)
-        path = controller.job_dir(job_id) / "logs" / f"rank{rank}.log"
-        widest = max(row.workers, row.last_workers, row.spec.highest)
-        if not 0 <= rank < widest and not path.exists():
-            raise HTTPException(
-                404, detail=f"job {job_id!r} has ranks 0..{widest - 1}; no rank {rank}"
-            )
-        text, end = _read_tail(path, tail) if tail is not None else _read_from(path, offset)
-        return PlainTextResponse(text, headers={"X-Log-Offset": str(end)})
-
-    @app.get(
-        "/jobs/{job_id}/progress",
-        response_model=None,
-        responses={200: {"model": list[dict[str, Any]]}, 409: {"model": schemas.Message}},
-    )
-    def progress(
-        job_id: Named, every: Annotated[int, Query(ge=1, le=1_000_000)] = 1
-    ) -> JSONResponse:
-        """Checked progress records (every ``every``-th step, all events).
-
-        Read as hostile input (``ringleader.job.records``): bad lines are
-        skipped, and their count is in the ``X-Bad-Lines`` header.
-        """
-        _get(job_id)
-        out: list[dict[str, Any]] = []
-        bad = 0
-        for i, record in enumerate(read_progress(controller.job_dir(job_id) / PROGRESS)):
-            if record is None:
-                bad += 1
-            elif "event" in record or i % every == 0:
-                out.append(record)
-        return JSONResponse(out, headers={"X-Bad-Lines": str(bad)})
 
     return app
 
@@ -496,10 +427,14 @@ def with_request_bodies(doc: dict[str, Any]) -> dict[str, Any]:
 LIVE = frozenset({"queued", "running", "suspended"})
 
 
-def _with_reason(job: dict[str, Any], controller: Controller) -> dict[str, Any]:
-    """``job`` with why it waits or runs smaller, as of the last decision (``spine.reasons``)."""
+def _with_reason(
+    job: dict[str, Any], controller: Controller, row: JobRow | DamagedRow
+) -> dict[str, Any]:
+    """``job`` with why it waits or runs smaller, as of the last decision (``spine.reasons``),
+    and when it should end (``runtime.eta``)."""
     why = controller.reasons.get(job["id"]) if job["state"] in LIVE else None
-    return job | {"reason": why and why.text, "reason_code": why and why.code}
+    eta = eta_s(row) if isinstance(row, JobRow) else None
+    return job | {"reason": why and why.text, "reason_code": why and why.code, "eta_s": eta}
 
 
 def _above(priority: int, me: User) -> str:
@@ -514,27 +449,3 @@ def _is_dir(path: str) -> bool:
         return Path(path).is_dir()
     except OSError:  # a name too long, a loop of links: not a directory we can use
         return False
-
-
-def _read_from(path: Path, offset: int) -> tuple[str, int]:
-    if offset > _size(path):
-        offset = 0  # rotated since the caller's last read: the file began again
-    data = read_regular(path, offset, 1 << 20)
-    if data is None:
-        return "", offset
-    return data.decode(errors="replace"), offset + len(data)
-
-
-def _read_tail(path: Path, lines: int) -> tuple[str, int]:
-    """The last ``lines`` lines of the log (from its last MiB), and the offset of its end."""
-    size = _size(path)
-    data = read_regular(path, max(0, size - (1 << 20)), 1 << 20) or b""
-    kept = data.splitlines(keepends=True)[-lines:]
-    return b"".join(kept).decode(errors="replace"), size
-
-
-def _size(path: Path) -> int:
-    try:
-        return path.lstat().st_size
-    except OSError:
-        return 0

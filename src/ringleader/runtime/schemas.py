@@ -83,6 +83,28 @@ class Cluster(BaseModel):
     nodes: list[NodeShown]
 
 
+class UsageSample(BaseModel):
+    t: float
+    running: dict[str, int] = Field(description="GPUs held by each user's running jobs.")
+    suspended: int = Field(description="GPUs held by time-sliced-out jobs (kept, idle).")
+    queued: int = Field(description="Jobs waiting.")
+
+
+class Usage(BaseModel):
+    """``GET /cluster/usage``: GPUs per user over the last hour, sampled every 2 s."""
+
+    gpus: int
+    now: float
+    samples: list[UsageSample]
+
+
+class Ticket(BaseModel):
+    """``POST /dashboard/ticket``: a one-time sign-in link for a browser."""
+
+    url: str = Field(description="Path to open (once, soon) to sign a browser in.")
+    expires_in: float
+
+
 class PriorityChange(BaseModel):
     """``PATCH /jobs/ID``: what may change while a job runs."""
 
@@ -119,6 +141,11 @@ class JobSummary(BaseModel):
         None,
         description="The reason, for programs: over_quota, no_free_gpus, time_sliced_out, "
         "behind_in_order, runs_smaller, disk_full.",
+    )
+    eta_s: float | None = Field(
+        None,
+        description="Seconds a running job should still take, at its measured speed on its "
+        "current GPUs (null when not running or not yet measured).",
     )
 
 

@@ -26,6 +26,7 @@ from ringleader.runtime.executor.local import LocalExecutor
 from ringleader.runtime.identity import can_switch, interpreter_paths, not_reachable
 from ringleader.runtime.store import Store, StoreError
 from ringleader.runtime.timeouts import BODY_S, HEADERS_S, BodyDeadline, with_deadlines
+from ringleader.runtime.usage import keep_sampling
 from ringleader.runtime.users import Users
 from ringleader.spine.needs import RUNTIME, serve_policy
 
@@ -304,10 +305,12 @@ async def serve(config: ServerConfig) -> None:
     except OSError as err:  # a read-only home: the CLI then needs RINGLEADER_TOKEN
         log.warning("cannot record this server for the CLI (%s)", err)
     watch = asyncio.create_task(watch_database(store, server, controller))
+    sampler = asyncio.create_task(keep_sampling(app.state.usage, store))
     try:
         await server.serve()
     finally:
         watch.cancel()
+        sampler.cancel()
         forget_server(config.port)
         controller.stop()
         await loop_task

@@ -152,6 +152,10 @@ class Users:
         """Whose token this is, if anyone's."""
         return self._one("token_hash = ?", token_hash(token))
 
+    def by_token_hash(self, digest: str) -> User | None:
+        """Whose token hashes to ``digest`` (a browser session remembers only the hash)."""
+        return self._one("token_hash = ?", digest)
+
     def get(self, name: str) -> User | None:
         return self._one("name = ?", name)
 

@@ -1,0 +1,211 @@
+"""The web dashboard in a real headless Chromium (Debian's package, driven by Playwright).
+
+One server with two users' jobs running; a browser signs in as alice with a
+one-time link, as ``ringleader dashboard`` prints, and is checked for what a
+person would see: the cluster picture (its pixels, in a screenshot), her
+jobs and not bob's, a job's history, charts and live log, and a log line
+of markup shown as text. ``RINGLEADER_SCREENSHOTS=DIR`` keeps the pictures.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.live_server import LiveServer, run_cli, tiny_job, wait_for
+
+pytestmark = pytest.mark.slow
+
+playwright = pytest.importorskip("playwright.sync_api", reason="pip install playwright")
+
+MARKUP = "<b id=pwned>bold?</b>"
+CHATTY = (
+    "python -u -c \"import time\nfor i in range(3000): print(f'{i} "
+    + MARKUP
+    + "', flush=True); time.sleep(0.1)\""
+)
+
+
+def chromium() -> str:
+    found = os.environ.get("RINGLEADER_CHROMIUM") or shutil.which("chromium")
+    if not found:
+        pytest.fail(
+            "the dashboard test needs Debian's chromium: `apt-get install chromium` "
+            "(make test installs it), or set RINGLEADER_CHROMIUM to a Chromium binary"
+        )
+    return found
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    server = LiveServer(tmp_path_factory.mktemp("dash") / "state", 4, 2.0).start()
+    try:
+        alice, bob = server.user("alice"), server.user("bob")
+        jobs = {
+            "train": _submit(
+                alice, tiny_job("alice-train", epochs=200, elastic=True, min_gpus=1, max_gpus=2)
+            ),
+            "chatty": _submit(alice, {"name": "alice-chatty", "command": CHATTY, "gpus": 1}),
+            "bob": _submit(bob, tiny_job("bob-train", epochs=200, gpus=1)),
+        }
+        for job_id in jobs.values():
+            server.wait_state(job_id, {"running"}, timeout=60)
+        with playwright.sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=chromium(), args=["--no-sandbox"])
+            yield {"server": server, "alice": alice, "bob": bob, "jobs": jobs, "browser": browser}
+            browser.close()
+    finally:
+        server.stop()
+        server.kill_workers()
+
+
+def _submit(client: httpx.Client, spec: dict[str, Any]) -> str:
+    r = client.post("/jobs", json=spec)
+    assert r.status_code == 201, r.text
+    job_id: str = r.json()["id"]
+    return job_id
+
+
+def _signed_in(world: dict[str, Any]) -> Any:
+    """A fresh browser context signed in as alice through a one-time link."""
+    server: LiveServer = world["server"]
+    link = world["alice"].post("/dashboard/ticket").json()["url"]
+    context = world["browser"].new_context(viewport={"width": 1280, "height": 1000})
+    page = context.new_page()
+    page.goto(server.url + link)
+    return context, page, server.url + link
+
+
+def _keep(page: Any, name: str) -> None:
+    where = os.environ.get("RINGLEADER_SCREENSHOTS")
+    if where:
+        Path(where).mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(Path(where) / name), full_page=True)
+
+
+def test_sign_in_sets_a_strict_http_only_cookie_once(world: dict[str, Any]) -> None:
+    context, page, link = _signed_in(world)
+    assert page.url.endswith("/ui/")
+    page.wait_for_selector("#whoami:has-text('alice')")
+    (cookie,) = context.cookies()
+    assert cookie["httpOnly"] and cookie["sameSite"] == "Strict"
+    assert page.evaluate("document.cookie") == ""  # no page script can read it
+    # The link works once: a second browser gets the sign-in failure, not a session.
+    other = world["browser"].new_context()
+    reply = other.new_page().goto(link)
+    assert reply is not None and reply.status == 401
+    assert other.cookies() == []
+    other.close()
+    # Signing out ends the session on the server, not only in this browser.
+    session = cookie["value"]
+    page.click("#logout")
+    page.wait_for_selector("#signin", state="visible")
+    stale = httpx.get(
+        world["server"].url + "/whoami", cookies={cookie["name"]: session}, timeout=10
+    )
+    assert stale.status_code == 401
+    context.close()
+
+
+def test_cluster_view_shows_who_holds_gpus_and_only_her_jobs(world: dict[str, Any]) -> None:
+    context, page, _ = _signed_in(world)
+    jobs = world["jobs"]
+    rows = "#jobs-table tbody tr"
+    page.wait_for_selector(f"{rows}[data-job='{jobs['train']}']")
+    page.wait_for_selector(f"{rows}[data-job='{jobs['chatty']}']")
+    assert page.locator(f"{rows}[data-job='{jobs['bob']}']").count() == 0
+    # Who holds what: totals for every user, as reasons name holders too.
+    page.wait_for_selector("#usage-chart polygon[data-user='alice']")
+    page.wait_for_selector("#usage-chart polygon[data-user='bob']")
+    assert page.inner_text("#c-total") == "4"
+    held = int(page.inner_text("#c-allocated"))
+    assert 3 <= held <= 4, held
+    row = page.locator(f"{rows}[data-job='{jobs['train']}']")
+    assert "running" in row.inner_text() and "alice-train" in row.inner_text()
+    # Once its speed is measured, the training job says when it should end.
+    eta = row.locator("td").nth(5)
+    wait_for(lambda: eta.inner_text() not in ("", "–"), 60, "an ETA for alice-train")
+    # The picture itself: alice's colour fills a real share of the chart.
+    fill = page.get_attribute("#usage-chart polygon[data-user='alice']", "fill")
+    assert fill is not None
+    picture = page.locator("#usage-chart").screenshot()
+    assert _pixels_of(picture, fill) > 0.05, "alice's area is not visible in the chart"
+    _keep(page, "dashboard.png")
+    context.close()
+
+
+def test_job_page_history_charts_and_live_log(world: dict[str, Any]) -> None:
+    context, page, _ = _signed_in(world)
+    jobs = world["jobs"]
+    page.goto(world["server"].url + f"/ui/#/job/{jobs['train']}")
+    page.wait_for_selector("#j-events tr[data-kind='launched']")
+    assert "alice-train" in page.inner_text("#j-title")
+    # Throughput from the job's own progress records.
+    wait_for(lambda: page.locator("#j-throughput polyline").count() == 1, 60, "a throughput line")
+    _keep(page, "dashboard-job.png")
+    # The live log is pushed by the server, and markup in it stays text.
+    page.goto(world["server"].url + f"/ui/#/job/{jobs['chatty']}")
+    page.wait_for_selector("#j-log:has-text('bold?')")
+    first = page.inner_text("#j-log")
+    assert MARKUP in first and page.locator("#pwned").count() == 0
+    wait_for(lambda: len(page.inner_text("#j-log")) > len(first), 20, "new log lines to arrive")
+    # Cancel from the page: a real DELETE, carrying the page's Origin.
+    page.click("#j-cancel")
+    page.wait_for_selector("#j-said:has-text('cancel requested')")
+    world["server"].wait_state(jobs["chatty"], {"cancelled"}, timeout=60)
+    # Bob's job is not hers: the page says so, as the API does.
+    page.goto(world["server"].url + f"/ui/#/job/{jobs['bob']}")
+    page.wait_for_selector("#error:has-text('404')")
+    context.close()
+
+
+def test_cookie_alone_cannot_change_anything_without_the_page_origin(
+    world: dict[str, Any],
+) -> None:
+    context, page, _ = _signed_in(world)
+    page.wait_for_selector("#whoami:has-text('alice')")
+    (cookie,) = context.cookies()
+    url = world["server"].url
+    jar = {cookie["name"]: cookie["value"]}
+    job = world["jobs"]["train"]
+    # No Origin (not a browser page): refused; a foreign Origin: refused before routing.
+    assert httpx.delete(f"{url}/jobs/{job}", cookies=jar, timeout=10).status_code == 403
+    foreign = {"Origin": "https://evil.example"}
+    r = httpx.delete(f"{url}/jobs/{job}", cookies=jar, headers=foreign, timeout=10)
+    assert r.status_code == 403
+    assert world["server"].job(job)["state"] == "running"
+    context.close()
+
+
+def test_dashboard_command_prints_a_working_link(world: dict[str, Any]) -> None:
+    server: LiveServer = world["server"]
+    out = run_cli(server.url, "dashboard")
+    assert out.returncode == 0, out.stderr
+    link = out.stdout.strip()
+    assert link.startswith(f"{server.url}/ui/login?ticket="), link
+    context = world["browser"].new_context()
+    page = context.new_page()
+    page.goto(link)
+    page.wait_for_selector("#whoami:has-text('admin')")
+    # An admin sees every user's jobs.
+    page.wait_for_selector(f"#jobs-table tbody tr[data-job='{world['jobs']['bob']}']")
+    context.close()
+
+
+def _pixels_of(png: bytes, colour: str) -> float:
+    """The share of the picture's pixels within a small distance of ``colour`` (#rrggbb)."""
+    from io import BytesIO
+
+    from PIL import Image
+
+    want = tuple(int(colour[i : i + 2], 16) for i in (1, 3, 5))
+    image = Image.open(BytesIO(png)).convert("RGB")
+    pixels = [image.getpixel((x, y)) for x in range(image.width) for y in range(image.height)]
+    near = sum(1 for p in pixels if sum(abs(a - b) for a, b in zip(p, want, strict=True)) < 24)
+    return near / len(pixels)
