@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo table3 test test-fast lint bench clean
+.PHONY: demo table3 test test-fast lint bench clean chromium
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -27,8 +27,20 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check src tests bench
 	$(BIN)/mypy src
 
+# The dashboard's test drives Debian's chromium through Playwright (offline: no
+# browser download). Installed here when missing, or give RINGLEADER_CHROMIUM.
+chromium:
+	@test -n "$$RINGLEADER_CHROMIUM" || command -v chromium >/dev/null 2>&1 || { \
+	  echo "make test: installing Debian's chromium for the dashboard test (apt-get install chromium)"; \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	  else \
+	    echo "make test: run 'sudo apt-get install chromium', or set RINGLEADER_CHROMIUM to a Chromium binary"; \
+	    exit 1; \
+	  fi; }
+
 # Every tier; what CI runs.
-test: lint
+test: lint chromium
 	$(BIN)/python -m pytest -q
 
 # Your own loop: skips tests marked slow.

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -141,3 +142,15 @@ def test_logs_follow_is_pushed_as_written_and_never_cut(server: LiveServer) -> N
     # The SDK follows the same stream; a finished job's stream ends once drained.
     with Client(server.url, token=server.token) as client:
         assert "".join(client.follow_logs(job_id, tail=1)) == "last\n"
+
+
+def test_submit_names_the_file_and_field_the_server_refused(
+    server: LiveServer, tmp_path: Path
+) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: bad\ncommand: [sleep, '1']\ngpus: -1\n")
+    out = run_cli(server.url, "submit", str(bad))
+    assert out.returncode == 2
+    assert f"{bad}: invalid job spec" in out.stderr and "gpus" in out.stderr, out.stderr
+    listed = run_cli(server.url, "submit", str(tmp_path / "missing.yaml"))
+    assert listed.returncode == 2 and "missing.yaml" in listed.stderr

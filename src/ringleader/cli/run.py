@@ -9,9 +9,8 @@ from typing import Annotated, Any
 
 import typer
 
-from ringleader.cli.client import request_json
 from ringleader.cli.errors import fail
-from ringleader.cli.runtime import checked_spec, follow_log
+from ringleader.cli.runtime import checked_spec, follow_log, post_spec
 from ringleader.cli.terminal import console, shown
 
 _stderr = console(stderr=True)
@@ -64,7 +63,7 @@ def run(
         low, high = _range(elastic)
         spec |= {"elastic": True, "min_gpus": low, "max_gpus": high}
         spec["gpus"] = gpus if low <= gpus <= high else low
-    job = request_json("POST", "/jobs", json=checked_spec(spec, "ringleader run"))
+    job = post_spec(checked_spec(spec, "ringleader run"), "ringleader run")
     typer.echo(json.dumps(job, indent=2) if as_json else shown(job["id"]))
     if not wait:
         return

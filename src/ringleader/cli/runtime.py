@@ -40,25 +40,34 @@ def load_spec_file(path: Path) -> dict[str, Any]:
 
 
 def checked_spec(data: Any, where: str) -> dict[str, Any]:
-    """``data`` as a spec to submit, checked here; ``workdir`` made absolute.
+    """``data`` as a spec to submit, its ``workdir`` made absolute.
 
     As with ``srun``, a job runs where it is submitted from unless its spec
-    says otherwise, and a relative ``workdir`` is taken from here too.
+    says otherwise, and a relative ``workdir`` is taken from here too. The
+    fields are checked by the server (``post_spec`` says what it refused):
+    checking here as well would cost every submit the import of pydantic.
     """
-    from ringleader.runtime.spec import SpecError, parse_spec
+    if not isinstance(data, dict):
+        fail(f"{where}: invalid job spec\n  (spec): expected a mapping of fields")
+    spec: dict[str, Any] = dict(data)
+    workdir = spec.get("workdir", ".")
+    if isinstance(workdir, str) and "\x00" not in workdir:
+        spec["workdir"] = str((Path.cwd() / workdir).absolute())
+    return spec
 
-    if isinstance(data, dict):
-        workdir = data.get("workdir", ".")
-        if isinstance(workdir, str) and "\x00" not in workdir:
-            data = {**data, "workdir": str((Path.cwd() / workdir).absolute())}
+
+def post_spec(spec: dict[str, Any], where: str) -> dict[str, Any]:
+    """Submit ``spec``; a refusal is printed field by field, naming ``where`` it came from."""
     try:
-        spec = parse_spec(data)
-    except SpecError as err:
-        lines = "\n".join(f"  {f}: {r}" for f, r in err.problems)
-        fail(f"{where}: invalid job spec\n{lines}")
-    dumped: dict[str, Any] = spec.model_dump(mode="json", exclude_defaults=True)
-    dumped["command"] = spec.command
-    return dumped
+        job: dict[str, Any] = api().request_json("POST", "/jobs", json=spec)
+    except ApiError as err:
+        if err.status == 422 and err.problems:
+            lines = "\n".join(f"  {f}: {r}" for f, r in err.problems)
+            fail(f"{where}: invalid job spec\n{lines}")
+        failed(err)
+    except Unreachable as err:
+        failed(err)
+    return job
 
 
 def submit(
@@ -66,8 +75,7 @@ def submit(
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable.")] = False,
 ) -> None:
     """Submit a job; prints its id (with --json, the job as stored)."""
-    payload = load_spec_file(spec)
-    job = request_json("POST", "/jobs", json=payload)
+    job = post_spec(load_spec_file(spec), str(spec))
     typer.echo(json.dumps(job, indent=2) if as_json else shown(job["id"]))
 
 
