@@ -75,7 +75,10 @@ GOOD_CLUSTER = "cluster: {nodes: 1, gpus_per_node: 8}\n"
         ("cluster: [1, 2\n", "not valid YAML"),
         ("- just\n- a list\n", "expected a mapping"),
         (GOOD_CLUSTER, "no jobs"),
-        (GOOD_CLUSTER + "jobs: [{name: a, model: resnet110, gpus: 9}]", "gpus (9) must lie"),
+        (
+            GOOD_CLUSTER + "jobs: [{name: a, model: resnet110, gpus: 9}]",
+            "jobs[0].gpus: 9 GPUs but the cluster has only 8",
+        ),
         (GOOD_CLUSTER + "cluster: {nodes: 2, gpus_per_node: 8}\n", "duplicate key 'cluster'"),
         (
             GOOD_CLUSTER + "a: &a [x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a]\n",

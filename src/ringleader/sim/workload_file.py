@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from ringleader.inputs import load_yaml_model
 from ringleader.perf.allreduce import Algorithm
 from ringleader.perf.epochs import EpochsToConverge
+from ringleader.perf.errors import ModelFitError
 from ringleader.policy.views import ClusterView, JobShape
 from ringleader.sim.arrivals import poisson_arrivals
 from ringleader.sim.engine import DEFAULT_RESTART_DELAY_S, DEFAULT_ROUND_S, SimJob
@@ -77,20 +78,27 @@ class _JobFields(_Strict):
     model: str
     gpus: Workers = 1
     min_gpus: Workers = 1
-    max_gpus: Workers = 8
+    max_gpus: Workers | None = None
+    """None: the whole cluster for an elastic job, ``gpus`` for a fixed-size one."""
     elastic: bool = True
     work_scale: Annotated[float, Field(ge=1e-6, le=1e6, allow_inf_nan=False)] = 1.0
 
     @model_validator(mode="after")
     def _sizes(self) -> _JobFields:
-        if self.min_gpus > self.max_gpus:
+        if self.max_gpus is not None and self.min_gpus > self.max_gpus:
             raise ValueError(f"min_gpus ({self.min_gpus}) exceeds max_gpus ({self.max_gpus})")
-        if not self.min_gpus <= self.gpus <= self.max_gpus:
+        if self.gpus < self.min_gpus or (self.max_gpus is not None and self.gpus > self.max_gpus):
             raise ValueError(
                 f"gpus ({self.gpus}) must lie within min_gpus..max_gpus "
                 f"({self.min_gpus}..{self.max_gpus})"
             )
         return self
+
+    def widest(self, capacity: int) -> int:
+        """``max_gpus`` as given, else the cluster for an elastic job (at least ``gpus``)."""
+        if self.max_gpus is not None:
+            return self.max_gpus
+        return max(capacity, self.gpus) if self.elastic else self.gpus
 
 
 class JobSpec(_JobFields):
@@ -125,11 +133,12 @@ class WorkloadSpec(_Strict):
                         f"{kind}[{i}].model: unknown model {entry.model!r}; "
                         f"known: {', '.join(sorted(known))} (or define it under 'models')"
                     )
-                if entry.min_gpus > capacity:
-                    raise ValueError(
-                        f"{kind}[{i}].min_gpus: {entry.min_gpus} GPUs but the cluster has "
-                        f"only {capacity}"
-                    )
+                for field in ("min_gpus", "gpus"):
+                    if getattr(entry, field) > capacity:
+                        raise ValueError(
+                            f"{kind}[{i}].{field}: {getattr(entry, field)} GPUs but the cluster "
+                            f"has only {capacity}"
+                        )
         names = [j.name for j in self.jobs]
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:
@@ -157,14 +166,16 @@ class Workload:
     def __init__(self, spec: WorkloadSpec) -> None:
         self.spec = spec
         profiles: dict[str, TrueProfile] = dict(PROFILES)
-        profiles.update({n: _profile(n, m) for n, m in spec.models.items()})
+        for name, model in spec.models.items():
+            profiles[name] = _fitted(name, model)
         self.cluster = ClusterView.uniform(spec.cluster.nodes, spec.cluster.gpus_per_node)
-        jobs = [_sim_job(j.name, j.submit_s, j, profiles) for j in spec.jobs]
+        capacity = self.cluster.capacity
+        jobs = [_sim_job(j.name, j.submit_s, j, profiles, capacity) for j in spec.jobs]
         for g in spec.poisson:
             times = poisson_arrivals(g.count, g.mean_gap_s, g.seed, g.start_s)
             width = len(str(g.count - 1))
             jobs += [
-                _sim_job(f"{g.name_prefix}{i:0{width}d}", t, g, profiles)
+                _sim_job(f"{g.name_prefix}{i:0{width}d}", t, g, profiles, capacity)
                 for i, t in enumerate(times)
             ]
         ids = [j.id for j in jobs]
@@ -174,12 +185,29 @@ class Workload:
         self.jobs = jobs
 
 
-def _sim_job(name: str, at: float, f: _JobFields, profiles: dict[str, TrueProfile]) -> SimJob:
+def _fitted(name: str, model: ModelSpec) -> TrueProfile:
+    """``model``'s profile, its speed model fitted now: a model no policy could use is the
+    file's error, named here, not a crash in the middle of a run."""
+    profile = _profile(name, model)
+    try:
+        profile.speed_model  # noqa: B018 - fitted (and cached) for what it may raise
+    except ModelFitError as err:
+        raise WorkloadFileError(
+            f"models.{name}.step_time_s: these step times cannot be fitted to the speed "
+            f"model ({err}); check step_time_s, batch_per_worker, examples_per_epoch and "
+            "grad_bytes"
+        ) from None
+    return profile
+
+
+def _sim_job(
+    name: str, at: float, f: _JobFields, profiles: dict[str, TrueProfile], capacity: int
+) -> SimJob:
     return SimJob(
         id=name,
         submitted_at=at,
         profile=profiles[f.model],
-        max_gpus=f.max_gpus,
+        max_gpus=f.widest(capacity),
         min_gpus=f.min_gpus,
         requested_gpus=f.gpus,
         elastic=f.elastic,
@@ -197,4 +225,7 @@ def load_workload(path: Path) -> Workload:
         limit=MAX_FILE_BYTES,
         top="'cluster' and 'jobs' or 'poisson'",
     )
-    return Workload(spec)
+    try:
+        return Workload(spec)
+    except WorkloadFileError as err:
+        raise WorkloadFileError(f"{path}: {err}") from None

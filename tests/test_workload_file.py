@@ -1,0 +1,211 @@
+"""Workload files say what a user means, and no file crashes the loader (issue 17, item 4)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+
+from ringleader.sim.workload_file import WorkloadFileError, load_workload
+
+MODEL = {
+    "step_time_s": {1: 0.2, 2: 0.22, 4: 0.25},
+    "epochs": 10,
+    "examples_per_epoch": 50_000,
+    "batch_per_worker": 64,
+    "grad_bytes": 1e8,
+}
+
+
+def _write(tmp_path: Path, data: Any, name: str = "w.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def test_elastic_max_gpus_defaults_to_the_cluster_and_fixed_jobs_to_their_size(
+    tmp_path: Path,
+) -> None:
+    data = {
+        "cluster": {"nodes": 4, "gpus_per_node": 8},
+        "jobs": [
+            {"name": "wide", "model": "resnet110", "gpus": 2},
+            {"name": "fixed", "model": "resnet110", "gpus": 2, "elastic": False},
+            {"name": "capped", "model": "resnet110", "gpus": 2, "max_gpus": 4},
+        ],
+    }
+    jobs = {j.id: j for j in load_workload(_write(tmp_path, data)).jobs}
+    assert jobs["wide"].max_gpus == 32
+    assert jobs["fixed"].max_gpus == 2
+    assert jobs["capped"].max_gpus == 4
+
+
+def test_a_model_that_cannot_be_fitted_is_an_error_naming_the_field(tmp_path: Path) -> None:
+    # Doubling with the workers and no sample at 1: the fit puts it all in communication.
+    bad = {**MODEL, "step_time_s": {4: 0.3, 8: 0.6}}
+    data = {
+        "cluster": {"nodes": 1, "gpus_per_node": 4},
+        "models": {"huge": bad},
+        "jobs": [{"name": "a", "model": "huge"}],
+    }
+    path = _write(tmp_path, data)
+    with pytest.raises(WorkloadFileError, match=r"models\.huge\.step_time_s"):
+        load_workload(path)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ringleader",
+            "simulate",
+            "--workload",
+            str(path),
+            "--policy",
+            "ringleader",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 2, out.stderr
+    assert "models.huge.step_time_s" in out.stderr and "Traceback" not in out.stderr
+
+
+# -- the fuzz: files a user might write, and files nobody would -------------------
+
+_scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(10**12), 10**12),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=12),
+)
+_values = st.recursive(
+    _scalars,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4),
+        st.dictionaries(st.one_of(st.text(max_size=10), st.integers(-3, 9)), inner, max_size=4),
+    ),
+    max_leaves=12,
+)
+_sizes = st.one_of(st.integers(-2, 70), _scalars)
+_model = st.fixed_dictionaries(
+    {
+        "step_time_s": st.one_of(
+            st.dictionaries(st.integers(-1, 12), st.floats(-1, 100), max_size=4), _values
+        ),
+        "epochs": st.one_of(st.floats(-1, 1e7), _values),
+        "examples_per_epoch": st.one_of(st.integers(-5, 10**11), _scalars),
+        "batch_per_worker": st.one_of(st.integers(-5, 10**7), _scalars),
+        "grad_bytes": st.one_of(st.floats(-1, 1e14), _scalars),
+    },
+    optional={"allreduce": st.one_of(st.sampled_from(["ring", "mpich", "nope"]), _scalars)},
+)
+_job = st.fixed_dictionaries(
+    {"model": st.one_of(st.sampled_from(["resnet110", "m0", "missing"]), _scalars)},
+    optional={
+        "name": st.one_of(st.text(max_size=8), _scalars),
+        "gpus": _sizes,
+        "min_gpus": _sizes,
+        "max_gpus": _sizes,
+        "elastic": st.one_of(st.booleans(), _scalars),
+        "submit_s": st.one_of(st.floats(-10, 1e10), _scalars),
+        "work_scale": st.one_of(st.floats(-1, 1e7), _scalars),
+        "surprise": _values,
+    },
+)
+_poisson = st.fixed_dictionaries(
+    {
+        "model": st.sampled_from(["resnet110", "m0"]),
+        "count": st.one_of(st.integers(-2, 50), _scalars),
+        "mean_gap_s": st.one_of(st.floats(-1, 1e8), _scalars),
+    },
+    optional={"seed": st.integers(-1, 2**64), "gpus": _sizes, "max_gpus": _sizes},
+)
+_small = st.integers(1, 12)
+_plausible_job = st.fixed_dictionaries(
+    {"model": st.sampled_from(["resnet110", "m0"]), "gpus": st.integers(1, 4)},
+    optional={
+        "min_gpus": st.integers(1, 2),
+        "max_gpus": st.integers(1, 40),
+        "elastic": st.booleans(),
+        "submit_s": st.floats(0, 1e5),
+        "work_scale": st.floats(0.01, 10),
+    },
+)
+_plausible = st.fixed_dictionaries(
+    {
+        "cluster": st.fixed_dictionaries({"nodes": _small, "gpus_per_node": _small}),
+        "models": st.just({"m0": MODEL}),
+        "jobs": st.lists(_plausible_job, min_size=1, max_size=5).map(
+            lambda jobs: [{**j, "name": f"j{i}"} for i, j in enumerate(jobs)]
+        ),
+    },
+    optional={
+        "poisson": st.lists(
+            st.fixed_dictionaries(
+                {
+                    "model": st.sampled_from(["resnet110", "m0"]),
+                    "count": st.integers(1, 20),
+                    "mean_gap_s": st.floats(1, 1e4),
+                    "name_prefix": st.just("p"),
+                },
+                optional={"gpus": st.integers(1, 2), "max_gpus": st.integers(2, 16)},
+            ),
+            max_size=1,
+        ),
+        "simulation": st.fixed_dictionaries(
+            {}, optional={"restart_delay_s": st.floats(0, 100), "round_s": st.floats(1, 1e4)}
+        ),
+    },
+)
+_file = st.one_of(
+    _plausible,
+    _values,
+    st.fixed_dictionaries(
+        {
+            "cluster": st.one_of(
+                st.fixed_dictionaries({"nodes": _sizes, "gpus_per_node": _sizes}), _values
+            ),
+        },
+        optional={
+            "version": st.one_of(st.just(1), _scalars),
+            "models": st.one_of(st.dictionaries(st.just("m0"), _model, max_size=1), _values),
+            "jobs": st.one_of(st.lists(_job, max_size=4), _values),
+            "poisson": st.one_of(st.lists(_poisson, max_size=2), _values),
+            "simulation": st.one_of(
+                st.fixed_dictionaries({}, optional={"restart_delay_s": _sizes, "round_s": _sizes}),
+                _values,
+            ),
+        },
+    ),
+)
+
+
+@settings(
+    max_examples=1000,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(data=_file)
+def test_no_workload_file_crashes_the_loader(tmp_path: Path, data: Any) -> None:
+    path = tmp_path / "fuzz.yaml"
+    path.write_text(yaml.safe_dump(data, allow_unicode=True))
+    try:
+        workload = load_workload(path)
+    except WorkloadFileError as err:
+        assert str(err).strip(), "an error must say something"
+        event("refused")
+        return
+    event("loaded")
+    # Loaded: every job is one the simulator can take.
+    capacity = workload.cluster.capacity
+    for job in workload.jobs:
+        assert 1 <= job.min_gpus <= job.requested_gpus <= job.max_gpus
+        assert job.min_gpus <= capacity
