@@ -209,3 +209,32 @@ def test_no_workload_file_crashes_the_loader(tmp_path: Path, data: Any) -> None:
     for job in workload.jobs:
         assert 1 <= job.min_gpus <= job.requested_gpus <= job.max_gpus
         assert job.min_gpus <= capacity
+
+
+def test_step_times_in_a_file_are_used_as_given_and_interpolated(tmp_path: Path) -> None:
+    from ringleader.perf.speed import StepSample, fit_speed_model
+
+    given = {1: 0.10, 2: 0.50, 4: 0.15, 8: 0.20}  # nothing a 5-term model fits well
+    data = {
+        "cluster": {"nodes": 1, "gpus_per_node": 8},
+        "models": {"odd": {**MODEL, "step_time_s": given}},
+        "jobs": [{"name": "a", "model": "odd"}],
+    }
+    speed = load_workload(_write(tmp_path, data)).jobs[0].profile.speed_model
+    fitted = fit_speed_model(
+        [StepSample(w, t, MODEL["batch_per_worker"]) for w, t in given.items()],
+        grad_bytes=MODEL["grad_bytes"],
+        examples_per_epoch=MODEL["examples_per_epoch"],
+    )
+    assert abs(fitted.step_time(2) - 0.50) / 0.50 > 0.2  # the fit alone is far off here
+    for workers, seconds in given.items():
+        assert speed.step_time(workers) == pytest.approx(seconds)
+    assert speed.step_time(3) == pytest.approx(0.325)  # halfway between 2 and 4
+    assert speed.step_time(6) == pytest.approx(0.175)
+    # Beyond what was measured, the fit speaks; another batch is the fit's too.
+    assert speed.step_time(16) == pytest.approx(fitted.step_time(16))
+    assert speed.step_time(2, 32) == pytest.approx(fitted.step_time(2, 32))
+    per_worker = MODEL["batch_per_worker"]
+    assert speed.epochs_per_second(2) == pytest.approx(
+        2 * per_worker / (MODEL["examples_per_epoch"] * 0.50)
+    )

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 from math import isfinite
 
 import numpy as np
@@ -75,6 +76,52 @@ class SpeedModel:
     def identifiable(self) -> bool:
         """Whether the samples pinned down every coefficient separately."""
         return self.rank == N_COEFFICIENTS
+
+
+@dataclass(frozen=True, slots=True)
+class MeasuredSpeed(SpeedModel):
+    """A fitted model that answers with measured step times wherever they reach.
+
+    At a measured worker count the step time is the measurement; between two
+    measured counts it is interpolated linearly; only beyond them does the
+    NNLS fit speak (e.g. a workload file measured at 1, 2 and 8 workers is
+    taken as given at those sizes and between them). A fit to a handful of
+    points can be far off at the points themselves (88% for some of Gavel's
+    models), so a policy told a job's measurements should see them.
+    """
+
+    measured: tuple[tuple[int, float], ...] = ()
+    """(workers, seconds per minibatch at ``batch_per_worker``), sorted by workers."""
+
+    def step_time(self, workers: int, batch_per_worker: int | None = None) -> float:
+        if batch_per_worker is None or batch_per_worker == self.batch_per_worker:
+            known = interpolate(self.measured, workers)
+            if known is not None:
+                return known
+        return SpeedModel.step_time(self, workers, batch_per_worker)
+
+
+def interpolate(points: Sequence[tuple[int, float]], workers: int) -> float | None:
+    """The value at ``workers`` on the polyline through sorted ``points``; None outside."""
+    if not points or not points[0][0] <= workers <= points[-1][0]:
+        return None
+    for (w0, t0), (w1, t1) in pairwise(points):
+        if w0 <= workers <= w1:
+            return t0 + (t1 - t0) * (workers - w0) / (w1 - w0)
+    return points[0][1]  # a single point, at ``workers``
+
+
+def with_measurements(model: SpeedModel, measured: dict[int, float]) -> MeasuredSpeed:
+    """``model``, answering with ``measured`` step times where they reach."""
+    return MeasuredSpeed(
+        theta=model.theta,
+        algorithm=model.algorithm,
+        grad_bytes=model.grad_bytes,
+        batch_per_worker=model.batch_per_worker,
+        examples_per_epoch=model.examples_per_epoch,
+        rank=model.rank,
+        measured=tuple(sorted(measured.items())),
+    )
 
 
 def _features(samples: Sequence[StepSample], algorithm: Algorithm, grad_bytes: float) -> np.ndarray:

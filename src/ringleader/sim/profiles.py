@@ -21,7 +21,7 @@ from functools import cached_property
 
 from ringleader.perf.allreduce import Algorithm
 from ringleader.perf.epochs import EpochsToConverge
-from ringleader.perf.speed import SpeedModel, StepSample, fit_speed_model
+from ringleader.perf.speed import SpeedModel, StepSample, fit_speed_model, with_measurements
 from ringleader.policy.views import JobShape
 
 
@@ -35,20 +35,21 @@ class TrueProfile:
 
     @cached_property
     def speed_model(self) -> SpeedModel:
-        """The NNLS model a precomputed profiling run would fit from ``step_times``."""
+        """The job's speed: the step times as measured (interpolated between measured
+        worker counts), and the NNLS fit from them beyond (``MeasuredSpeed``)."""
         shape = self.shape
         samples = [StepSample(w, t, shape.batch_per_worker) for w, t in self.step_times.items()]
-        return fit_speed_model(
+        fitted = fit_speed_model(
             samples,
             algorithm=shape.algorithm,
             grad_bytes=shape.grad_bytes,
             examples_per_epoch=shape.examples_per_epoch,
             batch_per_worker=shape.batch_per_worker,
         )
+        return with_measurements(fitted, dict(self.step_times))
 
     def step_time(self, workers: int) -> float:
-        measured = self.step_times.get(workers)
-        return measured if measured is not None else self.speed_model.step_time(workers)
+        return self.speed_model.step_time(workers)
 
     def epoch_seconds(self, workers: int) -> float:
         steps = self.shape.examples_per_epoch / (workers * self.shape.batch_per_worker)
