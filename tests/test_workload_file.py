@@ -238,3 +238,34 @@ def test_step_times_in_a_file_are_used_as_given_and_interpolated(tmp_path: Path)
     assert speed.epochs_per_second(2) == pytest.approx(
         2 * per_worker / (MODEL["examples_per_epoch"] * 0.50)
     )
+
+
+def test_a_fixed_global_batch_is_shared_by_the_workers(tmp_path: Path) -> None:
+    data = {
+        "cluster": {"nodes": 1, "gpus_per_node": 8},
+        "models": {"m": MODEL},
+        "jobs": [
+            {"name": "weak", "model": "m"},
+            {"name": "strong", "model": "m", "global_batch": 64, "max_gpus": 8},
+        ],
+    }
+    jobs = {j.id: j for j in load_workload(_write(tmp_path, data)).jobs}
+    weak, strong = jobs["weak"].profile, jobs["strong"].profile
+    examples = MODEL["examples_per_epoch"]
+    # One worker: the whole global batch, as measured; the same speed either way.
+    assert strong.step_time(1) == pytest.approx(0.2) == weak.step_time(1)
+    # Four workers: each takes 16, so a step is shorter, but an epoch takes as many steps.
+    assert strong.speed_model.batch_at(4) == 16
+    assert strong.step_time(4) < weak.step_time(4) == pytest.approx(0.25)
+    assert strong.epoch_seconds(4) == pytest.approx(examples / 64 * strong.step_time(4))
+    assert weak.epoch_seconds(4) == pytest.approx(examples / (4 * 64) * 0.25)
+    # What a policy trades GPUs for: epochs per second at the global batch it keeps.
+    assert strong.speed_model.epochs_per_second(4) == pytest.approx(
+        64 / (examples * strong.step_time(4))
+    )
+    gain_strong = strong.speed_model.epochs_per_second(8) / strong.speed_model.epochs_per_second(1)
+    gain_weak = weak.speed_model.epochs_per_second(8) / weak.speed_model.epochs_per_second(1)
+    assert 1 < gain_strong < gain_weak  # strong scaling gains less from more workers
+    too_small = {**data, "jobs": [{"name": "s", "model": "m", "global_batch": 4}]}
+    with pytest.raises(WorkloadFileError, match=r"jobs\[0\]\.global_batch"):
+        load_workload(_write(tmp_path, too_small, "small.yaml"))

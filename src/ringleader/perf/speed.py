@@ -45,7 +45,7 @@ class StepSample:
 
     workers: int
     step_time: float
-    batch_per_worker: int
+    batch_per_worker: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,21 +55,31 @@ class SpeedModel:
     theta: tuple[float, float, float, float, float]
     algorithm: Algorithm
     grad_bytes: float
-    batch_per_worker: int
+    batch_per_worker: float
     examples_per_epoch: int
     rank: int = N_COEFFICIENTS
+    global_batch: int | None = None
+    """Strong scaling: the job keeps this global batch, so each of ``w`` workers takes
+    ``global_batch / w`` (None: weak scaling, ``batch_per_worker`` each at every size)."""
 
-    def step_time(self, workers: int, batch_per_worker: int | None = None) -> float:
+    def batch_at(self, workers: int) -> float:
+        """Each worker's batch at ``workers`` workers."""
+        return self.batch_per_worker if self.global_batch is None else self.global_batch / workers
+
+    def step_time(self, workers: int, batch_per_worker: float | None = None) -> float:
         """Predicted seconds per minibatch with ``workers`` workers."""
-        m = self.batch_per_worker if batch_per_worker is None else batch_per_worker
+        m = self.batch_at(workers) if batch_per_worker is None else batch_per_worker
         cost = allreduce_cost(self.algorithm, workers)
         t0, t1, t2, t3, t4 = self.theta
         n = self.grad_bytes
         return t0 * m + t1 * cost.latency + (t2 * cost.transfer + t3 * cost.reduce) * n + t4
 
     def epochs_per_second(self, workers: int) -> float:
-        """``f(w) = w·m / (N·T(w))``: the speed the allocator trades GPUs for."""
-        examples = workers * self.batch_per_worker
+        """``f(w) = B(w) / (N·T(w))``: the speed the allocator trades GPUs for, where the
+        global batch ``B(w)`` is ``w·m`` (weak scaling) or fixed (strong scaling)."""
+        examples = (
+            workers * self.batch_per_worker if self.global_batch is None else self.global_batch
+        )
         return examples / (self.examples_per_epoch * self.step_time(workers))
 
     @property
@@ -91,10 +101,10 @@ class MeasuredSpeed(SpeedModel):
     """
 
     measured: tuple[tuple[int, float], ...] = ()
-    """(workers, seconds per minibatch at ``batch_per_worker``), sorted by workers."""
+    """(workers, seconds per minibatch at ``batch_at(workers)``), sorted by workers."""
 
-    def step_time(self, workers: int, batch_per_worker: int | None = None) -> float:
-        if batch_per_worker is None or batch_per_worker == self.batch_per_worker:
+    def step_time(self, workers: int, batch_per_worker: float | None = None) -> float:
+        if batch_per_worker is None or batch_per_worker == self.batch_at(workers):
             known = interpolate(self.measured, workers)
             if known is not None:
                 return known
@@ -120,6 +130,7 @@ def with_measurements(model: SpeedModel, measured: dict[int, float]) -> Measured
         batch_per_worker=model.batch_per_worker,
         examples_per_epoch=model.examples_per_epoch,
         rank=model.rank,
+        global_batch=model.global_batch,
         measured=tuple(sorted(measured.items())),
     )
 
@@ -173,12 +184,14 @@ def fit_speed_model(
     algorithm: Algorithm = Algorithm.BINARY_BLOCKS,
     grad_bytes: float,
     examples_per_epoch: int,
-    batch_per_worker: int | None = None,
+    batch_per_worker: float | None = None,
+    global_batch: int | None = None,
 ) -> SpeedModel:
     """Fit the non-negative step-time coefficients from measured samples.
 
     ``batch_per_worker`` is the batch the job will run with (default: that of
-    the last sample). Raises ``ModelFitError`` when the samples cannot support a
+    the last sample); with ``global_batch`` the job keeps that global batch
+    and each worker's batch shrinks as workers are added. Raises ``ModelFitError`` when the samples cannot support a
     model: none, bad values, a single worker count, or a fit that would predict
     a non-positive single-worker step time.
     """
@@ -206,6 +219,7 @@ def fit_speed_model(
         batch_per_worker=m,
         examples_per_epoch=examples_per_epoch,
         rank=rank,
+        global_batch=global_batch,
     )
     if model.step_time(1) <= 0:
         raise ModelFitError(

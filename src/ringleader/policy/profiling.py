@@ -35,6 +35,7 @@ def _fit(shape: JobShape, samples: tuple[StepSample, ...]) -> SpeedModel:
         grad_bytes=shape.grad_bytes,
         examples_per_epoch=shape.examples_per_epoch,
         batch_per_worker=shape.batch_per_worker,
+        global_batch=shape.global_batch,
     )
 
 
@@ -45,15 +46,22 @@ def fitted_model(job: JobView) -> SpeedModel:
 
 
 @lru_cache(maxsize=8192)
-def _prior(shape: JobShape, step: float) -> SpeedModel:
-    """Perfect scaling from one step time; one object per input, so downstream memos hit."""
+def _prior(shape: JobShape, step: float, workers: int = 1) -> SpeedModel:
+    """Perfect scaling from one step time at ``workers``; one object per input, so
+    downstream memos hit. Weak scaling: the same step time at every size; strong
+    scaling (a fixed global batch): all of it compute, so it shrinks with the batch."""
+    if shape.global_batch is None:
+        theta = (0.0, 0.0, 0.0, 0.0, step)
+    else:
+        theta = (step * workers / shape.global_batch, 0.0, 0.0, 0.0, 0.0)
     return SpeedModel(
-        (0.0, 0.0, 0.0, 0.0, step),
+        theta,
         shape.algorithm,
         shape.grad_bytes,
         shape.batch_per_worker,
         shape.examples_per_epoch,
         rank=1,
+        global_batch=shape.global_batch,
     )
 
 
@@ -141,8 +149,10 @@ class Online:
 
     @staticmethod
     def prior(job: JobView) -> SpeedModel:
-        step = next(iter(job.observations.values())).step_time if job.observations else 1.0
-        return _prior(job.shape, step)
+        if not job.observations:
+            return _prior(job.shape, 1.0)
+        workers, seen = next(iter(job.observations.items()))
+        return _prior(job.shape, seen.step_time, workers)
 
     def split(self, jobs: Sequence[JobView]) -> tuple[list[Candidate], list[JobView]]:
         known = []

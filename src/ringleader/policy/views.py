@@ -51,6 +51,13 @@ class JobShape:
     batch_per_worker: int
     grad_bytes: float
     algorithm: Algorithm = Algorithm.BINARY_BLOCKS
+    global_batch: int | None = None
+    """Strong scaling: the global batch the job keeps at every size (None: weak scaling,
+    ``batch_per_worker`` per worker whatever the size)."""
+
+    def batch_at(self, workers: int) -> float:
+        """Each worker's batch at ``workers`` workers."""
+        return self.batch_per_worker if self.global_batch is None else self.global_batch / workers
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +66,7 @@ class Observation:
 
     step_time: float
     seconds: float
-    batch_per_worker: int
+    batch_per_worker: float
 
     def sample(self, workers: int) -> StepSample:
         return StepSample(workers, self.step_time, self.batch_per_worker)

@@ -227,12 +227,12 @@ class _State:
             goal = 1.0 - min(FIRST_MINIBATCHES, total) / total
             if self.remaining <= goal + _DONE:
                 self.first_at = begin + (before - goal) / self.rate()
-        step, batch = self.step_time(), self.job.profile.shape.batch_per_worker
+        step, w = self.step_time(), self.workers
+        batch = self.job.profile.shape.batch_at(w)
         if self.partners:
             for other in self.partners:
                 self.packed[other] = fold(self.packed.get(other), step, productive, batch)
         else:
-            w = self.workers
             self.observations[w] = fold(self.observations.get(w), step, productive, batch)
 
 

@@ -45,14 +45,20 @@ class TrueProfile:
             grad_bytes=shape.grad_bytes,
             examples_per_epoch=shape.examples_per_epoch,
             batch_per_worker=shape.batch_per_worker,
+            global_batch=shape.global_batch,
         )
-        return with_measurements(fitted, dict(self.step_times))
+        # The step times were measured at ``batch_per_worker`` each: under a fixed
+        # global batch they hold only at the size where that is each worker's share.
+        same = {
+            w: t for w, t in self.step_times.items() if shape.batch_at(w) == shape.batch_per_worker
+        }
+        return with_measurements(fitted, same)
 
     def step_time(self, workers: int) -> float:
         return self.speed_model.step_time(workers)
 
     def epoch_seconds(self, workers: int) -> float:
-        steps = self.shape.examples_per_epoch / (workers * self.shape.batch_per_worker)
+        steps = self.shape.examples_per_epoch / (workers * self.shape.batch_at(workers))
         return steps * self.step_time(workers)
 
     def seconds_alone(self, workers: int) -> float:

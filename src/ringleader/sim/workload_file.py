@@ -8,6 +8,7 @@ See ``docs/workload-files.md`` and ``examples/workload.yaml``.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -82,6 +83,9 @@ class _JobFields(_Strict):
     """None: the whole cluster for an elastic job, ``gpus`` for a fixed-size one."""
     elastic: bool = True
     work_scale: Annotated[float, Field(ge=1e-6, le=1e6, allow_inf_nan=False)] = 1.0
+    global_batch: Annotated[int, Field(gt=0, le=10**9)] | None = None
+    """Strong scaling: the job keeps this global batch, each of N workers taking
+    global_batch / N (None: each worker takes the model's batch_per_worker)."""
 
     @model_validator(mode="after")
     def _sizes(self) -> _JobFields:
@@ -170,6 +174,14 @@ class Workload:
             profiles[name] = _fitted(name, model)
         self.cluster = ClusterView.uniform(spec.cluster.nodes, spec.cluster.gpus_per_node)
         capacity = self.cluster.capacity
+        for kind, entries in (("jobs", spec.jobs), ("poisson", spec.poisson)):
+            for i, entry in enumerate(entries):
+                widest = entry.widest(capacity)
+                if entry.global_batch is not None and entry.global_batch < widest:
+                    raise WorkloadFileError(
+                        f"{kind}[{i}].global_batch: {entry.global_batch} examples cannot be "
+                        f"shared by up to {widest} workers (max_gpus): give each at least one"
+                    )
         jobs = [_sim_job(j.name, j.submit_s, j, profiles, capacity) for j in spec.jobs]
         for g in spec.poisson:
             times = poisson_arrivals(g.count, g.mean_gap_s, g.seed, g.start_s)
@@ -183,6 +195,18 @@ class Workload:
         if clash:
             raise WorkloadFileError(f"job names clash between 'jobs' and 'poisson': {clash[:5]}")
         self.jobs = jobs
+
+
+def _scaled(profiles: dict[str, TrueProfile], model: str, global_batch: int | None) -> TrueProfile:
+    """``model``'s profile, strong-scaled to ``global_batch`` if given (made once per pair)."""
+    if global_batch is None:
+        return profiles[model]
+    key = f"{model}@{global_batch}"
+    if key not in profiles:
+        base = profiles[model]
+        shape = replace(base.shape, global_batch=global_batch)
+        profiles[key] = TrueProfile(base.name, shape, base.step_times, base.epochs)
+    return profiles[key]
 
 
 def _fitted(name: str, model: ModelSpec) -> TrueProfile:
@@ -206,7 +230,7 @@ def _sim_job(
     return SimJob(
         id=name,
         submitted_at=at,
-        profile=profiles[f.model],
+        profile=_scaled(profiles, f.model, f.global_batch),
         max_gpus=f.widest(capacity),
         min_gpus=f.min_gpus,
         requested_gpus=f.gpus,

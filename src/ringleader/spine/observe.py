@@ -15,7 +15,7 @@ from ringleader.policy.views import Device, Observation
 
 
 def fold(
-    seen: Observation | None, step_time: float, seconds: float, batch_per_worker: int
+    seen: Observation | None, step_time: float, seconds: float, batch_per_worker: float
 ) -> Observation:
     """``seen`` with ``seconds`` more of minibatches taking ``step_time`` each."""
     if seen is None:
