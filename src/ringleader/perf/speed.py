@@ -191,9 +191,10 @@ def fit_speed_model(
 
     ``batch_per_worker`` is the batch the job will run with (default: that of
     the last sample); with ``global_batch`` the job keeps that global batch
-    and each worker's batch shrinks as workers are added. Raises ``ModelFitError`` when the samples cannot support a
-    model: none, bad values, a single worker count, or a fit that would predict
-    a non-positive single-worker step time.
+    and each worker's batch shrinks as workers are added. Raises
+    ``ModelFitError`` when the samples cannot support a model: none, bad
+    values, a single worker count, or a fit that would predict a non-positive
+    single-worker step time.
     """
     _validate(samples, grad_bytes, examples_per_epoch)
     a = _features(samples, algorithm, grad_bytes)
