@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from ringleader.policy.allocator import Counts, _elastic_start, _greedy
+from ringleader.policy.allocator import Counts, Growth, _elastic_start, _greedy
 from ringleader.policy.objective import Candidate
 
 
@@ -55,8 +55,8 @@ class Tiresias:
         key = lambda c: (las_queue(c, self.thresholds_gpu_s), c.job.submitted_at)  # noqa: E731
         return _backfill(sorted(jobs, key=key), capacity)
 
-    def grow(self, jobs: Sequence[Candidate], counts: Counts, free: int) -> Counts:
-        return dict(counts)
+    def grow(self, jobs: Sequence[Candidate], counts: Counts, free: int) -> Growth:
+        return Growth(dict(counts), {})
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,8 +71,8 @@ class SRTFOracle:
 
         return _backfill(sorted(jobs, key=remaining), capacity)
 
-    def grow(self, jobs: Sequence[Candidate], counts: Counts, free: int) -> Counts:
-        return dict(counts)
+    def grow(self, jobs: Sequence[Candidate], counts: Counts, free: int) -> Growth:
+        return Growth(dict(counts), {})
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,11 +104,10 @@ class LasDoubling:
     def base(self, jobs: Sequence[Candidate], capacity: int) -> Counts:
         return _backfill(self._order(jobs), capacity, _elastic_start)
 
-    def grow(self, jobs: Sequence[Candidate], counts: Counts, free: int) -> Counts:
-        def step(c: Candidate, w: int) -> tuple[int, float] | None:
+    def grow(self, jobs: Sequence[Candidate], counts: Counts, free: int) -> Growth:
+        def step(c: Candidate, w: int) -> tuple[int, float, float] | None:
             if 2 * w > c.job.max_gpus or c.speed is None:
                 return None
-            per_epoch = 1.0 / c.speed.epochs_per_second(w) - 1.0 / c.speed.epochs_per_second(2 * w)
-            return w, per_epoch / w
+            return w, 1.0 / c.speed.epochs_per_second(w), 1.0 / c.speed.epochs_per_second(2 * w)
 
-        return _greedy(self._order(jobs), counts, free, step)
+        return _greedy(self._order(jobs), counts, free, step, per_epoch=True)

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 
 from ringleader.policy.needs import Needs
 from ringleader.policy.placement import _FreeGPUs, _keep_subset, _place_one
-from ringleader.policy.plan import Assignment, Plan
+from ringleader.policy.plan import GROWN_IDLE, Assignment, Deferred, Note, Plan, SizingNotes, Turn
 from ringleader.policy.views import ClusterView, Device, JobView
 
 DEFAULT_QUANTUM_S = 60.0
@@ -109,6 +109,8 @@ class Sharing:
         if self.grow_shrink and not queued and all(len(g.residents) == 1 for g in groups):
             self._grow(groups, free)
         assignments: dict[str, Assignment] = {}
+        notes: dict[str, Note] = {}
+        sliced: list[tuple[list[JobView], set[str]]] = []
         wake: float | None = None
         for g in groups:
             running, due = self._turns(g, now, memory)
@@ -116,7 +118,12 @@ class Sharing:
                 wake = due if wake is None else min(wake, due)
             for job in g.residents:
                 assignments[job.id] = Assignment(g.devices, g.size, job.id not in running)
-        return Plan(assignments, wake)
+            if len(g.residents) > len(running):
+                sliced.append((g.residents, running))
+            elif g.size > g.residents[0].requested_gpus:  # grown: one resident; else FIXED
+                notes[g.residents[0].id] = (GROWN_IDLE, g.size)
+        turns = Deferred(lambda: self._queues(sliced, now)) if sliced else {}
+        return Plan(assignments, wake, SizingNotes(assignments, notes), turns)
 
     # -- groups ----------------------------------------------------------------
     def _groups(self, jobs: Sequence[JobView]) -> tuple[list[_Group], list[JobView]]:
@@ -284,6 +291,40 @@ class Sharing:
                 if trial_ends is not None and trial_ends > due:
                     due += math.ceil((trial_ends - due) / q) * q
         return running, due
+
+    def _queues(
+        self, groups: Sequence[tuple[Sequence[JobView], set[str]]], now: float
+    ) -> dict[str, Turn]:
+        """When each suspended job should run next, as ``_turns`` will rotate its group.
+
+        ``groups``: each group's residents and the ids running in it now. The
+        job running now keeps the GPUs to the first boundary at least half a
+        quantum after it started (now, if it starts at this decision); then the
+        group's top-priority jobs take a quantum each, longest waiting first,
+        and a job whose turn ends goes to the back. Jobs below the group's top
+        priority get no turn while a higher one is resident. Packing aside.
+        """
+        turns: dict[str, Turn] = {}
+        for residents, running in groups:
+            turns.update(self._queue(residents, running, now))
+        return turns
+
+    def _queue(
+        self, residents: Sequence[JobView], running: set[str], now: float
+    ) -> dict[str, Turn]:
+        top = max(j.priority for j in residents)
+        eligible = [j for j in residents if j.priority == top]
+        holders = [j for j in eligible if j.id in running]
+        waiting = [j for j in eligible if j.id not in running]
+        if not holders or not waiting:
+            return {}
+        q = self.quantum_s
+        boundary = (math.floor(now / q + 1e-9) + 1) * q
+        since = min(j.state_since if _running(j) else now for j in holders)
+        first = max(boundary, math.ceil((since + q / 2) / q - 1e-9) * q)
+        # Suspended now, a job that was running has waited since now.
+        order = sorted(waiting, key=lambda j: (now if _running(j) else j.state_since, j.id))
+        return {j.id: Turn(first + k * q, k + 1, q) for k, j in enumerate(order)}
 
     def _partner(
         self, runner: JobView, g: _Group, now: float, gpu_memory: float

@@ -24,7 +24,7 @@ from ringleader.policy.allocator import Allocator, Counts
 from ringleader.policy.needs import Needs
 from ringleader.policy.objective import Candidate
 from ringleader.policy.placement import place
-from ringleader.policy.plan import Assignment, Plan
+from ringleader.policy.plan import PROBING, Assignment, Plan, Sizing, SizingNotes
 from ringleader.policy.profiling import Exploratory, Precompute, Profiling
 from ringleader.policy.views import ClusterView, JobView
 
@@ -84,12 +84,16 @@ class Policy:
         for job in fresh:
             if not explore(job):
                 break
-        counts = self.allocator.grow(known, counts, free)
-        for job_id, n in counts.items():
+        probing = dict(held)
+        grown = self.allocator.grow(known, counts, free)
+        for job_id, n in grown.counts.items():
             held[job_id] = n
             workers[job_id] = n
         devices = place(held, ordered, cluster)
         assignments = {
             job.id: Assignment(devices.get(job.id, ()), workers.get(job.id, 0)) for job in ordered
         }
-        return Plan(assignments, wake)
+        notes = grown.notes
+        for job_id, hold in probing.items():
+            notes[job_id] = Sizing(PROBING, workers[job_id], held=hold)
+        return Plan(assignments, wake, SizingNotes(assignments, notes, grown.later))
