@@ -152,7 +152,8 @@ class Controller:
         self.telemetry = Telemetry()
         """Histograms and counters for ``GET /metrics``."""
         self.reasons: dict[str, reasons.Reason] = {}
-        """Why each job waits or runs smaller, as of the last decision (``spine.reasons``)."""
+        """Why each job waits, or has the GPUs it runs on, as of the last decision
+        (``spine.reasons``)."""
 
     def job_dir(self, job_id: str) -> Path:
         return self.config.state_dir / "jobs" / job_id
@@ -509,7 +510,7 @@ class Controller:
         plan, trimmed = quota.trim(plan, views, owner, quotas)
         self.telemetry.decision.observe(time.perf_counter() - started)
         self.reasons = reasons.explain(
-            plan, views, owner, self.cluster.capacity, held_back | trimmed
+            plan, views, owner, self.cluster.capacity, held_back | trimmed, now=now
         )
         self.decisions += 1
         self._wake_at = plan.wake_at
