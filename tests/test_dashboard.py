@@ -146,6 +146,10 @@ def test_job_page_history_charts_and_live_log(world: dict[str, Any]) -> None:
     page.goto(world["server"].url + f"/ui/#/job/{jobs['train']}")
     page.wait_for_selector("#j-events tr[data-kind='launched']")
     assert "alice-train" in page.inner_text("#j-title")
+    # Why it has its GPUs: the policy's own account, in words and in numbers.
+    page.wait_for_selector("#j-reason:has-text('runs on')")
+    shown = world["alice"].get(f"/jobs/{jobs['train']}").json()
+    assert shown["reason_code"] == "sized_by_gain" and shown["sizing"]["workers"] == shown["gpus"]
     # Throughput from the job's own progress records.
     wait_for(lambda: page.locator("#j-throughput polyline").count() == 1, 60, "a throughput line")
     _keep(page, "dashboard-job.png")

@@ -319,7 +319,7 @@ def test_a_full_disk_under_jobs_leaves_a_job_queued_saying_why(tmp_path: Path) -
 
             filler.unlink()
             live.wait_state(waiting, {"running"}, 30)
-            assert live.job(waiting)["reason"] is None
+            assert live.job(waiting)["reason_code"] != "disk_full"
             assert f"job {waiting}: the disk has room again" in server_log(live)
         finally:
             live.stop()

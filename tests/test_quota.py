@@ -87,5 +87,7 @@ def test_a_job_over_quota_waits_beside_free_gpus_and_says_why(server: LiveServer
     assert "over quota" in out.stdout
     server.cancel(first)
     server.wait_state(second, {"running"}, 60)
-    assert server.job(second)["reason"] is None
+    # Running now, it says why it has its size, and no longer that it is over quota.
+    wait_for(lambda: server.job(second)["reason_code"] == "fixed_size", 30, "q2's size reason")
+    assert "over quota" not in server.job(second)["reason"]
     server.cancel(second)

@@ -12,6 +12,7 @@ A user sees and changes only their own jobs: another user's job is answered
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -430,11 +431,24 @@ LIVE = frozenset({"queued", "running", "suspended"})
 def _with_reason(
     job: dict[str, Any], controller: Controller, row: JobRow | DamagedRow
 ) -> dict[str, Any]:
-    """``job`` with why it waits or runs smaller, as of the last decision (``spine.reasons``),
+    """``job`` with why it waits or has its size, as of the last decision
+    (``spine.reasons``): in words, as a code, and with the numbers behind them;
     and when it should end (``runtime.eta``)."""
     why = controller.reasons.get(job["id"]) if job["state"] in LIVE else None
     eta = eta_s(row) if isinstance(row, JobRow) else None
-    return job | {"reason": why and why.text, "reason_code": why and why.code, "eta_s": eta}
+    turn = None
+    if why is not None and why.turn_at is not None:
+        turn = round(max(why.turn_at - time.time(), 0.0), 1)  # counted at this request
+    sizing = None
+    if why is not None and why.sizing is not None:
+        sizing = why.sizing._asdict() | {"gain_per_gpu": why.sizing.gain_per_gpu}
+    return job | {
+        "reason": why and why.text,
+        "reason_code": why and why.code,
+        "turn_in_s": turn,
+        "sizing": sizing,
+        "eta_s": eta,
+    }
 
 
 def _above(priority: int, me: User) -> str:

@@ -113,6 +113,27 @@ class PriorityChange(BaseModel):
     priority: int = Field(ge=-1000, le=1000)
 
 
+class Sizing(BaseModel):
+    """Why a running job has its GPUs, in the policy's own numbers (``policy.plan.Sizing``)."""
+
+    stop: str = Field(
+        description="What ended its growth: at_max, no_gain, restart_not_won, outbid, "
+        "unmeasured, no_model, fixed, probing, grown_idle."
+    )
+    workers: int
+    next_workers: int | None = Field(description="The size a step not taken would have reached.")
+    before_s: float | None = Field(description="The objective at ``workers``.")
+    after_s: float | None = Field(description="The objective at ``next_workers``.")
+    per_epoch: bool = Field(description="The objective is seconds per epoch, not remaining.")
+    free: int | None
+    bar: float | None = Field(description="Least gain per added GPU among the steps taken.")
+    saved_s: float | None
+    limit: int | None
+    held: int | None
+    measured: bool = Field(description="False while the objective came from a guessed model.")
+    gain_per_gpu: float | None
+
+
 class JobSummary(BaseModel):
     """A job as listings show it; a damaged row has state ``damaged`` and ``error`` says why."""
 
@@ -140,7 +161,14 @@ class JobSummary(BaseModel):
     reason_code: str | None = Field(
         None,
         description="The reason, for programs: over_quota, no_free_gpus, time_sliced_out, "
-        "behind_in_order, runs_smaller, disk_full.",
+        "behind_in_order, runs_smaller, disk_full; for a running job sized_by_gain, "
+        "fixed_size, profiling, grown_idle.",
+    )
+    turn_in_s: float | None = Field(
+        None, description="A time-sliced-out job: seconds until its expected next turn."
+    )
+    sizing: Sizing | None = Field(
+        None, description="A running job: the policy's own account of its size."
     )
     eta_s: float | None = Field(
         None,
