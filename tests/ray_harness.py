@@ -52,7 +52,7 @@ def resize_across_nodes(server: LiveServer) -> dict[str, Any]:
 
 def node_loss(server: LiveServer, cluster: Any, removable: dict[str, Any]) -> dict[str, Any]:
     """A 2-GPU job's node is removed mid-run: it restarts from its checkpoint elsewhere."""
-    job = server.submit(tiny_job("survivor", epochs=150, ckpt=0.5, gpus=2))
+    job = server.submit(tiny_job("survivor", epochs=80, ckpt=0.5, gpus=2))
     wait_for(lambda: server.job(job)["step"] > 30, 120, "the job to train a while")
     nodes = {d.split(":")[0] for d in server.job(job)["devices"]}
     victim = next(name for name in removable if name in nodes)
@@ -75,7 +75,7 @@ def node_loss(server: LiveServer, cluster: Any, removable: dict[str, Any]) -> di
 
 def time_slicing(server: LiveServer) -> dict[str, Any]:
     """Two jobs on the one GPU left: they take turns."""
-    ids = [server.submit(tiny_job(f"turn{i}", epochs=20)) for i in range(2)]
+    ids = [server.submit(tiny_job(f"turn{i}", epochs=10)) for i in range(2)]
     for job_id in ids:
         server.wait_state(job_id, {"succeeded", "failed"}, 240)
     return {
@@ -121,7 +121,7 @@ def main(out: Path) -> int:
     state.mkdir(parents=True, exist_ok=True)
     config = state / "exploratory.yaml"
     # Exploratory profiling probes 1, 2 then 4 workers: three real resizes.
-    config.write_text("policy: exploratory\nprobe_window_s: 6\nround_s: 1\n")
+    config.write_text("policy: exploratory\nprobe_window_s: 4\nround_s: 1\n")
     server = LiveServer(
         state / "elastic",
         1,
@@ -140,10 +140,12 @@ def main(out: Path) -> int:
             ("resize", lambda: resize_across_nodes(server)),
             ("node_loss", lambda: node_loss(server, cluster, removable)),
         ):
+            began_part = time.monotonic()
             try:
                 results[name] = run()
             except Exception:
                 results[name] = {"error": traceback.format_exc()}
+            results[f"{name}_s"] = time.monotonic() - began_part
         server.stop()
         for w in list(removable.values()):
             cluster.remove_node(w)  # leave the head's single GPU
@@ -162,10 +164,12 @@ def main(out: Path) -> int:
         )
         server.start()
         results["cluster_after"] = server.cluster()
+        began_part = time.monotonic()
         try:
             results["time_slicing"] = time_slicing(server)
         except Exception:
             results["time_slicing"] = {"error": traceback.format_exc()}
+        results["time_slicing_s"] = time.monotonic() - began_part
         cluster.add_node(num_cpus=1, num_gpus=2, object_store_memory=STORE)
         try:
             wait_for(lambda: server.cluster()["gpus"] == 3, 60, "the new node to be listed")

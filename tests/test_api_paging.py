@@ -107,6 +107,19 @@ def test_every_client_command_speaks_json_and_jobs_can_watch(server: LiveServer)
     assert job["id"] in out and out.count("Ctrl-C stops") >= 2  # drawn again and again
     cancelled = json.loads(run_cli(server.url, "cancel", "--json", job["id"][:10]).stdout)
     assert cancelled["id"] == job["id"]
+    made = json.loads(run_cli(server.url, "users", "add", "jsonny", "--json").stdout)
+    assert made["name"] == "jsonny" and made["token"].startswith("rl_")
+    rotated = json.loads(run_cli(server.url, "users", "token", "jsonny", "--json").stdout)
+    assert rotated["token"] != made["token"]
+    assert json.loads(run_cli(server.url, "users", "remove", "jsonny", "--json").stdout) == {
+        "removed": "jsonny"
+    }
+    link = json.loads(run_cli(server.url, "dashboard", "--json").stdout)
+    assert "/ui/login?ticket=" in link["url"]
+    shown = json.loads(run_cli(server.url, "show", "--json", job["id"]).stdout)
+    assert shown["id"] == job["id"] and "events" in shown
+    pieces = run_cli(server.url, "logs", "--json", job["id"]).stdout.splitlines()
+    assert all("text" in json.loads(line) for line in pieces)
 
 
 def test_logs_follow_is_pushed_as_written_and_never_cut(server: LiveServer) -> None:

@@ -266,9 +266,13 @@ def logs(
         int | None,
         typer.Option("--tail", "-n", min=1, max=100_000, help="Only the last N lines."),
     ] = None,
+    as_json: Annotated[
+        bool,
+        typer.Option("--json", help='Machine-readable: one {"text": ...} line per piece read.'),
+    ] = False,
 ) -> None:
     """Print a job's worker log (rank 0 by default); JOB_ID may be any unique prefix."""
-    follow_log(job_id, rank=rank, raw=raw, follow=follow, tail=tail)
+    follow_log(job_id, rank=rank, raw=raw, follow=follow, tail=tail, as_json=as_json)
 
 
 READ_BYTES = 1 << 20
@@ -282,11 +286,16 @@ def follow_log(
     raw: bool = False,
     follow: bool = True,
     tail: int | None = None,
+    as_json: bool = False,
 ) -> str:
     """Print the log from the start (or its last ``tail`` lines), and with ``follow``
     as the server pushes it until the job ends; returns the job's last state."""
 
     def emit(text: str) -> None:
+        if as_json:
+            if text:
+                typer.echo(json.dumps({"text": text}))
+            return
         typer.echo(text if raw else shown(text, multiline=True), nl=False)
 
     path = job_path(job_id)  # checked here, so a bad id is the CLI's usual error

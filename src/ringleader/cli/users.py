@@ -45,6 +45,7 @@ def add(
             min=-1000, max=1000, help="Highest priority the user may set (default 0; admins 1000)."
         ),
     ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable.")] = False,
 ) -> None:
     """Add a user and print their token on stdout, once; give it to them to `ringleader login`."""
     body: dict[str, object] = {"name": name, "admin": admin}
@@ -52,7 +53,7 @@ def add(
         if value is not None:
             body[key] = value
     made = request_json("POST", "/users", json=body)
-    sys.stdout.write(f"{made['token']}\n")
+    sys.stdout.write(json.dumps(made, indent=2) + "\n" if as_json else f"{made['token']}\n")
 
 
 @users.command("list")
@@ -76,23 +77,33 @@ def list_users(
 
 
 @users.command("remove")
-def remove(name: Annotated[str, typer.Argument(help="The user to remove.")]) -> None:
+def remove(
+    name: Annotated[str, typer.Argument(help="The user to remove.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable.")] = False,
+) -> None:
     """Remove a user: their token stops working at once; their jobs stay on record."""
-    request_json("DELETE", f"/users/{_segment(name)}")
+    gone = request_json("DELETE", f"/users/{_segment(name)}")
+    if as_json:
+        typer.echo(json.dumps(gone, indent=2))
+        return
     console.print(f"removed {shown(name)}")
 
 
 @users.command("token")
-def token(name: Annotated[str, typer.Argument(help="Whose token to replace.")]) -> None:
+def token(
+    name: Annotated[str, typer.Argument(help="Whose token to replace.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable.")] = False,
+) -> None:
     """Print a new token for NAME (yours, or anyone's for an admin); the old one stops working."""
     made = request_json("POST", f"/users/{_segment(name)}/token")
-    sys.stdout.write(f"{made['token']}\n")
+    sys.stdout.write(json.dumps(made, indent=2) + "\n" if as_json else f"{made['token']}\n")
 
 
 def login(
     token_stdin: Annotated[
         bool, typer.Option("--token-stdin", help="Read the token from stdin, not a prompt.")
     ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable.")] = False,
 ) -> None:
     """Save a token for the server at RINGLEADER_URL, after checking it there.
 
@@ -106,6 +117,9 @@ def login(
     me = request_json("GET", "/whoami", headers={"Authorization": f"Bearer {given}"})
     url = server_url()
     path = save_token(url, given)
+    if as_json:
+        typer.echo(json.dumps({"url": url, "user": me["name"], "saved_in": str(path)}))
+        return
     console.print(f"logged in to {shown(url)} as {shown(me['name'])}; token saved in {path}")
 
 
