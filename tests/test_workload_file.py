@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -269,3 +270,47 @@ def test_a_fixed_global_batch_is_shared_by_the_workers(tmp_path: Path) -> None:
     too_small = {**data, "jobs": [{"name": "s", "model": "m", "global_batch": 4}]}
     with pytest.raises(WorkloadFileError, match=r"jobs\[0\]\.global_batch"):
         load_workload(_write(tmp_path, too_small, "small.yaml"))
+
+
+def test_tiresias_thresholds_and_the_quantum_are_settable(tmp_path: Path) -> None:
+    from ringleader.policy.catalog import SettingNotUsed, policy_from_config
+
+    tiresias = policy_from_config("tiresias", thresholds_gpu_s=(60.0,))
+    assert tiresias.allocator.thresholds_gpu_s == (60.0,)  # type: ignore[attr-defined]
+    mine = policy_from_config("ringleader", thresholds_gpu_s=())
+    assert mine.allocator.thresholds_gpu_s == ()  # type: ignore[attr-defined]
+    assert policy_from_config("gandiva", quantum_s=5.0).quantum_s == 5.0  # type: ignore[attr-defined]
+    with pytest.raises(SettingNotUsed, match="does not time-slice"):
+        policy_from_config("fifo", quantum_s=5.0, strict=True)
+    with pytest.raises(SettingNotUsed, match="attained-service"):
+        policy_from_config("gandiva", thresholds_gpu_s=(1.0,), strict=True)
+
+    jobs = [{"name": n, "model": "resnet110", "elastic": False, "work_scale": 0.02} for n in "abc"]
+    data = {
+        "cluster": {"nodes": 1, "gpus_per_node": 1},
+        "simulation": {"quantum_s": 30},
+        "jobs": jobs,
+    }
+    path = _write(tmp_path, data)
+
+    def simulate(*args: str) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
+        out_json = tmp_path / "out.json"
+        out_json.unlink(missing_ok=True)
+        cmd = [sys.executable, "-m", "ringleader", "simulate", "--workload", str(path), *args]
+        done = subprocess.run(
+            [*cmd, "--json", str(out_json)], capture_output=True, text=True, timeout=120
+        )
+        result = json.loads(out_json.read_text()) if out_json.exists() else {}
+        return done, result
+
+    _, short = simulate("--policy", "gandiva")  # the file's 30 s quantum
+    _, long = simulate("--policy", "gandiva", "--quantum-s", "600")  # the flag wins
+    assert short["counts"]["suspend"] > long["counts"].get("suspend", 0)
+    fifo, _ = simulate("--policy", "fifo")  # a file's quantum does not bar other policies
+    assert fifo.returncode == 0, fifo.stderr
+    refused, _ = simulate("--policy", "fifo", "--quantum-s", "5")
+    assert refused.returncode == 2 and "does not time-slice" in refused.stderr
+    falling, _ = simulate("--policy", "tiresias", "--tiresias-thresholds", "100,50")
+    assert falling.returncode == 2 and "--tiresias-thresholds" in falling.stderr
+    one_queue, result = simulate("--policy", "tiresias", "--tiresias-thresholds", "")
+    assert one_queue.returncode == 0 and result["summary"]

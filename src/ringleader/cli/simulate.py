@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -13,7 +13,8 @@ from rich.table import Table
 
 from ringleader.cli import terminal
 from ringleader.cli.errors import check_output_file, fail, write_json
-from ringleader.policy.catalog import POLICY_NAMES, UnknownPolicyError, policy_named
+from ringleader.policy.catalog import POLICY_NAMES, UnknownPolicyError
+from ringleader.policy.plan import Decider
 from ringleader.policy.profiling import PolicyInputError
 from ringleader.sim.contention import GavelContention
 from ringleader.sim.engine import SimResult, Simulator
@@ -81,6 +82,19 @@ def simulate(
             "before the host's backlog empties) or fair (equal shares). See docs/tensorlights.md."
         ),
     ] = "drain",
+    quantum_s: Annotated[
+        float | None,
+        typer.Option(
+            min=0.1, max=86_400, help="Time-slicing quantum for gandiva/time-slicing (default 60)."
+        ),
+    ] = None,
+    tiresias_thresholds: Annotated[
+        str | None,
+        typer.Option(
+            help="Attained-service queue thresholds in GPU-seconds for tiresias/ringleader, "
+            "comma-separated and rising, e.g. 3600,36000 (empty: one queue)."
+        ),
+    ] = None,
 ) -> None:
     """Run the simulator: the same policy core the runtime uses, on a virtual clock.
 
@@ -105,11 +119,22 @@ def simulate(
     if trace is not None:
         if policy is None:
             fail(f"--trace needs --policy NAME; choose one of: {', '.join(POLICY_NAMES)}")
-        _trace(trace, trace_format, gpus, policy, json_path, plot)
+        _trace(
+            trace,
+            trace_format,
+            gpus,
+            _chosen(policy, quantum_s, tiresias_thresholds, None),
+            policy,
+            json_path,
+            plot,
+        )
         return
     if scenario is not None:
-        if policy is not None:
-            fail("--policy applies to --workload; a scenario runs its own strategies")
+        if policy is not None or quantum_s is not None or tiresias_thresholds is not None:
+            fail(
+                "--policy, --quantum-s and --tiresias-thresholds apply to --workload and "
+                "--trace; a scenario runs its own strategies"
+            )
         if scenario not in SCENARIOS:
             fail(
                 f"--scenario: unknown scenario {scenario!r}; choose one of: {', '.join(SCENARIOS)}"
@@ -125,7 +150,44 @@ def simulate(
     assert workload is not None
     if policy is None:
         fail(f"--workload needs --policy NAME; choose one of: {', '.join(POLICY_NAMES)}")
-    _workload(workload, policy, json_path, plot)
+    _workload(workload, policy, quantum_s, tiresias_thresholds, json_path, plot)
+
+
+def _chosen(
+    name: str, quantum_s: float | None, thresholds: str | None, file_settings: Any
+) -> Decider:
+    """The policy ``name`` with the settings given (flags over the workload file's)."""
+    from ringleader.policy.catalog import SettingNotUsed, policy_from_config
+
+    flagged: tuple[float, ...] | None = None
+    if thresholds is not None:
+        try:
+            flagged = tuple(float(x) for x in thresholds.split(",") if x.strip())
+        except ValueError:
+            fail(f"--tiresias-thresholds: {thresholds!r} is not comma-separated GPU-seconds")
+        _check_levels("--tiresias-thresholds", flagged)
+    try:
+        # A flag names a knob the policy must have; a file's settings serve every policy
+        # it is run with, so they apply where they can.
+        policy_from_config(name, None, quantum_s, flagged, strict=True)
+    except UnknownPolicyError as err:
+        fail(f"--policy: {err}")
+    except SettingNotUsed as err:
+        fail(str(err))
+    levels = flagged
+    if levels is None and file_settings is not None:
+        given = file_settings.tiresias_thresholds_gpu_s
+        levels = None if given is None else tuple(given)
+        if levels is not None:
+            _check_levels("simulation.tiresias_thresholds_gpu_s", levels)
+    if quantum_s is None and file_settings is not None:
+        quantum_s = file_settings.quantum_s
+    return policy_from_config(name, None, quantum_s, levels)
+
+
+def _check_levels(where: str, levels: tuple[float, ...]) -> None:
+    if any(not 0 <= x < 1e12 for x in levels) or list(levels) != sorted(set(levels)):
+        fail(f"{where}: thresholds must be distinct, rising, non-negative GPU-seconds")
 
 
 def _table3(seeds: int, json_path: Path | None, plot: Path | None, processes: int | None) -> None:
@@ -175,6 +237,7 @@ def _trace(
     name: str,
     fmt: str | None,
     gpus: int | None,
+    chosen: Decider,
     policy_name: str,
     json_path: Path | None,
     plot: Path | None,
@@ -185,10 +248,6 @@ def _trace(
 
     if fmt is not None and fmt not in FORMATS:
         fail(f"--format: {fmt!r} is not one of {', '.join(FORMATS)}")
-    try:
-        chosen = policy_named(policy_name)
-    except UnknownPolicyError as err:
-        fail(f"--policy: {err}")
     try:
         path, kind = resolve_trace(name, fmt)  # type: ignore[arg-type,unused-ignore]
         rows = load_trace(path, kind)
@@ -348,16 +407,20 @@ def _tensorlights(seeds: int, fifo_model: str, json_path: Path | None, plot: Pat
         _write_plot(plot, lambda: tensorlights_plot(result, plot))
 
 
-def _workload(path: Path, policy_name: str, json_path: Path | None, plot: Path | None) -> None:
-    try:
-        chosen = policy_named(policy_name)
-    except UnknownPolicyError as err:
-        fail(f"--policy: {err}")
+def _workload(
+    path: Path,
+    policy_name: str,
+    quantum_s: float | None,
+    thresholds: str | None,
+    json_path: Path | None,
+    plot: Path | None,
+) -> None:
     try:
         workload = load_workload(path)
     except WorkloadFileError as err:
         fail(str(err))
     settings = workload.spec.simulation
+    chosen = _chosen(policy_name, quantum_s, thresholds, settings)
     with _progress() as bar:
         task = bar.add_task(f"{policy_name}: simulating", total=len(workload.jobs))
         try:

@@ -80,13 +80,37 @@ def describe(name: str) -> str:
     return _BUILDERS[name][0]
 
 
+class SettingNotUsed(ValueError):
+    """A setting given for a policy that has no such knob; says which and who has it."""
+
+
 def policy_from_config(
-    name: str, probe_window_s: float | None = None, quantum_s: float | None = None
+    name: str,
+    probe_window_s: float | None = None,
+    quantum_s: float | None = None,
+    thresholds_gpu_s: tuple[float, ...] | None = None,
+    *,
+    strict: bool = False,
 ) -> Decider:
-    """A named policy, with the exploratory probe window or the sharing quantum overridden."""
+    """A named policy, with the exploratory probe window, the sharing quantum or the
+    least-attained-service queue thresholds overridden. ``strict``: a setting the
+    policy has no use for is an error (``SettingNotUsed``), not ignored."""
     policy = policy_named(name)
-    if quantum_s is not None and isinstance(policy, Sharing):
-        return replace(policy, quantum_s=quantum_s, trial_window_s=0.75 * quantum_s)
+    if thresholds_gpu_s is not None:
+        if isinstance(policy, Policy) and isinstance(policy.allocator, Tiresias | LasDoubling):
+            queues = replace(policy.allocator, thresholds_gpu_s=thresholds_gpu_s)
+            policy = replace(policy, allocator=queues)
+        elif strict:
+            raise SettingNotUsed(
+                f"policy {name!r} has no attained-service queues (tiresias and ringleader do)"
+            )
+    if quantum_s is not None:
+        if isinstance(policy, Sharing):
+            return replace(policy, quantum_s=quantum_s, trial_window_s=0.75 * quantum_s)
+        if strict:
+            raise SettingNotUsed(
+                f"policy {name!r} does not time-slice (gandiva and time-slicing do)"
+            )
     if (
         probe_window_s is not None
         and isinstance(policy, Policy)

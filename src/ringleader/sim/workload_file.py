@@ -50,6 +50,12 @@ class SimulationSpec(_Strict):
         DEFAULT_RESTART_DELAY_S
     )
     round_s: Annotated[float, Field(ge=0.1, le=DAY_S, allow_inf_nan=False)] | None = DEFAULT_ROUND_S
+    quantum_s: Annotated[float, Field(ge=0.1, le=DAY_S, allow_inf_nan=False)] | None = None
+    """Time-slicing quantum for gandiva/time-slicing (None: the policy's own, 60 s)."""
+    tiresias_thresholds_gpu_s: (
+        list[Annotated[float, Field(ge=0, le=1e12, allow_inf_nan=False)]] | None
+    ) = Field(None, max_length=16)
+    """Attained-service queue thresholds for tiresias/ringleader, rising (None: theirs)."""
 
 
 class ModelSpec(_Strict):
