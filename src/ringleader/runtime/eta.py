@@ -8,6 +8,8 @@ come, so a dashboard shows it as an estimate that moves with the plan.
 
 from __future__ import annotations
 
+import math
+
 from ringleader.runtime.store import JobRow, State
 
 
@@ -23,4 +25,9 @@ def eta_s(row: JobRow) -> float | None:
     if step_time <= 0 or batch <= 0:
         return None
     epochs_per_s = batch * row.workers / examples / step_time
-    return round(max(row.spec.epochs - row.epoch, 0.0) / epochs_per_s, 1)
+    if not math.isfinite(epochs_per_s) or epochs_per_s <= 0:
+        return None
+    left = max(row.spec.epochs - row.epoch, 0.0) / epochs_per_s
+    # The numbers are the job's own reports: absurd ones give no estimate, never a
+    # value JSON cannot carry.
+    return round(left, 1) if math.isfinite(left) else None
