@@ -18,18 +18,6 @@ settings.register_profile("ci", max_examples=60, deadline=None)
 settings.load_profile("ci")
 
 
-BESIDE = frozenset({"test_ray.py"})
-"""Modules that mostly wait (a Ray cluster of their own, in a namespace): under
-``make test`` (``-n 2 --dist loadgroup``) they run on a second worker beside
-the rest, which keeps its one worker, so no timing-sensitive test shares it."""
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    for item in items:
-        group = "beside" if item.path.name in BESIDE else "main"
-        item.add_marker(pytest.mark.xdist_group(group))
-
-
 @pytest.fixture
 def executor() -> Iterator[LocalExecutor]:
     """A local executor on 2 virtual devices, its fork server ready for warm starts."""
