@@ -276,9 +276,9 @@ def test_tiresias_thresholds_and_the_quantum_are_settable(tmp_path: Path) -> Non
     from ringleader.policy.catalog import SettingNotUsed, policy_from_config
 
     tiresias = policy_from_config("tiresias", thresholds_gpu_s=(60.0,))
-    assert tiresias.allocator.thresholds_gpu_s == (60.0,)  # type: ignore[attr-defined]
+    assert tiresias.order.thresholds_gpu_s == (60.0,)  # type: ignore[attr-defined]
     mine = policy_from_config("ringleader", thresholds_gpu_s=())
-    assert mine.allocator.thresholds_gpu_s == ()  # type: ignore[attr-defined]
+    assert mine.order.within.within.thresholds_gpu_s == ()  # type: ignore[attr-defined]
     assert policy_from_config("gandiva", quantum_s=5.0).quantum_s == 5.0  # type: ignore[attr-defined]
     with pytest.raises(SettingNotUsed, match="does not time-slice"):
         policy_from_config("fifo", quantum_s=5.0, strict=True)

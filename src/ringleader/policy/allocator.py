@@ -1,11 +1,15 @@
-"""How many GPUs each job gets: the allocation stage of the policy core.
+"""How many GPUs each job gets: the size stage of the policy core.
 
-An allocator works in two steps so that profiling can interleave its own
-claims between them (see ``ringleader.policy.profiling``):
+A size stage (an ``Allocator``) works in two steps so that profiling can
+interleave its own claims between them (see ``ringleader.policy.profiling``).
+Both take the jobs in the order the order stage put them
+(``ringleader.policy.order``):
 
-* ``base``: the minimum each job needs to run at all, in FIFO order, stopping
-  at the first job that does not fit (no backfilling past it, so a wide job is
-  never starved by a stream of narrow ones);
+* ``base``: the minimum each job needs to run at all, in that order. Without
+  ``backfill`` it stops at the first job that does not fit, so a wide job is
+  never starved by a stream of narrow ones; with it, smaller jobs behind may
+  run, so GPUs do not idle behind a wide job (Tiresias does this; a
+  preemptive order is what keeps the wide job from starving);
 * ``grow``: how the GPUs left over are handed out, with the allocator's own
   account of where each job's growth stopped (``Sizing``: at its maximum, no
   gain, the restart not won back, or outbid for the GPUs left).
@@ -85,6 +89,18 @@ class _SizeOf(Protocol):
     def __call__(self, c: Candidate, /) -> int: ...
 
 
+def backfill_base(jobs: Sequence[Candidate], capacity: int, size_of: _SizeOf) -> Counts:
+    """Give each job, in order, ``size_of(job)`` GPUs if that many are still free."""
+    counts: Counts = {}
+    free = capacity
+    for c in jobs:
+        need = size_of(c)
+        if need <= free:
+            counts[c.job.id] = need
+            free -= need
+    return counts
+
+
 def start_size(job: JobView) -> int:
     """The most an elastic job gets before it is measured: its spec's ``gpus``, when raised.
 
@@ -106,10 +122,12 @@ def _elastic_start(c: Candidate) -> int:
 class FixedSize:
     """Every job runs at one fixed size and waits its turn (the Fixed-N baselines).
 
-    ``size=None`` uses each job's own request instead of one size for all.
+    ``size=None`` uses each job's own request instead of one size for all;
+    ``backfill`` lets smaller jobs run past one that does not fit.
     """
 
     size: int | None = None
+    backfill: bool = False
     needs_speed: bool = False
     needs_true_remaining: bool = False
 
@@ -121,7 +139,7 @@ class FixedSize:
         return c.job.requested_gpus if self.size is None else self.size
 
     def base(self, jobs: Sequence[Candidate], capacity: int) -> Counts:
-        return fifo_base(jobs, capacity, self._size)
+        return (backfill_base if self.backfill else fifo_base)(jobs, capacity, self._size)
 
     def grow(self, jobs: Sequence[Candidate], counts: Counts, free: int) -> Growth:
         return Growth(dict(counts), {})
@@ -252,14 +270,21 @@ class Doubling:
     predicted remaining time. Sizes stay powers of two times the starting size,
     so a bad non-power-of-two step (8 → 9) never blocks a good doubling
     (8 → 16).
+
+    ``per_epoch``: score a doubling by the time per epoch it saves per GPU
+    instead, every job's remaining work counted as one epoch, for a
+    scheduler that does not know how long a job will run (the ``ringleader``
+    policy). ``backfill``: see ``FixedSize``.
     """
 
     name: str = "doubling"
+    backfill: bool = False
+    per_epoch: bool = False
     needs_speed: bool = True
     needs_true_remaining: bool = False
 
     def base(self, jobs: Sequence[Candidate], capacity: int) -> Counts:
-        return fifo_base(jobs, capacity, _elastic_start)
+        return (backfill_base if self.backfill else fifo_base)(jobs, capacity, _elastic_start)
 
     @staticmethod
     def _step(c: Candidate, w: int) -> tuple[int, float, float] | None:
@@ -267,7 +292,15 @@ class Doubling:
             return None
         return w, c.remaining_seconds(w), c.remaining_seconds(2 * w)
 
+    @staticmethod
+    def _epoch_step(c: Candidate, w: int) -> tuple[int, float, float] | None:
+        if 2 * w > c.job.max_gpus or c.speed is None:
+            return None
+        return w, 1.0 / c.speed.epochs_per_second(w), 1.0 / c.speed.epochs_per_second(2 * w)
+
     def grow(self, jobs: Sequence[Candidate], counts: Counts, free: int) -> Growth:
+        if self.per_epoch:
+            return _greedy(jobs, counts, free, self._epoch_step, per_epoch=True)
         return _greedy(jobs, counts, free, self._step)
 
 

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 
 from ringleader.policy.allocator import Doubling, FixedSize, OptimusGreedy
-from ringleader.policy.baselines import LasDoubling, SRTFOracle, Tiresias
+from ringleader.policy.fairshare import FairShare
+from ringleader.policy.order import LeastAttained, Order, Prioritised, ShortestRemaining
 from ringleader.policy.plan import Decider
 from ringleader.policy.profiling import Exploratory, Online, Precompute
 from ringleader.policy.sharing import Sharing
@@ -36,15 +37,22 @@ _BUILDERS: dict[str, tuple[str, Callable[[], Decider]]] = {
     "ringleader": (
         "least-attained-service queues pick who runs, doubling picks how wide; "
         "models learned online; no durations",
-        lambda: Policy("ringleader", LasDoubling(thresholds_gpu_s=(36_000.0,)), Online()),
+        lambda: Policy(
+            "ringleader",
+            Doubling(backfill=True, per_epoch=True),
+            Online(),
+            order=FairShare(Prioritised(LeastAttained((36_000.0,)))),
+        ),
     ),
     "tiresias": (
         "Tiresias: discretised 2D least-attained-service queues, preemptive, no durations",
-        lambda: Policy("tiresias", Tiresias()),
+        lambda: Policy("tiresias", FixedSize(None, backfill=True), order=LeastAttained()),
     ),
     "srtf-oracle": (
         "ORACLE: shortest true remaining time first, preemptive (a bound, not a scheduler)",
-        lambda: Policy("srtf-oracle", SRTFOracle(), Precompute()),
+        lambda: Policy(
+            "srtf-oracle", FixedSize(None, backfill=True), Precompute(), order=ShortestRemaining()
+        ),
     ),
     "gandiva": (
         "Gandiva: time-slicing in 60 s quanta, packing kept only if it helps, migration, "
@@ -90,16 +98,28 @@ def policy_from_config(
     quantum_s: float | None = None,
     thresholds_gpu_s: tuple[float, ...] | None = None,
     *,
+    user_weights: Mapping[str, float] | None = None,
     strict: bool = False,
 ) -> Decider:
     """A named policy, with the exploratory probe window, the sharing quantum or the
-    least-attained-service queue thresholds overridden. ``strict``: a setting the
-    policy has no use for is an error (``SettingNotUsed``), not ignored."""
+    least-attained-service queue thresholds overridden, and fair share's user
+    weights set. ``strict``: a setting the policy has no use for is an error
+    (``SettingNotUsed``), not ignored."""
     policy = policy_named(name)
+    if user_weights:
+        if isinstance(policy, Policy) and isinstance(policy.order, FairShare):
+            weights = tuple(sorted(user_weights.items()))
+            policy = replace(policy, order=replace(policy.order, weights=weights))
+        elif strict:
+            raise SettingNotUsed(
+                f"policy {name!r} has no fair share between users (ringleader does)"
+            )
     if thresholds_gpu_s is not None:
-        if isinstance(policy, Policy) and isinstance(policy.allocator, Tiresias | LasDoubling):
-            queues = replace(policy.allocator, thresholds_gpu_s=thresholds_gpu_s)
-            policy = replace(policy, allocator=queues)
+        order = (
+            _with_thresholds(policy.order, thresholds_gpu_s) if isinstance(policy, Policy) else None
+        )
+        if isinstance(policy, Policy) and order is not None:
+            policy = replace(policy, order=order)
         elif strict:
             raise SettingNotUsed(
                 f"policy {name!r} has no attained-service queues (tiresias and ringleader do)"
@@ -117,8 +137,18 @@ def policy_from_config(
         and isinstance(policy.profiling, Exploratory)
     ):
         profiling = Exploratory(policy.profiling.probe_sizes, probe_window_s)
-        return Policy(policy.name, policy.allocator, profiling)
+        return replace(policy, profiling=profiling)
     return policy
+
+
+def _with_thresholds(order: Order, thresholds_gpu_s: tuple[float, ...]) -> Order | None:
+    """``order`` with its least-attained-service queues' thresholds set; None: it has none."""
+    if isinstance(order, LeastAttained):
+        return replace(order, thresholds_gpu_s=thresholds_gpu_s)
+    if isinstance(order, FairShare | Prioritised):
+        inner = _with_thresholds(order.within, thresholds_gpu_s)
+        return None if inner is None else replace(order, within=inner)
+    return None
 
 
 def policy_named(name: str) -> Decider:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol
 
 from ringleader.policy.views import ClusterView, Device, JobView
 
@@ -19,7 +21,8 @@ class PlacementError(RuntimeError):
     """The allocation asks for more GPUs than the cluster has free."""
 
 
-def _keep_subset(devices: Sequence[Device], count: int) -> tuple[Device, ...]:
+def keep_subset(devices: Sequence[Device], count: int) -> tuple[Device, ...]:
+    """``count`` of ``devices``, on the nodes where the job has most (a shrink moves least)."""
     per_node: dict[str, int] = {}
     for d in devices:
         per_node[d.node] = per_node.get(d.node, 0) + 1
@@ -27,7 +30,7 @@ def _keep_subset(devices: Sequence[Device], count: int) -> tuple[Device, ...]:
     return tuple(sorted(ranked[:count]))
 
 
-class _FreeGPUs:
+class FreeGPUs:
     """Free GPUs per node, indexed by how many are free, for best-fit in O(GPUs per node).
 
     One heap per free count holds (cluster order, node); entries go stale when a
@@ -110,11 +113,29 @@ class _FreeGPUs:
             yield from (n for n in self._bucket(count) if n not in own)
 
 
+class Place(Protocol):
+    """The place stage: which GPUs each job with a non-zero count gets."""
+
+    def place(
+        self, counts: Mapping[str, int], jobs: Sequence[JobView], cluster: ClusterView
+    ) -> dict[str, tuple[Device, ...]]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class FewestNodes:
+    """The default place stage: ``place`` (this module's docstring)."""
+
+    def place(
+        self, counts: Mapping[str, int], jobs: Sequence[JobView], cluster: ClusterView
+    ) -> dict[str, tuple[Device, ...]]:
+        return place(counts, jobs, cluster)
+
+
 def place(
     counts: Mapping[str, int], jobs: Sequence[JobView], cluster: ClusterView
 ) -> dict[str, tuple[Device, ...]]:
     """Devices for every job with a non-zero count in ``counts``."""
-    free = _FreeGPUs(cluster)
+    free = FreeGPUs(cluster)
     placed: dict[str, tuple[Device, ...]] = {}
     to_place: list[JobView] = []
     for job in jobs:
@@ -124,7 +145,7 @@ def place(
         gpus = free.free
         current = tuple(d for d in job.devices if d.index in gpus.get(d.node, ()))
         if current and len(current) >= want:
-            kept = current if len(current) == want else _keep_subset(current, want)
+            kept = current if len(current) == want else keep_subset(current, want)
             by_node: dict[str, list[int]] = {}
             for d in kept:  # one take per node, not one per GPU
                 by_node.setdefault(d.node, []).append(d.index)
@@ -135,11 +156,12 @@ def place(
             to_place.append(job)
     to_place.sort(key=lambda j: (-counts[j.id], j.submitted_at, j.id))
     for job in to_place:
-        placed[job.id] = _place_one(job, counts[job.id], free)
+        placed[job.id] = place_one(job, counts[job.id], free)
     return placed
 
 
-def _place_one(job: JobView, want: int, free: _FreeGPUs) -> tuple[Device, ...]:
+def place_one(job: JobView, want: int, free: FreeGPUs) -> tuple[Device, ...]:
+    """``want`` free GPUs for ``job``: one node if any fits, else the fewest, its own first."""
     own = {d.node for d in job.devices}
     if free.total < want:
         raise PlacementError(f"job {job.id} needs {want} GPUs but fewer are free")

@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ringleader.policy.needs import Needs
-from ringleader.policy.placement import _FreeGPUs, _keep_subset, _place_one
+from ringleader.policy.placement import FreeGPUs, keep_subset, place_one
 from ringleader.policy.plan import GROWN_IDLE, Assignment, Deferred, Note, Plan, SizingNotes, Turn
 from ringleader.policy.views import ClusterView, Device, JobView
 
@@ -93,7 +93,7 @@ class Sharing:
     def decide(self, jobs: Sequence[JobView], cluster: ClusterView, now: float) -> Plan:
         memory = {n.name: n.gpu_memory_gib for n in cluster.nodes}
         groups, waiting = self._groups(jobs)
-        free = _FreeGPUs(cluster)
+        free = FreeGPUs(cluster)
         for g in groups:
             for d in g.devices:
                 free.take(d.node, (d.index,))
@@ -148,10 +148,10 @@ class Sharing:
             group.residents.append(job)
         return list(by_devices.values()), waiting
 
-    def _admit(self, job: JobView, groups: list[_Group], free: _FreeGPUs) -> None:
+    def _admit(self, job: JobView, groups: list[_Group], free: FreeGPUs) -> None:
         size = job.requested_gpus
         if free.total >= size:
-            groups.append(_Group(_place_one(job, size, free), [job]))
+            groups.append(_Group(place_one(job, size, free), [job]))
             return
         if not self.time_slicing:
             return
@@ -203,7 +203,7 @@ class Sharing:
                 donor.residents.append(low)
             receiver.residents.append(job)
 
-    def _migrate(self, groups: list[_Group], free: _FreeGPUs) -> None:
+    def _migrate(self, groups: list[_Group], free: FreeGPUs) -> None:
         moves = 0
         # Spread out: a suspended job of a crowded group to GPUs that came free.
         for g in sorted(groups, key=lambda g: (-len(g.residents), g.devices)):
@@ -211,7 +211,7 @@ class Sharing:
                 if free.total < g.size:
                     break
                 mover = max(g.residents, key=lambda j: (not _running(j), *_order(j)))
-                target = _place_one(mover, g.size, free)
+                target = place_one(mover, g.size, free)
                 g.residents.remove(mover)
                 groups.append(_Group(target, [mover]))
                 moves += 1
@@ -228,17 +228,17 @@ class Sharing:
             g.devices = tuple(Device(node, i) for i in indices)
             moves += 1
 
-    def _shrink(self, groups: list[_Group], free: _FreeGPUs) -> None:
+    def _shrink(self, groups: list[_Group], free: FreeGPUs) -> None:
         for g in groups:
             if len(g.residents) != 1:
                 continue
             job = g.residents[0]
             if g.size > job.requested_gpus:
-                kept = _keep_subset(g.devices, job.requested_gpus)
+                kept = keep_subset(g.devices, job.requested_gpus)
                 _release(free, sorted(set(g.devices) - set(kept)))
                 g.devices = kept
 
-    def _grow(self, groups: list[_Group], free: _FreeGPUs) -> None:
+    def _grow(self, groups: list[_Group], free: FreeGPUs) -> None:
         for g in sorted(groups, key=lambda g: _order(g.residents[0])):
             job = g.residents[0]
             if not job.elastic or g.size >= job.max_gpus:
@@ -384,7 +384,7 @@ def _running(job: JobView) -> bool:
     return job.workers > 0 and not job.suspended
 
 
-def _release(free: _FreeGPUs, devices: Sequence[Device]) -> None:
+def _release(free: FreeGPUs, devices: Sequence[Device]) -> None:
     for d in devices:
         free.give(d.node, (d.index,))
 

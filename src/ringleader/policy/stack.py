@@ -1,18 +1,32 @@
-"""A policy: order → profile → allocate → place, as one pure function of a snapshot.
+"""A policy: order → size → place, as one pure function of a snapshot.
 
 ``Policy.decide(jobs, cluster, now) -> Plan`` is the only thing the simulator
-and the runtime call. With exploratory profiling, GPUs are claimed in this
-order, which is the explore/optimise trade-off the seed describes:
+and the runtime call. A policy is a composition of public stages, each a
+small pure protocol (``docs/policies.md`` shows a user-written one):
+
+* **order** (``ringleader.policy.order``): who is served first — FIFO,
+  least attained service, priority, fair share between users;
+* **size** (``ringleader.policy.allocator``): how many GPUs each gets — its
+  request, or elastic growth by marginal gain (doubling, Optimus);
+* **place** (``ringleader.policy.placement``): which GPUs — fewest nodes.
+
+Profiling sits between order and size: with exploratory profiling, GPUs are
+claimed in this order, which is the explore/optimise trade-off the seed
+describes:
 
 1. explorations already under way keep the GPUs they hold;
-2. every profiled job gets its minimum (FIFO);
+2. every profiled job gets its minimum, in the order stage's order;
 3. new explorations start, in FIFO order, while their largest probe size fits;
-4. the allocator grows profiled jobs with what is left, never a running job
+4. the size stage grows profiled jobs with what is left, never a running job
    past its size where the restart would not be won back
    (``ringleader.policy.payback``).
 
 Under light load step 3 almost always succeeds and exploration costs only the
 probes; under heavy load new jobs wait behind the profiled ones.
+
+With fair share (``ringleader.policy.fairshare``) and more than one user,
+steps 2 and 4 run twice: first each user within their share, then what is
+left over, to anyone.
 """
 
 from __future__ import annotations
@@ -20,10 +34,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ringleader.policy.allocator import Allocator, Counts
+from ringleader.policy.allocator import Allocator, Counts, Growth
+from ringleader.policy.fairshare import FairShare, claim
 from ringleader.policy.needs import Needs
 from ringleader.policy.objective import Candidate
-from ringleader.policy.placement import place
+from ringleader.policy.order import Fifo, Order
+from ringleader.policy.placement import FewestNodes, Place
 from ringleader.policy.plan import PROBING, Assignment, Plan, Sizing, SizingNotes
 from ringleader.policy.profiling import Exploratory, Precompute, Profiling
 from ringleader.policy.views import ClusterView, JobView
@@ -36,26 +52,35 @@ def fifo(jobs: Sequence[JobView]) -> list[JobView]:
 
 @dataclass(frozen=True, slots=True)
 class Policy:
+    """A composition of stages (see the module docstring)."""
+
     name: str
-    allocator: Allocator
+    size: Allocator
     profiling: Profiling = field(default_factory=Precompute)
+    order: Order = field(default_factory=Fifo)
+    place: Place = field(default_factory=FewestNodes)
+
+    @property
+    def _needs_speed(self) -> bool:
+        return self.size.needs_speed or self.order.needs_speed
 
     @property
     def needs(self) -> Needs:
-        speed = self.allocator.needs_speed
+        speed = self._needs_speed
         return Needs(
             true_model=speed and isinstance(self.profiling, Precompute),
-            true_remaining=self.allocator.needs_true_remaining,
+            true_remaining=self.size.needs_true_remaining or self.order.needs_true_remaining,
             speed_model=speed,
             profiling=speed and isinstance(self.profiling, Exploratory),
         )
 
     def decide(self, jobs: Sequence[JobView], cluster: ClusterView, now: float) -> Plan:
         ordered = fifo(jobs)
-        if self.allocator.needs_speed:
+        if self._needs_speed:
             known, exploring = self.profiling.split(ordered)
         else:
             known, exploring = [Candidate(job, None) for job in ordered], []
+        known = self.order.order(known, now)
         free = cluster.capacity
         held: Counts = {}
         workers: Counts = {}
@@ -79,21 +104,66 @@ class Policy:
                 explore(job)
             else:
                 fresh.append(job)
-        counts = self.allocator.base(known, free)
+        shares = self.order.shares(known, free) if isinstance(self.order, FairShare) else {}
+        within = _within_shares(known, shares) if len(shares) > 1 else known
+        counts = self.size.base(within, free)
         free -= sum(counts.values())
         for job in fresh:
             if not explore(job):
                 break
         probing = dict(held)
-        grown = self.allocator.grow(known, counts, free)
+        if len(shares) > 1:
+            grown = self._fair_growth(known, counts, free, shares)
+        else:
+            grown = self.size.grow(known, counts, free)
         for job_id, n in grown.counts.items():
             held[job_id] = n
             workers[job_id] = n
-        devices = place(held, ordered, cluster)
+        devices = self.place.place(held, ordered, cluster)
         assignments = {
             job.id: Assignment(devices.get(job.id, ()), workers.get(job.id, 0)) for job in ordered
         }
-        notes = grown.notes
+        notes = dict(grown.notes)
         for job_id, hold in probing.items():
             notes[job_id] = Sizing(PROBING, workers[job_id], held=hold)
         return Plan(assignments, wake, SizingNotes(assignments, notes, grown.later))
+
+    def _fair_growth(
+        self,
+        known: Sequence[Candidate],
+        counts: Counts,
+        free: int,
+        shares: dict[str, int],
+    ) -> Growth:
+        """Grow each user within their share, then start the jobs past it and grow anyone
+        with what is left (``ringleader.policy.fairshare``)."""
+        counts = dict(counts)
+        by_user: dict[str, list[Candidate]] = {}
+        for c in known:
+            by_user.setdefault(c.job.user, []).append(c)
+        for user, own in by_user.items():
+            used = sum(counts.get(c.job.id, 0) for c in own)
+            budget = min(free, shares.get(user, 0) - used)
+            if budget <= 0:
+                continue
+            mine = {c.job.id: counts[c.job.id] for c in own if c.job.id in counts}
+            grown = self.size.grow(own, mine, budget)
+            added = sum(grown.counts.values()) - sum(mine.values())
+            counts.update(grown.counts)
+            free -= added
+        late = self.size.base([c for c in known if c.job.id not in counts], free)
+        counts.update(late)
+        free -= sum(late.values())
+        return self.size.grow(known, counts, free)
+
+
+def _within_shares(ordered: Sequence[Candidate], shares: dict[str, int]) -> list[Candidate]:
+    """The jobs of ``ordered`` that their users' shares can start, in order."""
+    left = dict(shares)
+    within: list[Candidate] = []
+    for c in ordered:
+        user, need = c.job.user, claim(c)
+        if need <= left.get(user, 0):
+            left[user] -= need
+            within.append(c)
+    return within

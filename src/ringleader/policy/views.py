@@ -110,3 +110,5 @@ class JobView:
     restart_s: float = 0.0
     """Seconds a checkpoint-stop-restart of this job costs, as the body measured it
     (0: unknown, and resizes are not weighed against it)."""
+    user: str = ""
+    """Who submitted it, for fair share between users ("" where a body has no users)."""

@@ -474,7 +474,7 @@ class Controller:
             restart_s=shape.get(RESTART, self.config.restart_s),
         )
         submitted = Submitted(
-            row.id, row.submitted_at, spec.lowest, spec.highest, spec.gpus, spec.elastic
+            row.id, row.submitted_at, spec.lowest, spec.highest, spec.gpus, spec.elastic, spec.user
         )
         return job_view(
             submitted,

@@ -27,6 +27,7 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from ringleader.fairness import ShareSample
 from ringleader.metrics import JobRecord, Summary, UsagePoint, summarize
 from ringleader.perf.epochs import EpochsToConverge
 from ringleader.policy.needs import Needs
@@ -105,6 +106,8 @@ class SimJob:
     """Launch to first minibatch of the job's first start; None: the simulator's restart delay."""
     restart_s: float | None = None
     """Stop to first minibatch of a later start; None: the simulator's restart delay."""
+    user: str = ""
+    """Who submitted it (fair share between users); "" for one anonymous user."""
 
 
 @dataclass(slots=True)
@@ -145,7 +148,13 @@ class _State:
         self.epochs = job.profile.epochs.scaled(job.work_scale)
         self.priority = job.priority
         self.submitted = Submitted(
-            job.id, job.submitted_at, job.min_gpus, job.max_gpus, job.requested_gpus, job.elastic
+            job.id,
+            job.submitted_at,
+            job.min_gpus,
+            job.max_gpus,
+            job.requested_gpus,
+            job.elastic,
+            job.user,
         )
 
     def held(self) -> Held:
@@ -261,6 +270,8 @@ class SimResult:
     """Done fraction of every job at each requested snapshot time."""
     counts: dict[str, int] = field(default_factory=dict)
     """The spine's counted events over the whole run (starts, resizes, migrations…)."""
+    shares: tuple[ShareSample, ...] = ()
+    """Per-user GPUs and demand over time, where jobs name more than one user."""
 
 
 MAX_FROZEN_EVENTS = 10_000
@@ -326,6 +337,8 @@ class Simulator:
         marks = list(self.snapshot_at)
         snapshots: dict[float, dict[str, float]] = {}
         frozen = 0
+        shares: list[ShareSample] = []
+        by_user = len({j.user for j in pending}) > 1
         while (nxt < len(pending) or active) and now < until:
             while nxt < len(pending) and pending[nxt].submitted_at <= now:
                 job = pending[nxt]
@@ -355,6 +368,8 @@ class Simulator:
                 point.jobs,
             ):
                 usage.append(point)
+            if by_user:
+                _sample_shares(shares, now, plan, active, capacity)
             later = min(self._next_event(plan, active, pending, nxt, now), until)
             if marks and now < marks[0] < later and not math.isinf(later):
                 later = marks[0]
@@ -413,6 +428,7 @@ class Simulator:
             progress=progress,
             ended_at=now,
             snapshots=snapshots,
+            shares=tuple(shares),
         )
 
     def _apply(self, plan: Plan, active: dict[str, _State], now: float) -> None:
@@ -520,3 +536,23 @@ class Simulator:
         for state in running:
             later = min(later, state.finish_time(now))
         return later
+
+
+def _sample_shares(
+    samples: list[ShareSample], now: float, plan: Plan, active: dict[str, _State], capacity: int
+) -> None:
+    """Append each user's running GPUs and demand from ``now`` (replacing a sample at ``now``)."""
+    gpus: dict[str, int] = {}
+    demand: dict[str, int] = {}
+    for job_id, state in active.items():
+        job = state.job
+        want = job.max_gpus if job.elastic else job.requested_gpus
+        demand[job.user] = demand.get(job.user, 0) + min(want, capacity)
+        a = plan.of(job_id)
+        if a.running:
+            gpus[job.user] = gpus.get(job.user, 0) + a.workers
+    sample = ShareSample(now, gpus, demand)
+    if samples and samples[-1].time == now:
+        samples[-1] = sample
+    elif not samples or (samples[-1].gpus, samples[-1].demand) != (gpus, demand):
+        samples.append(sample)

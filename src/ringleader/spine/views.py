@@ -34,6 +34,7 @@ class Submitted:
     max_gpus: int
     requested_gpus: int
     elastic: bool
+    user: str = ""
 
 
 @dataclass(slots=True)
@@ -95,4 +96,5 @@ def job_view(
         packed=known.packed,
         memory_gib=known.memory_gib,
         restart_s=known.restart_s,
+        user=job.user,
     )

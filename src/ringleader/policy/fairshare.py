@@ -1,0 +1,136 @@
+"""Fair share between users: an order stage that also bounds each user's GPUs.
+
+Each user has a weight (1 unless set). At every decision the GPUs are split
+between the users who have jobs by weighted max-min fairness over their
+demand (``waterfill``): a user asking for less than an equal share gets all
+they ask for, the rest is split between the others by weight. A job's
+demand is what it could use: its ``max_gpus`` if elastic, else its request.
+
+``FairShare.order`` interleaves users: it repeatedly serves the user whose
+GPUs claimed so far, over their weight, are fewest, taking that user's next
+job in the wrapped order, higher ``priority`` first, so priority is honoured
+inside a user's share and never buys a user more than it. ``Policy`` then
+sizes in two rounds: first every user within their share (jobs past it wait,
+growth stops at it), then whatever is left over, to anyone, so GPUs never
+idle while someone could use them (``Policy.decide``).
+
+This is the share Kueue's fair sharing and Slurm's fair-share factor aim at,
+computed from the snapshot alone: no decayed history, so a user who was
+away gets no credit for it, and the policy stays a pure function.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from ringleader.policy.objective import Candidate
+from ringleader.policy.order import Fifo, Order
+
+
+def demand(c: Candidate) -> int:
+    """GPUs a job could use: its maximum if elastic, else its request."""
+    job = c.job
+    return job.max_gpus if job.elastic else job.requested_gpus
+
+
+def claim(c: Candidate) -> int:
+    """GPUs a job needs to run at all: its minimum if elastic, else its request."""
+    job = c.job
+    return job.min_gpus if job.elastic else job.requested_gpus
+
+
+def waterfill(
+    capacity: int, demands: Mapping[str, int], weights: Mapping[str, float]
+) -> dict[str, int]:
+    """Weighted max-min fair integer shares of ``capacity``, none above its demand.
+
+    The continuous water level is found first; shares are its floors, and the
+    GPUs the floors leave go one each to the largest fractions (ties by name),
+    never past a demand. The shares sum to ``min(capacity, sum of demands)``.
+    """
+    users = sorted(u for u, d in demands.items() if d > 0)
+    if sum(demands[u] for u in users) <= capacity:
+        return {u: demands[u] for u in users}
+    level_users = sorted(users, key=lambda u: (demands[u] / weights[u], u))
+    left, weight_left = float(capacity), sum(weights[u] for u in users)
+    exact: dict[str, float] = {}
+    for i, u in enumerate(level_users):
+        level = left / weight_left
+        if demands[u] <= level * weights[u]:
+            exact[u] = float(demands[u])
+            left -= demands[u]
+            weight_left -= weights[u]
+            continue
+        for v in level_users[i:]:
+            exact[v] = level * weights[v]
+        break
+    shares = {u: min(demands[u], math.floor(exact[u] + 1e-9)) for u in users}
+    spare = capacity - sum(shares.values())
+    by_fraction = sorted(users, key=lambda u: (-(exact[u] - shares[u]), u))
+    for u in by_fraction:
+        if spare <= 0:
+            break
+        if shares[u] < demands[u]:
+            shares[u] += 1
+            spare -= 1
+    return shares
+
+
+@dataclass(frozen=True, slots=True)
+class FairShare:
+    """Weighted fair share between users around an inner order (see the module docstring)."""
+
+    within: Order = field(default_factory=Fifo)
+    weights: tuple[tuple[str, float], ...] = ()
+    """``(user, weight)`` pairs; a user not named weighs ``default_weight``."""
+    default_weight: float = 1.0
+
+    def __post_init__(self) -> None:
+        for user, weight in (*self.weights, ("(default)", self.default_weight)):
+            if not (math.isfinite(weight) and weight > 0):
+                raise ValueError(f"weight of user {user!r} must be a positive number, got {weight}")
+
+    @property
+    def needs_speed(self) -> bool:
+        return self.within.needs_speed
+
+    @property
+    def needs_true_remaining(self) -> bool:
+        return self.within.needs_true_remaining
+
+    def weight(self, user: str) -> float:
+        for name, weight in self.weights:
+            if name == user:
+                return weight
+        return self.default_weight
+
+    def shares(self, jobs: Sequence[Candidate], capacity: int) -> dict[str, int]:
+        """Each user's fair share of ``capacity`` GPUs, for the jobs given."""
+        demands: dict[str, int] = {}
+        for c in jobs:
+            demands[c.job.user] = demands.get(c.job.user, 0) + demand(c)
+        return waterfill(capacity, demands, {u: self.weight(u) for u in demands})
+
+    def order(self, jobs: Sequence[Candidate], now: float) -> list[Candidate]:
+        ordered = self.within.order(jobs, now)
+        per_user: dict[str, list[Candidate]] = {}
+        for c in ordered:
+            per_user.setdefault(c.job.user, []).append(c)
+        for user, queue in per_user.items():
+            if any(c.job.priority != queue[0].job.priority for c in queue):
+                per_user[user] = sorted(queue, key=lambda c: -c.job.priority)
+        if len(per_user) == 1:
+            return next(iter(per_user.values()))
+        heap = [(0.0, user, 0) for user in per_user]
+        heapq.heapify(heap)
+        out: list[Candidate] = []
+        while heap:
+            claimed, user, i = heapq.heappop(heap)
+            c = per_user[user][i]
+            out.append(c)
+            if i + 1 < len(per_user[user]):
+                heapq.heappush(heap, (claimed + claim(c) / self.weight(user), user, i + 1))
+        return out

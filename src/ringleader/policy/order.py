@@ -1,0 +1,122 @@
+"""Who goes first: the order stage of the policy core.
+
+An order stage takes the candidates in submission order and returns them in
+the order the size stage should serve them (``Policy.decide``). It is pure:
+the snapshot and the decision's ``now`` are all it reads. Stages nest: a
+``Prioritised`` order wraps another and keeps its order among equal
+priorities; ``ringleader.policy.fairshare.FairShare`` wraps one and
+interleaves users.
+
+* ``Fifo`` — submission order.
+* ``LeastAttained`` — Tiresias' discretised least-attained-service queues
+  (Gu et al., NSDI 2019): a job's attained service is GPUs × seconds it has
+  held them; jobs sit in queues by thresholds on it, FIFO within a queue, and
+  lower queues go first. With ``starve_after_s``, a job that has waited that
+  long goes ahead of every queue (the starvation guard Tiresias also has), so
+  a long job is slowed by new ones but never stopped for good.
+* ``ShortestRemaining`` — shortest true remaining time first: an oracle.
+* ``Prioritised`` — higher ``priority`` first, the wrapped order within.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from ringleader.policy.objective import Candidate
+
+
+class Order(Protocol):
+    """Who is served first (see the module docstring)."""
+
+    @property
+    def needs_speed(self) -> bool:
+        """Whether the order reads speed models (so the policy must have them)."""
+        ...
+
+    @property
+    def needs_true_remaining(self) -> bool:
+        """Whether it reads each job's true remaining time (an oracle)."""
+        ...
+
+    def order(self, jobs: Sequence[Candidate], now: float) -> list[Candidate]:
+        """``jobs`` (given in submission order) in the order to serve them."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Fifo:
+    """Submission order, as given."""
+
+    needs_speed: bool = False
+    needs_true_remaining: bool = False
+
+    def order(self, jobs: Sequence[Candidate], now: float) -> list[Candidate]:
+        return list(jobs)
+
+
+def las_queue(c: Candidate, thresholds_gpu_s: Sequence[float]) -> int:
+    """Index of the least-attained-service queue a job is in (0 = least served)."""
+    return sum(1 for t in thresholds_gpu_s if c.job.attained_gpu_s >= t)
+
+
+@dataclass(frozen=True, slots=True)
+class LeastAttained:
+    """Least-attained-service queues, FIFO within one; optionally a starvation guard."""
+
+    thresholds_gpu_s: tuple[float, ...] = (3600.0, 36_000.0)
+    starve_after_s: float | None = None
+    """A job waiting (queued or time-sliced out) this long goes ahead of every queue."""
+    needs_speed: bool = False
+    needs_true_remaining: bool = False
+
+    def __post_init__(self) -> None:
+        if self.starve_after_s is not None and not self.starve_after_s > 0:
+            raise ValueError(f"starve_after_s must be positive, got {self.starve_after_s}")
+
+    def queue(self, c: Candidate, now: float) -> int:
+        """The queue ``c`` is served from now: -1 when starving, else by attained service."""
+        job = c.job
+        guard = self.starve_after_s
+        waiting = job.workers == 0 or job.suspended
+        if guard is not None and waiting and now - job.state_since >= guard:
+            return -1
+        return las_queue(c, self.thresholds_gpu_s)
+
+    def order(self, jobs: Sequence[Candidate], now: float) -> list[Candidate]:
+        if not self.thresholds_gpu_s and self.starve_after_s is None:
+            return list(jobs)
+        return sorted(jobs, key=lambda c: self.queue(c, now))  # stable: FIFO within
+
+
+@dataclass(frozen=True, slots=True)
+class ShortestRemaining:
+    """ORACLE: shortest true remaining time at the job's requested size first."""
+
+    needs_speed: bool = True
+    needs_true_remaining: bool = True
+
+    def order(self, jobs: Sequence[Candidate], now: float) -> list[Candidate]:
+        return sorted(jobs, key=lambda c: c.remaining_seconds(c.job.requested_gpus))
+
+
+@dataclass(frozen=True, slots=True)
+class Prioritised:
+    """Higher ``priority`` first; ``within`` orders jobs of equal priority."""
+
+    within: Order = field(default_factory=Fifo)
+
+    @property
+    def needs_speed(self) -> bool:
+        return self.within.needs_speed
+
+    @property
+    def needs_true_remaining(self) -> bool:
+        return self.within.needs_true_remaining
+
+    def order(self, jobs: Sequence[Candidate], now: float) -> list[Candidate]:
+        ordered = self.within.order(jobs, now)
+        if all(c.job.priority == ordered[0].job.priority for c in ordered):
+            return ordered
+        return sorted(ordered, key=lambda c: -c.job.priority)
