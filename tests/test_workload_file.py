@@ -117,6 +117,8 @@ _job = st.fixed_dictionaries(
         "elastic": st.one_of(st.booleans(), _scalars),
         "submit_s": st.one_of(st.floats(-10, 1e10), _scalars),
         "work_scale": st.one_of(st.floats(-1, 1e7), _scalars),
+        "user": st.one_of(st.text(max_size=70), _scalars),
+        "priority": st.one_of(st.integers(-2000, 2000), _scalars),
         "surprise": _values,
     },
 )
@@ -180,7 +182,17 @@ _file = st.one_of(
             "jobs": st.one_of(st.lists(_job, max_size=4), _values),
             "poisson": st.one_of(st.lists(_poisson, max_size=2), _values),
             "simulation": st.one_of(
-                st.fixed_dictionaries({}, optional={"restart_delay_s": _sizes, "round_s": _sizes}),
+                st.fixed_dictionaries(
+                    {},
+                    optional={
+                        "restart_delay_s": _sizes,
+                        "round_s": _sizes,
+                        "user_weights": st.one_of(
+                            st.dictionaries(st.text(max_size=5), st.floats(-1, 1e7), max_size=3),
+                            _values,
+                        ),
+                    },
+                ),
                 _values,
             ),
         },
@@ -314,3 +326,40 @@ def test_tiresias_thresholds_and_the_quantum_are_settable(tmp_path: Path) -> Non
     assert falling.returncode == 2 and "--tiresias-thresholds" in falling.stderr
     one_queue, result = simulate("--policy", "tiresias", "--tiresias-thresholds", "")
     assert one_queue.returncode == 0 and result["summary"]
+
+
+def test_users_weights_and_priorities_in_a_file(tmp_path: Path) -> None:
+    gen = {"model": "resnet110", "work_scale": 0.3, "max_gpus": 8, "mean_gap_s": 60}
+    data: dict[str, Any] = {
+        "cluster": {"nodes": 2, "gpus_per_node": 8},
+        "poisson": [
+            {**gen, "count": 30, "user": "ana", "name_prefix": "a"},
+            {**gen, "count": 30, "user": "bo", "name_prefix": "b", "seed": 1},
+        ],
+    }
+
+    def bo_jct(weights: dict[str, float]) -> float:
+        path = _write(tmp_path, {**data, "simulation": {"user_weights": weights}})
+        out_json = tmp_path / "out.json"
+        cmd = [sys.executable, "-m", "ringleader", "simulate", "--workload", str(path)]
+        done = subprocess.run(
+            [*cmd, "--policy", "ringleader", "--json", str(out_json)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr
+        assert "fair GPU-h" in done.stdout
+        result = json.loads(out_json.read_text())
+        for user in result["users"]:
+            assert user["worst_hour"] >= 0.9, user
+        jcts = [j["jct_s"] for j in result["jobs"] if j["id"].startswith("b")]
+        return sum(jcts) / len(jcts)
+
+    # Weighing bo 3 gives bo's jobs three quarters of the GPUs while both have work.
+    assert bo_jct({"bo": 3.0}) < 0.8 * bo_jct({})
+    with pytest.raises(WorkloadFileError, match="user_weights"):
+        load_workload(_write(tmp_path, {**data, "simulation": {"user_weights": {"bo": 0}}}))
+    job = {"name": "x", "model": "resnet110", "priority": 5000}
+    with pytest.raises(WorkloadFileError, match=r"jobs\.0\.priority|priority"):
+        load_workload(_write(tmp_path, {**data, "jobs": [job]}))

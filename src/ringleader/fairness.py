@@ -79,3 +79,40 @@ def served(
             out.append(Served(start, u, got.get(u, 0.0), fair.get(u, 0.0)))
         start += window_s if step_s is None else step_s
     return out
+
+
+@dataclass(frozen=True, slots=True)
+class UserShare:
+    """One user over a whole run: GPU-seconds run, fair GPU-seconds while they had
+    jobs, and the worst hour (the smallest ``Served.ratio``; None: no whole hour
+    with demand)."""
+
+    user: str
+    gpu_s: float
+    fair_gpu_s: float
+    worst_hour: float | None
+
+
+def by_user(
+    samples: Sequence[ShareSample],
+    capacity: int,
+    *,
+    weights: Mapping[str, float] | None = None,
+    step_s: float = 600.0,
+) -> list[UserShare]:
+    """Each user's run-long totals and worst hour (hours sliding by ``step_s``)."""
+    if not samples:
+        return []
+    hours = served(samples, capacity, step_s=step_s, weights=weights)
+    totals: dict[str, tuple[float, float]] = {}
+    for i, s in enumerate(samples[:-1]):
+        span = samples[i + 1].time - s.time
+        w = {u: (weights or {}).get(u, 1.0) for u in s.demand}
+        fair = waterfill(capacity, s.demand, w)
+        for u in {*s.demand, *s.gpus}:
+            got, owed = totals.get(u, (0.0, 0.0))
+            totals[u] = (got + s.gpus.get(u, 0) * span, owed + fair.get(u, 0) * span)
+    worst: dict[str, float] = {}
+    for r in hours:
+        worst[r.user] = min(worst.get(r.user, float("inf")), r.ratio)
+    return [UserShare(u, g, f, worst.get(u)) for u, (g, f) in sorted(totals.items())]

@@ -180,9 +180,44 @@ def _chosen(
         levels = None if given is None else tuple(given)
         if levels is not None:
             _check_levels("simulation.tiresias_thresholds_gpu_s", levels)
-    if quantum_s is None and file_settings is not None:
-        quantum_s = file_settings.quantum_s
-    return policy_from_config(name, None, quantum_s, levels)
+    weights = None
+    if file_settings is not None:
+        weights = file_settings.user_weights
+        if quantum_s is None:
+            quantum_s = file_settings.quantum_s
+    return policy_from_config(name, None, quantum_s, levels, user_weights=weights)
+
+
+def _print_users(result: Any, capacity: int, weights: dict[str, float]) -> list[dict[str, Any]]:
+    """Each user's GPU time against their fair share, where the run had several users."""
+    from ringleader.fairness import by_user
+
+    rows = by_user(result.shares, capacity, weights=weights)
+    if not rows:
+        return []
+    table = Table("user", "GPU-h", "fair GPU-h", "worst hour")
+    out = []
+    for r in rows:
+        worst = "-" if r.worst_hour is None else f"{r.worst_hour:.0%}"
+        table.add_row(
+            r.user or "(none)", f"{r.gpu_s / 3600:.1f}", f"{r.fair_gpu_s / 3600:.1f}", worst
+        )
+        out.append(
+            {
+                "user": r.user,
+                "gpu_h": round(r.gpu_s / 3600, 3),
+                "fair_gpu_h": round(r.fair_gpu_s / 3600, 3),
+                "worst_hour": None if r.worst_hour is None else round(r.worst_hour, 4),
+            }
+        )
+    console.print(table)
+    console.print(
+        "worst hour: the least GPU time a user got in any hour with jobs waiting or "
+        "running, as a share of their fair share (weighted max-min over what their jobs "
+        "could use)",
+        style="dim",
+    )
+    return out
 
 
 def _check_levels(where: str, levels: tuple[float, ...]) -> None:
@@ -435,6 +470,7 @@ def _workload(
         except (SimulationStalled, PolicyInputError) as err:
             fail(f"{path}: {err}")
     _print_summary(result, workload.cluster.capacity)
+    users = _print_users(result, workload.cluster.capacity, settings.user_weights)
     if json_path is not None:
         write_json(
             "--json",
@@ -447,6 +483,7 @@ def _workload(
                 "decisions": result.decisions,
                 "counts": result.counts,
                 "wall_s": round(result.wall_s, 3),
+                "users": users,
                 "jobs": [
                     {
                         "id": r.id,

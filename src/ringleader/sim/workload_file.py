@@ -56,6 +56,11 @@ class SimulationSpec(_Strict):
         list[Annotated[float, Field(ge=0, le=1e12, allow_inf_nan=False)]] | None
     ) = Field(None, max_length=16)
     """Attained-service queue thresholds for tiresias/ringleader, rising (None: theirs)."""
+    user_weights: dict[
+        Annotated[str, Field(min_length=1, max_length=64)],
+        Annotated[float, Field(gt=0, le=1e6, allow_inf_nan=False)],
+    ] = Field({}, max_length=10_000)
+    """Fair-share weight per user for the ringleader policy (a user not named weighs 1)."""
 
 
 class ModelSpec(_Strict):
@@ -92,6 +97,10 @@ class _JobFields(_Strict):
     global_batch: Annotated[int, Field(gt=0, le=10**9)] | None = None
     """Strong scaling: the job keeps this global batch, each of N workers taking
     global_batch / N (None: each worker takes the model's batch_per_worker)."""
+    user: Annotated[str, Field(min_length=1, max_length=64)] | None = None
+    """Who submits it, for fair share between users (None: one anonymous user)."""
+    priority: Annotated[int, Field(ge=-1000, le=1000)] = 0
+    """Higher runs first, within its user's share (policies that honour priority)."""
 
     @model_validator(mode="after")
     def _sizes(self) -> _JobFields:
@@ -242,6 +251,8 @@ def _sim_job(
         requested_gpus=f.gpus,
         elastic=f.elastic,
         work_scale=f.work_scale,
+        user=f.user or "",
+        priority=f.priority,
     )
 
 
