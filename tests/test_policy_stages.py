@@ -1,0 +1,87 @@
+"""Policies are compositions of public stages; a user's own stage plugs in (docs/policies.md)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+from ringleader.perf.epochs import EpochsToConverge
+from ringleader.policy import ClusterView, JobShape, JobView, policy_named
+from ringleader.policy.allocator import FixedSize
+from ringleader.policy.objective import Candidate
+from ringleader.policy.order import LeastAttained, Prioritised, ShortestRemaining
+from ringleader.policy.stack import Policy
+from ringleader.sim import RESNET110_K40, SimJob, Simulator
+
+ROOT = Path(__file__).resolve().parent.parent
+SHAPE = JobShape(50_000, 128, 1e7)
+
+
+def _example() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("my_policy", ROOT / "examples" / "my_policy.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["my_policy"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _view(job_id: str, at: float, gpus: int = 1, **kw: object) -> JobView:
+    return JobView(
+        job_id,
+        at,
+        SHAPE,
+        EpochsToConverge.constant(10),
+        requested_gpus=gpus,
+        min_gpus=gpus,
+        max_gpus=gpus,
+        elastic=False,
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+def test_a_user_written_order_stage_is_a_whole_policy() -> None:
+    example = _example()
+    # One 8-GPU job and three 1-GPU jobs behind it on 8 GPUs, the wide one running first.
+    jobs = [SimJob("wide", 0.0, RESNET110_K40, requested_gpus=8, max_gpus=8, elastic=False)]
+    jobs += [
+        SimJob(f"small{i}", 1.0 + i, RESNET110_K40, elastic=False, work_scale=0.05)
+        for i in range(3)
+    ]
+    jobs.append(SimJob("wide2", 2.0, RESNET110_K40, requested_gpus=8, max_gpus=8, elastic=False))
+    cluster = ClusterView.uniform(1, 8)
+    mine = Simulator(example.smallest_first(), cluster, jobs).run()
+    fifo = Simulator(policy_named("fifo"), cluster, jobs).run()
+    assert mine.policy == "smallest-first"
+    finish = {r.id: r.finished_at for r in mine.records}
+    # The small jobs go before the second wide one, which FIFO runs first.
+    assert all(finish[f"small{i}"] < finish["wide2"] for i in range(3))
+    assert mine.summary.avg_jct_s < fifo.summary.avg_jct_s
+
+
+def test_the_starvation_guard_puts_a_long_waiting_job_ahead_of_every_queue() -> None:
+    served = _view("served", 0.0, attained_gpu_s=50_000.0, state_since=0.0)
+    fresh = _view("fresh", 100.0, state_since=100.0)
+    candidates = [Candidate(served, None), Candidate(fresh, None)]
+    plain = LeastAttained((3600.0,))
+    guarded = LeastAttained((3600.0,), starve_after_s=1000.0)
+    assert [c.job.id for c in plain.order(candidates, 5000.0)] == ["fresh", "served"]
+    assert [c.job.id for c in guarded.order(candidates, 5000.0)] == ["served", "fresh"]
+    assert [c.job.id for c in guarded.order(candidates, 500.0)] == ["fresh", "served"]
+
+
+def test_priority_goes_first_and_the_inner_order_keeps_ties() -> None:
+    jobs = [_view("a", 0.0), _view("b", 1.0, priority=2), _view("c", 2.0)]
+    policy = Policy("p", FixedSize(None, backfill=True), order=Prioritised())
+    plan = policy.decide(jobs, ClusterView.uniform(1, 2), 0.0)
+    assert [j.id for j in jobs if plan.of(j.id).running] == ["a", "b"]
+    ordered = Prioritised().order([Candidate(j, None) for j in jobs], 0.0)
+    assert [c.job.id for c in ordered] == ["b", "a", "c"]
+
+
+def test_a_stage_that_reads_the_truth_makes_the_policy_an_oracle() -> None:
+    oracle = Policy("o", FixedSize(None), order=ShortestRemaining())
+    assert oracle.needs.true_remaining and oracle.needs.oracle
+    assert not Policy("t", FixedSize(None), order=LeastAttained()).needs.oracle
