@@ -13,6 +13,9 @@ from ringleader.policy.profiling import Exploratory, Online, Precompute
 from ringleader.policy.sharing import Sharing
 from ringleader.policy.stack import Policy
 
+DAY_S = 86_400.0
+"""The default's starvation guard: a job kept waiting this long goes ahead of every queue."""
+
 _BUILDERS: dict[str, tuple[str, Callable[[], Decider]]] = {
     "precompute": (
         "doubling heuristic, speed models known on arrival",
@@ -35,13 +38,14 @@ _BUILDERS: dict[str, tuple[str, Callable[[], Decider]]] = {
         lambda: Policy("fifo", FixedSize(None)),
     ),
     "ringleader": (
-        "least-attained-service queues pick who runs, doubling picks how wide; "
+        "fair share between users, then priority, then least-attained-service queues "
+        "(a job waiting a day goes first) pick who runs; doubling picks how wide; "
         "models learned online; no durations",
         lambda: Policy(
             "ringleader",
             Doubling(backfill=True, per_epoch=True),
             Online(),
-            order=FairShare(Prioritised(LeastAttained((36_000.0,)))),
+            order=FairShare(Prioritised(LeastAttained((36_000.0,), starve_after_s=DAY_S))),
         ),
     ),
     "tiresias": (
