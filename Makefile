@@ -63,6 +63,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/fidelity.py
 	$(BIN)/python bench/ddp_exit.py
 	$(BIN)/python bench/cli.py
+	$(BIN)/python bench/policies.py
 	$(BIN)/ringleader simulate --scenario gandiva-cluster --seeds 10 --json bench/results/gandiva-cluster.json
 	$(BIN)/ringleader simulate --scenario automl --seeds 30 --json bench/results/automl.json
 

@@ -101,7 +101,8 @@ class Sharing:
             self._shrink(groups, free)
         for job in sorted(waiting, key=_order):
             self._admit(job, groups, free)
-        queued = [j for j in waiting if not any(j in g.residents for g in groups)]
+        admitted = {j.id for g in groups for j in g.residents}
+        queued = [j for j in waiting if j.id not in admitted]
         if self.migration:
             self._migrate(groups, free)
         if self.time_slicing:
