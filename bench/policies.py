@@ -169,6 +169,7 @@ def _plot(rows: list[dict[str, Any]], families: list[str]) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import NullFormatter
 
     fig, axes = plt.subplots(1, len(families), figsize=(4.2 * len(families), 3.6), squeeze=False)
     for ax, family in zip(axes[0], families, strict=True):
@@ -187,13 +188,15 @@ def _plot(rows: list[dict[str, Any]], families: list[str]) -> None:
                 style["linestyle"] = ":"
             ax.plot(jcts, ys, label=policy, **style)
         ax.set_xscale("log")
+        ax.xaxis.set_minor_formatter(NullFormatter())  # no crowded labels on short ranges
         ax.set_title(family)
         ax.set_xlabel("JCT (hours, log)")
         ax.grid(alpha=0.3)
     axes[0][0].set_ylabel("fraction of jobs")
-    axes[0][-1].legend(fontsize=7, loc="lower right")
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=8, frameon=False)
     fig.suptitle("JCT CDF per policy, pooled over each family's workloads")
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
     FIGURE.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(FIGURE, dpi=110)
 

@@ -13,8 +13,11 @@ from ringleader.policy.profiling import Exploratory, Online, Precompute
 from ringleader.policy.sharing import Sharing
 from ringleader.policy.stack import Policy
 
-DAY_S = 86_400.0
-"""The default's starvation guard: a job kept waiting this long goes ahead of every queue."""
+STARVE_AFTER_S = 7 * 86_400.0
+"""The default's starvation guard: a job kept waiting a week goes ahead of every queue.
+
+A bound, not a tuning knob: on the Philly and ITP traces a one-day guard cost up
+to 4% average JCT (ITP cluster05) and helped no p99 (docs/policies.md)."""
 
 _BUILDERS: dict[str, tuple[str, Callable[[], Decider]]] = {
     "precompute": (
@@ -39,13 +42,13 @@ _BUILDERS: dict[str, tuple[str, Callable[[], Decider]]] = {
     ),
     "ringleader": (
         "fair share between users, then priority, then least-attained-service queues "
-        "(a job waiting a day goes first) pick who runs; doubling picks how wide; "
+        "(a job waiting a week goes first) pick who runs; doubling picks how wide; "
         "models learned online; no durations",
         lambda: Policy(
             "ringleader",
             Doubling(backfill=True, per_epoch=True),
             Online(),
-            order=FairShare(Prioritised(LeastAttained((36_000.0,), starve_after_s=DAY_S))),
+            order=FairShare(Prioritised(LeastAttained((36_000.0,), starve_after_s=STARVE_AFTER_S))),
         ),
     ),
     "tiresias": (
