@@ -41,11 +41,14 @@ chromium:
 
 # Every tier; what CI runs. The Ray harness (a 3-node cluster in its own network
 # namespace, ~70 s, mostly waiting) runs beside the rest, which run in order.
+# Then the benchmark regression check (bench/regress.py, ~15 s): it fails on a
+# slowdown beyond 2x the committed figures, measured against a calibration loop.
 test: lint chromium
 	@$(BIN)/python -m pytest -q -p no:cacheprovider tests/test_ray.py > .ray-tests.log 2>&1 & ray=$$!; \
 	$(BIN)/python -m pytest -q --ignore=tests/test_ray.py; rest=$$?; \
 	wait $$ray; rayed=$$?; echo "--- tests/test_ray.py (ran beside the rest):"; cat .ray-tests.log; \
 	test $$rest -eq 0 -a $$rayed -eq 0
+	$(BIN)/python bench/regress.py
 
 # Your own loop: skips tests marked slow.
 test-fast: $(STAMP)
@@ -64,6 +67,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/ddp_exit.py
 	$(BIN)/python bench/cli.py
 	$(BIN)/python bench/policies.py
+	$(BIN)/python bench/regress.py --record
 	$(BIN)/ringleader simulate --scenario gandiva-cluster --seeds 10 --json bench/results/gandiva-cluster.json
 	$(BIN)/ringleader simulate --scenario automl --seeds 30 --json bench/results/automl.json
 

@@ -1,0 +1,185 @@
+"""A quick subset of the benchmarks that fails on a slowdown: run by ``make test``.
+
+Each check times one piece of pure-Python work that the full benchmarks time
+at scale — the simulator on a trace under the default, Tiresias and Gandiva,
+Table 3's extreme setting, one decision over 5,000 jobs — and divides the
+wall time by a calibration loop run in the same process (``_common``), so
+the figure is "how many calibration loops", comparable across machines and
+days. The committed figures are in bench/results/regress.json; a check whose
+ratio is more than ``LIMIT`` times its committed ratio fails.
+
+    python bench/regress.py            # check against the committed figures
+    python bench/regress.py --record   # measure and rewrite them (make bench)
+
+Each check runs ``RUNS`` times and keeps its fastest, and the calibration is
+taken before and after, keeping the faster: a busy neighbour slows a run, it
+never speeds one up.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from _common import calibration_s
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "bench" / "results" / "regress.json"
+LIMIT = 2.0
+RUNS = 3
+
+
+def _simulate(trace: str, policy: str) -> Callable[[], None]:
+    from ringleader.policy import ClusterView, policy_named
+    from ringleader.sim import Simulator
+    from ringleader.traces.jobs import GPUS_PER_NODE, recommended_gpus, to_sim_jobs
+    from ringleader.traces.load import load_trace, resolve_trace
+
+    path, fmt = resolve_trace(trace)
+    rows = load_trace(path, fmt)
+    cluster = ClusterView.uniform(recommended_gpus(rows) // GPUS_PER_NODE, GPUS_PER_NODE)
+    jobs = to_sim_jobs(rows)
+    return lambda: Simulator(policy_named(policy), cluster, jobs).run()
+
+
+def _table3(policy: str) -> Callable[[], None]:
+    from ringleader.policy import policy_named
+    from ringleader.scenarios import table3
+    from ringleader.sim import Simulator
+
+    cluster, jobs = table3.cluster(), table3.workload("extreme", 0)
+    return lambda: Simulator(policy_named(policy), cluster, jobs).run()
+
+
+def _decision() -> Callable[[], None]:
+    from decision import NODES, snapshot
+    from ringleader.policy import ClusterView, policy_named
+
+    cluster = ClusterView.uniform(NODES, 8)
+    jobs = snapshot()
+    policy = policy_named("ringleader")
+    policy.decide(jobs, cluster, 0.0)  # warm the memo of fitted models, as decision.py does
+
+    def five() -> None:
+        for r in range(5):
+            policy.decide(jobs, cluster, float(r + 1))
+
+    return five
+
+
+CHECKS: dict[str, tuple[str, Callable[[], Callable[[], None]]]] = {
+    "sim-itp-cluster10-ringleader": (
+        "simulate ITP cluster10 (260 jobs, 16 GPUs) under the default",
+        lambda: _simulate("itp:cluster10", "ringleader"),
+    ),
+    "sim-itp-cluster10-tiresias": (
+        "simulate ITP cluster10 under Tiresias",
+        lambda: _simulate("itp:cluster10", "tiresias"),
+    ),
+    "sim-table3-extreme-precompute": (
+        "simulate Table 3's extreme setting (206 jobs, 64 GPUs, seed 0) under precompute",
+        lambda: _table3("precompute"),
+    ),
+    "sim-table3-extreme-gandiva": (
+        "simulate Table 3's extreme setting under Gandiva's time-slicing",
+        lambda: _table3("gandiva"),
+    ),
+    "decide-5k-jobs": (
+        "five decisions of the default over 5,000 jobs on 10,000 GPUs",
+        _decision,
+    ),
+}
+
+
+def measure(names: list[str]) -> dict[str, Any]:
+    """Each check's fastest wall time and its ratio to the calibration loop."""
+    before = calibration_s()
+    walls: dict[str, float] = {}
+    for name in names:
+        work = CHECKS[name][1]()
+        best = float("inf")
+        for _ in range(RUNS):
+            started = time.perf_counter()
+            work()
+            best = min(best, time.perf_counter() - started)
+        walls[name] = best
+        print(f"  {name}: {best:.2f} s", file=sys.stderr, flush=True)
+    calibration = min(before, calibration_s())
+    return {
+        "calibration_s": calibration,
+        "checks": {
+            n: {"what": CHECKS[n][0], "wall_s": round(w, 3), "ratio": round(w / calibration, 2)}
+            for n, w in walls.items()
+        },
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--record", action="store_true", help="rewrite the committed figures")
+    parser.add_argument(
+        "--against", type=Path, default=OUT, help="figures to check against (default: %(default)s)"
+    )
+    args = parser.parse_args()
+    if args.record:
+        report = measure(list(CHECKS))
+        report = {
+            "what": "wall time of quick benchmark checks as a ratio to a calibration loop in "
+            f"the same process; make test fails when a ratio exceeds {LIMIT}x these",
+            "command": "python bench/regress.py --record",
+            "commit": _commit(),
+            "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            **report,
+        }
+        OUT.write_text(json.dumps(report, indent=1) + "\n")
+        print(f"wrote {OUT.relative_to(ROOT)}")
+        return 0
+    try:
+        committed = json.loads(args.against.read_text())["checks"]
+    except (OSError, ValueError, KeyError) as err:
+        print(
+            f"bench/regress.py: no committed figures to check against ({err}); "
+            "run `python bench/regress.py --record` and commit bench/results/regress.json"
+        )
+        return 2
+    print(f"benchmark regression check (fails beyond {LIMIT}x the committed ratio):")
+    now = measure([n for n in CHECKS if n in committed])
+    failed = []
+    for name, got in now["checks"].items():
+        was = committed[name]["ratio"]
+        slower = got["ratio"] / was
+        verdict = "ok" if slower <= LIMIT else "SLOWER"
+        print(
+            f"  {verdict:6} {name}: {got['ratio']:.2f} calibration loops "
+            f"(committed {was:.2f}, {slower:.2f}x)"
+        )
+        if slower > LIMIT:
+            failed.append(name)
+    if failed:
+        print(
+            f"bench/regress.py: {', '.join(failed)} slowed down more than {LIMIT}x against "
+            f"{args.against}; profile it, or if the slowdown is meant, rerun "
+            "`python bench/regress.py --record` and commit the file with the reason"
+        )
+        return 1
+    return 0
+
+
+def _commit() -> str:
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT
+        )
+        return out.stdout.strip()
+    except OSError:
+        return "unknown"
+
+
+if __name__ == "__main__":
+    sys.exit(main())
