@@ -45,7 +45,7 @@ chromium:
 # slowdown beyond 2x the committed figures, measured against a calibration loop.
 test: lint chromium
 	@$(BIN)/python -m pytest -q -p no:cacheprovider tests/test_ray.py > .ray-tests.log 2>&1 & ray=$$!; \
-	$(BIN)/python -m pytest -q --ignore=tests/test_ray.py; rest=$$?; \
+	$(BIN)/python -m pytest -q --durations=15 --ignore=tests/test_ray.py; rest=$$?; \
 	wait $$ray; rayed=$$?; echo "--- tests/test_ray.py (ran beside the rest):"; cat .ray-tests.log; \
 	test $$rest -eq 0 -a $$rayed -eq 0
 	$(BIN)/python bench/regress.py
