@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import subprocess
 import sys
 import time
+from pathlib import Path
 from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def calibration_s(repeats: int = 3) -> float:
@@ -21,6 +25,38 @@ def calibration_s(repeats: int = 3) -> float:
             table[i % 1000] = table.get(i % 1000, 0) + i * i
         times.append(time.perf_counter() - started)
     return round(sorted(times)[len(times) // 2], 3)
+
+
+def commit() -> str | None:
+    """The commit the benchmark measured (short hash; ``+dirty`` with uncommitted changes)."""
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=ROOT,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no", "--", "src", "bench"],
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=ROOT,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return (head + "+dirty" if dirty else head) or None
+
+
+def stamp(command: str) -> dict[str, Any]:
+    """What every results file starts with: how to rerun it, the commit, when, how fast."""
+    return {
+        "command": command,
+        "commit": commit(),
+        "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "calibration_s": calibration_s(),
+    }
 
 
 def wait_until(check: Any, timeout: float = 300.0, poll_s: float = 0.02) -> Any:

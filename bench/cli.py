@@ -25,7 +25,7 @@ from typing import Any
 
 import httpx
 
-from _common import calibration_s, wait_until
+from _common import calibration_s, commit, wait_until
 from ringleader.runtime.local_server import local_server
 
 OUT = Path(__file__).parent / "results" / "cli.json"
@@ -93,7 +93,7 @@ def main() -> None:
         "what": __doc__.splitlines()[0],
         "command": "python bench/cli.py",
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        "commit": _commit(),
+        "commit": commit(),
         "cpus": os.cpu_count(),
         "platform": platform.platform(),
         "python": platform.python_version(),
@@ -104,16 +104,6 @@ def main() -> None:
     }
     OUT.write_text(json.dumps(report, indent=2) + "\n")
     print(json.dumps({"met": report["met"]}))
-
-
-def _commit() -> str | None:
-    try:
-        out = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
-        )
-    except (OSError, subprocess.CalledProcessError):
-        return None
-    return out.stdout.strip() or None
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ import statistics
 import time
 from pathlib import Path
 
+from _common import stamp
 from ringleader.policy import ClusterView, JobView, policy_named
 from ringleader.policy.views import Device, Observation
 from ringleader.sim.profiles import RESNET110_K40
@@ -59,7 +60,12 @@ def snapshot(seed: int = 0) -> list[JobView]:
 def main() -> None:
     cluster = ClusterView(tuple(ClusterView.uniform(NODES, 8).nodes))
     jobs = snapshot()
-    report: dict[str, object] = {"jobs": JOBS, "gpus": NODES * 8, "repeat": REPEAT}
+    report: dict[str, object] = {
+        **stamp("python bench/decision.py"),
+        "jobs": JOBS,
+        "gpus": NODES * 8,
+        "repeat": REPEAT,
+    }
     for name in ("ringleader", "tiresias", "precompute", "fifo"):
         policy = policy_named(name)
         policy.decide(jobs, cluster, 0.0)  # warm the memo of fitted models

@@ -26,7 +26,6 @@ import json
 import math
 import os
 import random
-import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -34,7 +33,7 @@ from multiprocessing import Pool
 from pathlib import Path
 from typing import Any
 
-from _common import calibration_s
+from _common import calibration_s, commit
 from ringleader.metrics import percentile
 from ringleader.policy import ClusterView, policy_named
 from ringleader.scenarios import table3
@@ -234,7 +233,7 @@ def main() -> None:
         "default's average at most 0.9x the best other policy's, its p99 no worse than "
         "Tiresias'",
         "command": "python bench/policies.py" + (" --quick" if args.quick else ""),
-        "commit": _commit(),
+        "commit": commit(),
         "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "calibration_s": calibration_s(),
         "wall_s": round(time.perf_counter() - started, 1),
@@ -267,16 +266,6 @@ def main() -> None:
     }
     print(json.dumps(summary, indent=1))
     print(f"wrote {OUT.relative_to(ROOT)} and {FIGURE.relative_to(ROOT)}")
-
-
-def _commit() -> str:
-    try:
-        out = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT
-        )
-        return out.stdout.strip()
-    except OSError:
-        return "unknown"
 
 
 if __name__ == "__main__":

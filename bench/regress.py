@@ -20,14 +20,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from _common import calibration_s
+from _common import calibration_s, commit
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "bench" / "results" / "regress.json"
@@ -133,7 +132,7 @@ def main() -> int:
             "what": "wall time of quick benchmark checks as a ratio to a calibration loop in "
             f"the same process; make test fails when a ratio exceeds {LIMIT}x these",
             "command": "python bench/regress.py --record",
-            "commit": _commit(),
+            "commit": commit(),
             "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             **report,
         }
@@ -169,16 +168,6 @@ def main() -> int:
         )
         return 1
     return 0
-
-
-def _commit() -> str:
-    try:
-        out = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT
-        )
-        return out.stdout.strip()
-    except OSError:
-        return "unknown"
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ import sys
 import time
 from pathlib import Path
 
-from _common import calibration_s
+from _common import stamp
 from ringleader.policy import ClusterView, policy_named
 from ringleader.scenarios.table3 import LOADS, STRATEGIES, run_table3
 from ringleader.sim import RESNET110_K40, SimJob, Simulator
@@ -68,11 +68,11 @@ def bench_poisson(count: int = 10_000, nodes: int = 128) -> dict[str, object]:
 
 def main() -> None:
     report = {
+        **stamp("python bench/sim.py"),
         "machine": {
             "cpus": os.cpu_count(),
             "python": sys.version.split()[0],
             "platform": platform.platform(),
-            "calibration_s": calibration_s(),
         },
         "table3": bench_table3(),
         "poisson_10k_1024gpu": bench_poisson(),

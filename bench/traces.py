@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _common import calibration_s
+from _common import stamp
 from ringleader.policy import ClusterView, policy_named
 from ringleader.sim import Simulator
 from ringleader.traces.jobs import GPUS_PER_NODE, recommended_gpus, to_sim_jobs
@@ -26,8 +26,8 @@ POLICIES = ("fifo", "tiresias", "ringleader")
 
 def main() -> None:
     report: dict[str, Any] = {
+        **stamp("python bench/traces.py"),
         "speed_model": "resnet110-shape",
-        "calibration_s": calibration_s(),
         "clusters": {},
     }
     for name in [n for n in available_traces() if n.startswith("itp:")]:
