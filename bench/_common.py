@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+CODE = (":(glob)bench/*.py",)
+"""Besides src/, the code whose changes make a measurement not the commit's (not results)."""
 
 
 def calibration_s(repeats: int = 3) -> float:
@@ -28,7 +30,7 @@ def calibration_s(repeats: int = 3) -> float:
 
 
 def commit() -> str | None:
-    """The commit the benchmark measured (short hash; ``+dirty`` with uncommitted changes)."""
+    """The commit the benchmark measured (short hash; ``+dirty`` if its code has changes)."""
     try:
         head = subprocess.run(
             ["git", "rev-parse", "--short", "HEAD"],
@@ -38,7 +40,7 @@ def commit() -> str | None:
             cwd=ROOT,
         ).stdout.strip()
         dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no", "--", "src", "bench"],
+            ["git", "status", "--porcelain", "--untracked-files=no", "--", "src", *CODE],
             capture_output=True,
             text=True,
             check=True,
