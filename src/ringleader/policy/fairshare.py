@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ringleader.policy.objective import Candidate
-from ringleader.policy.order import Fifo, Order
+from ringleader.policy.order import Fifo, Order, Wrapping
 
 
 def demand(c: Candidate) -> int:
@@ -80,7 +80,7 @@ def waterfill(
 
 
 @dataclass(frozen=True, slots=True)
-class FairShare:
+class FairShare(Wrapping):
     """Weighted fair share between users around an inner order (see the module docstring)."""
 
     within: Order = field(default_factory=Fifo)
@@ -92,14 +92,6 @@ class FairShare:
         for user, weight in (*self.weights, ("(default)", self.default_weight)):
             if not (math.isfinite(weight) and weight > 0):
                 raise ValueError(f"weight of user {user!r} must be a positive number, got {weight}")
-
-    @property
-    def needs_speed(self) -> bool:
-        return self.within.needs_speed
-
-    @property
-    def needs_true_remaining(self) -> bool:
-        return self.within.needs_true_remaining
 
     def weight(self, user: str) -> float:
         for name, weight in self.weights:

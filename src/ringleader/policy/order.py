@@ -101,11 +101,11 @@ class ShortestRemaining:
         return sorted(jobs, key=lambda c: c.remaining_seconds(c.job.requested_gpus))
 
 
-@dataclass(frozen=True, slots=True)
-class Prioritised:
-    """Higher ``priority`` first; ``within`` orders jobs of equal priority."""
+class Wrapping:
+    """An order stage around another one, ``within``: it needs what ``within`` needs."""
 
-    within: Order = field(default_factory=Fifo)
+    __slots__ = ()
+    within: Order
 
     @property
     def needs_speed(self) -> bool:
@@ -114,6 +114,13 @@ class Prioritised:
     @property
     def needs_true_remaining(self) -> bool:
         return self.within.needs_true_remaining
+
+
+@dataclass(frozen=True, slots=True)
+class Prioritised(Wrapping):
+    """Higher ``priority`` first; ``within`` orders jobs of equal priority."""
+
+    within: Order = field(default_factory=Fifo)
 
     def order(self, jobs: Sequence[Candidate], now: float) -> list[Candidate]:
         ordered = self.within.order(jobs, now)
