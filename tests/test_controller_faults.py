@@ -48,6 +48,9 @@ class HalfPlaced:
     ) -> None:
         self.launches.append(generation)
 
+    def on_exit(self, wake: object) -> None:
+        pass  # exits are seen at each tick
+
     def status(self, job_dir: Path, generation: int, world: int) -> GangStatus:
         if generation in self.kills:
             return GangStatus(world, 0, dict.fromkeys(range(world), -9))

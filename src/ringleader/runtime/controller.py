@@ -32,6 +32,7 @@ those that died meanwhile.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import sqlite3
 import time
@@ -148,6 +149,8 @@ class Controller:
         self._last_decision = 0.0
         self._wake_at: float | None = None
         self._running = False
+        self._wake: Callable[[], None] = lambda: None
+        """Ends the loop's wait for the next tick (set by ``run``; callable from any thread)."""
         self.decisions = 0
         self.telemetry = Telemetry()
         """Histograms and counters for ``GET /metrics``."""
@@ -159,19 +162,37 @@ class Controller:
         return self.config.state_dir / "jobs" / job_id
 
     def poke(self) -> None:
-        """Something changed outside the loop (a submission, a cancel): decide soon."""
+        """Something changed outside the loop (a submission, a cancel): decide now."""
         self._need_decision = True
+        self._wake()
 
     # -- the loop ------------------------------------------------------------
     async def run(self) -> None:
+        """Tick every ``tick_s``, and at once when poked or when a worker exits.
+
+        Woken, a GPU changes hands within milliseconds of its job's end
+        instead of at the next regular look (``bench/control_plane.py``).
+        """
         self._running = True
+        loop = asyncio.get_running_loop()
+        woken = asyncio.Event()
+
+        def wake() -> None:
+            with contextlib.suppress(RuntimeError):  # the loop has closed: nothing to wake
+                loop.call_soon_threadsafe(woken.set)
+
+        self._wake = wake
+        self.executor.on_exit(wake)
         while self._running:
+            woken.clear()
             try:
                 # Off the event loop: the API answers while the policy decides.
                 await asyncio.to_thread(self.tick)
             except Exception:  # keep serving; the next tick retries from the store
                 log.exception("controller tick failed")
-            await asyncio.sleep(SWITCH_TICK_S if self._switching else self.config.tick_s)
+            wait_s = SWITCH_TICK_S if self._switching else self.config.tick_s
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(woken.wait(), wait_s)
 
     def stop(self) -> None:
         self._running = False

@@ -9,7 +9,8 @@ job's directory (``ringleader.runtime.identity``), then appends its output to
 the rank's log.
 
 ``--warm`` alone: the fork server of warm starts (``ringleader.runtime.warm``),
-which imports torch first, then forks such a parent per launch line on stdin.
+which imports torch first, then forks such a parent per launch line on stdin;
+``--warm --bare``: one that imports nothing first, for programs it ``exec``-s.
 """
 
 from __future__ import annotations
@@ -63,12 +64,14 @@ def die_with_parent() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    if (sys.argv[1:] if argv is None else argv) == ["--warm"]:
+    given = sys.argv[1:] if argv is None else argv
+    if given in (["--warm"], ["--warm", "--bare"]):
         from ringleader.runtime.warm import serve
 
         # Unbuffered: a buffered reader could read ahead into launch lines that
         # a forked worker would then inherit.
-        return serve(open(0, "rb", buffering=0, closefd=False), sys.stdout.buffer)
+        stdin = open(0, "rb", buffering=0, closefd=False)  # noqa: SIM115 - for our life
+        return serve(stdin, sys.stdout.buffer, preload="--bare" not in given)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--job-dir", type=Path, required=True)
     parser.add_argument("--generation", type=int, required=True)

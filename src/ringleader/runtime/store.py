@@ -247,6 +247,10 @@ _FLOATS = [
 ]
 _REQUIRED_FLOATS = {"submitted_at", "epoch", "attained_gpu_s", "state_since"}
 _API_OWNED = ("spec", "cancel_requested")
+_SPEC_AT = _COLUMNS.index("spec")
+_SPECS_KEPT = 20_000
+_EMPTY: dict[str, type[dict[Any, Any]] | type[list[Any]]] = {"{}": dict, "[]": list}
+"""Most JSON columns of most rows: new, each time, without the parser."""
 _SELECT = f"SELECT {', '.join(_COLUMNS)} FROM jobs"
 _SELECT_SEQ = f"SELECT seq, {', '.join(_COLUMNS)} FROM jobs"
 """Also the raw ``seq`` (a damaged row's parsed one is not to be trusted): the page cursor."""
@@ -361,6 +365,8 @@ class Store:
         self._lock = threading.Lock()
         self.damaged: dict[str, DamagedRow] = {}
         """Jobs whose rows could not be read when last read, by id."""
+        self._specs: dict[str, JobSpec] = {}
+        """Validated specs by their stored text (``_spec``)."""
         try:
             self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
             self._db.execute("PRAGMA journal_mode=WAL")
@@ -485,17 +491,18 @@ class Store:
                         self._db.execute("ROLLBACK")
                 raise
 
-    @staticmethod
-    def _row(values: tuple[Any, ...]) -> JobRow:
+    def _row(self, values: tuple[Any, ...]) -> JobRow:
         """The row as a ``JobRow``; raises ``DamagedRow`` naming the column it cannot read."""
         data = dict(zip(_COLUMNS, values, strict=True))
         job_id = str(data["id"])
         column = "spec"
         try:
             for column in sorted(_JSON):
-                data[column] = json.loads(data[column])
+                data[column] = (
+                    _EMPTY[data[column]]() if data[column] in _EMPTY else json.loads(data[column])
+                )
             column = "spec"
-            data["spec"] = JobSpec.model_validate(data["spec"])
+            data["spec"] = self._spec(str(values[_SPEC_AT]), data["spec"])
             column = "state"
             data["state"] = State(data["state"])
             for column in ("devices", "last_devices"):
@@ -517,6 +524,21 @@ class Store:
             raise DamagedRow(job_id, column, _first_line(err)) from None
         data["cancel_requested"] = bool(data["cancel_requested"])
         return JobRow(**data)
+
+    def _spec(self, text: str, raw: Any) -> JobSpec:
+        """The spec stored as ``text``, validated once per distinct text.
+
+        The controller reads every unfinished row a few times a tick; with a
+        thousand jobs queued, validating their specs again each time was half
+        of its work. A spec is immutable, so the validated one is shared.
+        """
+        spec = self._specs.get(text)
+        if spec is None:
+            spec = JobSpec.model_validate(raw)
+            if len(self._specs) >= _SPECS_KEPT:
+                self._specs.clear()
+            self._specs[text] = spec
+        return spec
 
     def add(self, spec: JobSpec, now: float | None = None) -> JobRow:
         with self._tx() as db:

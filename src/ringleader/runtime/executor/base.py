@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -54,6 +54,14 @@ class Executor(Protocol):
     ) -> None: ...
 
     def status(self, job_dir: Path, generation: int, world: int) -> GangStatus: ...
+
+    def on_exit(self, wake: Callable[[], None]) -> None:
+        """Call ``wake`` (from any thread) soon after a worker ``status`` saw alive ends.
+
+        An executor that cannot tell does nothing: the controller then sees
+        exits at its next regular look (``tick_s``).
+        """
+        ...
 
     def terminate(
         self, job_dir: Path, generation: int, skip: frozenset[int] = frozenset()

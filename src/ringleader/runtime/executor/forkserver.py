@@ -1,4 +1,4 @@
-"""The local executor's side of warm starts: one fork server (``runtime.warm``).
+"""The local executor's side of warm starts: a fork server (``runtime.warm``).
 
 A launch goes to the server only once it has finished importing; before
 that (the first seconds after start) or if it died, workers start cold and a
@@ -23,8 +23,11 @@ RESPAWN_S = 30.0
 
 
 class Forkserver:
-    def __init__(self, enabled: bool = True) -> None:
+    def __init__(self, enabled: bool = True, *, bare: bool = False) -> None:
+        """``bare``: a server that imports nothing first, for workers that ``exec``
+        another program (ready at once, and cheap to fork)."""
         self.enabled = enabled
+        self.bare = bare
         self._proc: subprocess.Popen[bytes] | None = None
         self._ready = False
         self._started = -float("inf")
@@ -39,7 +42,7 @@ class Forkserver:
             return  # it died young: don't spend a core re-importing torch every tick
         self._drop()
         self._started = time.monotonic()
-        self._proc = _spawn(self._env)
+        self._proc = _spawn(self._env, self.bare)
         self._ready = False
 
     def compatible(self, env: Mapping[str, str]) -> bool:
@@ -103,9 +106,9 @@ def _server_env() -> dict[str, str]:
     }
 
 
-def _spawn(env: Mapping[str, str]) -> subprocess.Popen[bytes]:
+def _spawn(env: Mapping[str, str], bare: bool) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
-        [sys.executable, "-m", "ringleader.runtime.launch", "--warm"],
+        [sys.executable, "-m", "ringleader.runtime.launch", "--warm", *(["--bare"] * bare)],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,

@@ -4,9 +4,11 @@ Devices are the machine's GPUs when it has any (each worker sees its own
 through ``CUDA_VISIBLE_DEVICES``), otherwise ``gpus`` virtual devices on the
 CPU, each worker pinned to its device's share of the cores. Workers run in
 their own session, so they survive a controller crash and are adopted by the
-next one; their output goes to ``<job_dir>/logs/rank<r>.log``. Workers whose
-command runs a Python module or script are forked by a server that has
-imported torch already (``forkserver``); others start cold.
+next one; their output goes to ``<job_dir>/logs/rank<r>.log``. Workers are
+forked by a server that has imported torch already (``forkserver``): one
+that runs a Python module or script runs in the fork, any other program is
+``exec``-ed there. Before that server is ready, or if it died, they start
+cold.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,6 +29,7 @@ from ringleader.perf.cores import device_cores
 from ringleader.policy.views import ClusterView, Device, Node
 from ringleader.runtime.executor.base import GangStatus, RankPlace, gang_places
 from ringleader.runtime.executor.forkserver import Forkserver
+from ringleader.runtime.exits import ExitWatch
 from ringleader.runtime.identity import home_for, prepare_job_dir
 from ringleader.runtime.launch import run_dir
 from ringleader.runtime.procs import alive, kill_group, signal_process
@@ -70,10 +73,21 @@ class LocalExecutor:
         self.gpus = count
         self.cores = sorted(os.sched_getaffinity(0))
         self.warm = Forkserver(warm)
+        """Forks Python workers, torch already imported."""
+        self.bare = Forkserver(warm, bare=True)
+        """Forks workers that ``exec`` another program (``sh -c ...``, ``torchrun``)."""
+        self.exits = ExitWatch()
+        """Wakes the controller when a worker's wrapper ends (it has written its exit)."""
 
     def cluster(self) -> ClusterView:
         self.warm.start()
+        self.bare.start()
         return ClusterView((Node(NODE, self.gpus),))
+
+    def close(self) -> None:
+        """Stop both fork servers (the workers they started run on)."""
+        self.warm.close()
+        self.bare.close()
 
     def cpus_for(self, device: int) -> list[int]:
         """Cores for a virtual device: an even share, or one core shared round-robin."""
@@ -119,11 +133,14 @@ class LocalExecutor:
             )
             full_env = worker_env(w, env)
             entry = python_entry(command, full_env["PATH"])
-            if (
-                entry is None
-                or not self.warm.compatible(full_env)
-                or not self.warm.send(_warm_launch(w, entry, full_env))
-            ):
+            if entry is None:
+                # Another program: it reads its environment itself, so any goes.
+                sent = self.bare.send(_warm_launch(w, (), full_env, execs=tuple(command)))
+            else:
+                sent = self.warm.compatible(full_env) and self.warm.send(
+                    _warm_launch(w, entry, full_env)
+                )
+            if not sent:
                 spawn_worker(w, command, env)
 
     @staticmethod
@@ -147,10 +164,17 @@ class LocalExecutor:
             if rank is not None and code is not None:
                 exits[rank] = code
         pids = self._pids(job_dir, generation)
-        running = sum(1 for r, (p, t) in pids.items() if r not in exits and alive(p, t))
+        running = 0
+        for rank, (pid, ticks) in pids.items():
+            if rank not in exits and alive(pid, ticks):
+                running += 1
+                self.exits.watch(pid, ticks)
         # A rank that has written neither a pid nor an exit file is still starting.
         starting = sum(1 for r in range(world) if r not in pids and r not in exits)
         return GangStatus(world, running, exits, starting)
+
+    def on_exit(self, wake: Callable[[], None]) -> None:
+        self.exits.on_exit(wake)
 
     def terminate(
         self, job_dir: Path, generation: int, skip: frozenset[int] = frozenset()
@@ -288,7 +312,13 @@ def _banner(w: WorkerLaunch) -> str:
     return f"--- generation {w.generation}, rank {w.rank}/{w.world}, device {w.where} ---\n"
 
 
-def _warm_launch(w: WorkerLaunch, entry: tuple[str, ...], env: Mapping[str, str]) -> WarmLaunch:
+def _warm_launch(
+    w: WorkerLaunch,
+    entry: tuple[str, ...],
+    env: Mapping[str, str],
+    *,
+    execs: tuple[str, ...] = (),
+) -> WarmLaunch:
     job_dir = w.job_dir.absolute()  # the fork server runs in /
     return WarmLaunch(
         job_dir=str(job_dir),
@@ -301,4 +331,5 @@ def _warm_launch(w: WorkerLaunch, entry: tuple[str, ...], env: Mapping[str, str]
         banner=_banner(w),
         workdir=w.workdir or "",
         uid=w.uid,
+        execs=execs,
     )

@@ -28,7 +28,7 @@ import os
 import shutil
 import socket
 import zlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -211,6 +211,9 @@ class RayExecutor:
             return ray.get_actor(_actor_name(job_dir, generation, rank), namespace=NAMESPACE)
         except ValueError:
             return None
+
+    def on_exit(self, wake: Callable[[], None]) -> None:
+        """Not told: exits on other machines are seen at the controller's next look."""
 
     def status(self, job_dir: Path, generation: int, world: int) -> GangStatus:
         ray = _ray()
