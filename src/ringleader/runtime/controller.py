@@ -207,17 +207,27 @@ class Controller:
                 if r.state is State.RUNNING and r.stopping is None
             }
         )
+        # One read of the job table a tick: with a long queue, reading (and
+        # parsing) it again to decide and to act was a third of the tick each.
+        seen: list[JobRow] = []
         for row in rows:
-            self._observe_one(row, now)
+            if self._observe_one(row, now):
+                seen.append(row)
+            elif (fresh := self.store.get(row.id)) is not None:
+                seen.append(fresh)  # as stored: its trouble may have left ``row`` half changed
+        rows = [r for r in seen if not r.state.finished]
         due = now - self._last_decision >= self.config.round_s
         woken = self._wake_at is not None and now >= self._wake_at
         if self._need_decision or due or woken:
-            self._decide(now)
-        self._apply(now)
+            self._decide(now, rows)
+        self._apply(now, rows)
 
     # -- observing -----------------------------------------------------------
-    def _observe_one(self, row: JobRow, now: float) -> None:
-        """Observe one job; its own trouble (an unreadable file) never stops the others."""
+    def _observe_one(self, row: JobRow, now: float) -> bool:
+        """Observe one job; its own trouble (an unreadable file) never stops the others.
+
+        False if it had trouble.
+        """
         try:
             self._observe(row, now)
         except Exception as err:
@@ -225,8 +235,9 @@ class Controller:
             if self._broken.get(row.id) != message:
                 log.exception("job %s: cannot observe it; other jobs carry on", row.id)
             self._broken[row.id] = message
-        else:
-            self._broken.pop(row.id, None)
+            return False
+        self._broken.pop(row.id, None)
+        return True
 
     def _observe(self, row: JobRow, now: float) -> None:
         if row.cancel_requested and row.state is State.QUEUED:
@@ -506,10 +517,11 @@ class Controller:
             needs=self.config.policy.needs,
         )
 
-    def _decide(self, now: float) -> None:
+    def _decide(self, now: float, unfinished: Sequence[JobRow] | None = None) -> None:
+        """Decide a new Plan for the ``unfinished`` jobs (read from the store if not given)."""
         rows = [
             r
-            for r in self.store.unfinished()
+            for r in (self.store.unfinished() if unfinished is None else unfinished)
             if r.state in (State.QUEUED, State.RUNNING, State.SUSPENDED) and not r.cancel_requested
         ]
         try:
@@ -612,7 +624,7 @@ class Controller:
             )
 
     # -- acting --------------------------------------------------------------
-    def _apply(self, now: float) -> None:
+    def _apply(self, now: float, rows: Sequence[JobRow]) -> None:
         """Carry out the spine's actions for the latest plan, as far as the GPUs allow.
 
         Stops and suspends are asked for at once. A launch or a resume waits
@@ -622,7 +634,6 @@ class Controller:
         plan = self._plan
         if plan is None:
             return
-        rows = self.store.unfinished()
         blocked = self._blocked(rows)
         self._switching = False
         for row in rows:

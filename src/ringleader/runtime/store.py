@@ -247,7 +247,7 @@ _FLOATS = [
 ]
 _REQUIRED_FLOATS = {"submitted_at", "epoch", "attained_gpu_s", "state_since"}
 _API_OWNED = ("spec", "cancel_requested")
-_SPEC_AT = _COLUMNS.index("spec")
+_JSON_BUT_SPEC = sorted(_JSON - {"spec"})
 _SPECS_KEPT = 20_000
 _EMPTY: dict[str, type[dict[Any, Any]] | type[list[Any]]] = {"{}": dict, "[]": list}
 """Most JSON columns of most rows: new, each time, without the parser."""
@@ -497,12 +497,12 @@ class Store:
         job_id = str(data["id"])
         column = "spec"
         try:
-            for column in sorted(_JSON):
+            for column in _JSON_BUT_SPEC:
                 data[column] = (
                     _EMPTY[data[column]]() if data[column] in _EMPTY else json.loads(data[column])
                 )
             column = "spec"
-            data["spec"] = self._spec(str(values[_SPEC_AT]), data["spec"])
+            data["spec"] = self._spec(data["spec"])
             column = "state"
             data["state"] = State(data["state"])
             for column in ("devices", "last_devices"):
@@ -525,7 +525,7 @@ class Store:
         data["cancel_requested"] = bool(data["cancel_requested"])
         return JobRow(**data)
 
-    def _spec(self, text: str, raw: Any) -> JobSpec:
+    def _spec(self, text: str) -> JobSpec:
         """The spec stored as ``text``, validated once per distinct text.
 
         The controller reads every unfinished row a few times a tick; with a
@@ -534,7 +534,7 @@ class Store:
         """
         spec = self._specs.get(text)
         if spec is None:
-            spec = JobSpec.model_validate(raw)
+            spec = JobSpec.model_validate(json.loads(text))
             if len(self._specs) >= _SPECS_KEPT:
                 self._specs.clear()
             self._specs[text] = spec
