@@ -224,3 +224,36 @@ def test_a_spec_that_is_not_json_never_breaks_an_owners_query(tmp_path: Path) ->
     assert store.ids_starting(ids[1][:3], owner="anonymous") == [ids[1]]
     assert store.ids_starting(ids[0], owner="anonymous") == []
     assert store.counts() == {("queued", "anonymous"): 1, ("queued", "?"): 1}
+
+
+def test_saving_progress_writes_progress_and_leaves_what_others_own(tmp_path: Path) -> None:
+    """The controller saves progress every look; a cancel or a priority the API
+    wrote meanwhile, and the job's state, stay as they are in the database."""
+    store, (job,) = _store_with(tmp_path, ["p"])
+    seen = store.get(job)
+    assert seen is not None
+    assert store.request_cancel(job) is not None  # the API, after the controller's read
+    seen.step, seen.epoch, seen.loss, seen.attained_gpu_s = 7, 0.5, 1.25, 42.0
+    seen.shape["batch_per_worker"] = 32.0
+    seen.observations["2"] = [0.1, 5.0, 50.0, 32.0]
+    seen.progress_offset, seen.state = 900, State.SUCCEEDED  # state: not progress
+    store.save_progress(seen)
+    after = store.get(job)
+    assert after is not None
+    assert (after.step, after.epoch, after.loss, after.attained_gpu_s) == (7, 0.5, 1.25, 42.0)
+    assert after.shape == {"batch_per_worker": 32.0}
+    assert after.observations == {"2": [0.1, 5.0, 50.0, 32.0]}
+    assert after.progress_offset == 900
+    assert after.cancel_requested
+    assert after.state is State.QUEUED
+
+
+def test_a_stored_spec_is_validated_once_and_a_changed_one_again(tmp_path: Path) -> None:
+    store, (job,) = _store_with(tmp_path, ["s"])
+    first, again = store.get(job), store.get(job)
+    assert first is not None and again is not None
+    assert first.spec is again.spec  # the same text: validated once
+    changed = store.set_priority(job, 5)
+    assert changed is not None and changed.spec.priority == 5
+    later = store.get(job)
+    assert later is not None and later.spec.priority == 5

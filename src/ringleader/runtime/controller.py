@@ -385,7 +385,7 @@ class Controller:
                         row.observations, str(int(rec.get("world_size", row.workers))), t, batch
                     )
         row.progress_offset = reader.offset
-        self.store.save(row)
+        self.store.save_progress(row)
 
     def _ran_to_end(
         self, row: JobRow, generation: int, reason: str | None, codes: dict[int, int]
