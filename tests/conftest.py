@@ -23,5 +23,6 @@ def executor() -> Iterator[LocalExecutor]:
     """A local executor on 2 virtual devices, its fork server ready for warm starts."""
     ex = LocalExecutor(gpus=2)
     assert ex.warm.ready(60), "the fork server did not finish importing"
+    assert ex.bare.ready(60), "the bare fork server did not start"
     yield ex
-    ex.warm.close()
+    ex.close()

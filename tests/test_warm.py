@@ -267,3 +267,36 @@ def test_a_warm_script_keeps_its_globals_to_the_end_as_a_cold_one_does(
     log = (tmp_path / "logs" / "rank0.log").read_text()
     assert "preloaded True" in log and "script done" in log
     assert "freed before exit" not in log
+
+
+def test_another_program_is_execed_by_the_bare_server_as_a_cold_start_would_run_it(
+    executor: LocalExecutor, tmp_path: Path
+) -> None:
+    """``sh -c``: forked by the bare server (no interpreter start of its own), it
+    gets the worker's environment, its log, default SIGPIPE, no inherited
+    descriptors, and its exit status; a program that does not exist ends 127."""
+    job_dir = tmp_path / "job"
+    script = (
+        'echo "rank=$RANK world=$WORLD_SIZE mine=$MINE"; '
+        "grep SigIgn /proc/$$/status; ls /proc/self/fd | sort -n | tr '\\n' ' '; echo; "
+        "cat /proc/$PPID/cmdline | tr '\\0' ' '; echo; exit 3"
+    )
+    executor.launch("sh", job_dir, 1, ["sh", "-c", script], [Device("local", 0)], {"MINE": "yes"})
+    status = _wait(executor, job_dir, 1, 1)
+    assert status.exits == {0: 3}
+    log = (job_dir / "logs" / "rank0.log").read_text().splitlines()
+    assert log[1] == "rank=0 world=1 mine=yes"
+    ignored = int(log[2].split()[1], 16)
+    assert not ignored & (1 << (13 - 1)), log[2]  # SIGPIPE (13) not ignored, as after Popen
+    fds = log[3].split()
+    assert set(fds) <= {"0", "1", "2", "3"}, fds  # 3: ls's own directory handle
+    wrapper = log[4]
+    assert "ringleader.runtime.launch --warm --bare" in wrapper, wrapper  # forked, not cold
+    executor.launch(
+        "none", tmp_path / "none", 1, ["no-such-program-here"], [Device("local", 0)], {}
+    )
+    assert _wait(executor, tmp_path / "none", 1, 1).exits == {0: 127}
+    assert (
+        "cannot start 'no-such-program-here'"
+        in (tmp_path / "none" / "logs" / "rank0.log").read_text()
+    )

@@ -69,6 +69,11 @@ class ExitWatch:
         with self._lock:
             return len(self._fds)
 
+    def running(self, pid: int, ticks: int) -> bool:
+        """Whether the process is watched and has not ended (False when unsure)."""
+        with self._lock:
+            return (pid, ticks) in self._fds
+
     def _run(self) -> None:
         assert self._poll is not None
         while True:

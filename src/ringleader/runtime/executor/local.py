@@ -78,6 +78,9 @@ class LocalExecutor:
         """Forks workers that ``exec`` another program (``sh -c ...``, ``torchrun``)."""
         self.exits = ExitWatch()
         """Wakes the controller when a worker's wrapper ends (it has written its exit)."""
+        self._all_running: dict[tuple[Path, int], tuple[tuple[int, int], ...]] = {}
+        """Gangs (job dir, generation) whose every rank ran at the last look: their
+        wrappers' (pid, start ticks). ``status`` needs no files for them until one ends."""
 
     def cluster(self) -> ClusterView:
         self.warm.start()
@@ -157,6 +160,13 @@ class LocalExecutor:
         return out
 
     def status(self, job_dir: Path, generation: int, world: int) -> GangStatus:
+        key = (job_dir, generation)
+        known = self._all_running.get(key)
+        if known is not None and all(self.exits.running(p, t) for p, t in known):
+            # Every rank was running at the last look and none has ended since
+            # (the exit watch would know): no need to read their files again.
+            return GangStatus(world, world)
+        self._all_running.pop(key, None)
         here = run_dir(job_dir, generation)
         exits: dict[int, int] = {}
         for path in here.glob("rank*.exit"):
@@ -169,6 +179,10 @@ class LocalExecutor:
             if rank not in exits and alive(pid, ticks):
                 running += 1
                 self.exits.watch(pid, ticks)
+        if running == world and self.exits.available:
+            if len(self._all_running) > 100_000:
+                self._all_running.clear()  # gangs long gone: forget them
+            self._all_running[key] = tuple(pids.values())
         # A rank that has written neither a pid nor an exit file is still starting.
         starting = sum(1 for r in range(world) if r not in pids and r not in exits)
         return GangStatus(world, running, exits, starting)
