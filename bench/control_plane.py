@@ -1,7 +1,7 @@
 """How fast the control plane keeps a cluster full: a queue of short jobs drained for real.
 
 A ``ringleader server`` with 32 virtual devices gets ``JOBS`` submissions of
-a one-second job (``sleep 1``, one GPU each) as fast as one HTTP client can
+a one-second job (``bash -c '...; sleep 1; ...'``, one GPU each) as fast as one HTTP client can
 send them. Each job stamps, in its own log, the wall time its process
 started and the time it was about to exit. Reported (issue 19):
 
@@ -38,7 +38,9 @@ from ringleader.runtime.store import State, Store
 
 OUT = Path(__file__).parent / "results" / "control-plane.json"
 GPUS = 32
-STAMPED = 'echo "start $(date +%s.%N)"; sleep 1; echo "end $(date +%s.%N)"'
+STAMPED = 'echo "start $EPOCHREALTIME"; sleep 1; echo "end $EPOCHREALTIME"'
+"""Run by bash: ``EPOCHREALTIME`` is read in the shell itself, so the stamps are
+the job's first and last moments, not those of a ``date`` process it forks."""
 TARGETS = {"drain_s": 45.0, "handover_p99_ms": 250.0, "restart_s": 5.0}
 
 
@@ -86,7 +88,7 @@ def drain(jobs: int, base: Path) -> dict[str, Any]:
     base.mkdir(parents=True, exist_ok=True)
     with local_server(gpus=GPUS, state_dir=state, log=base / "drain.log", round_s=30) as served:
         api = served.client()
-        spec = {"name": "tick", "command": ["sh", "-c", STAMPED]}
+        spec = {"name": "tick", "command": ["bash", "-c", STAMPED]}
         first = time.time()
         ids = []
         for _ in range(jobs):
