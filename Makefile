@@ -64,6 +64,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/tensorlights_models.py
 	$(BIN)/python bench/store_history.py
 	$(BIN)/python bench/control_plane.py
+	$(BIN)/python bench/scale.py
 	$(BIN)/python bench/fidelity.py
 	$(BIN)/python bench/ddp_exit.py
 	$(BIN)/python bench/cli.py

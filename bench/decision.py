@@ -23,19 +23,21 @@ OUT = Path(__file__).parent / "results" / "decision.json"
 JOBS, NODES, REPEAT = 5_000, 1_250, 50
 
 
-def snapshot(seed: int = 0) -> list[JobView]:
+def snapshot(seed: int = 0, jobs_n: int = JOBS, nodes: int = NODES) -> list[JobView]:
+    """``jobs_n`` jobs of 1-8 GPUs, every other one placed while ``nodes`` of 8 GPUs last."""
     rng = random.Random(seed)
     p = RESNET110_K40
     jobs: list[JobView] = []
     node, slot = 0, 0
-    for i in range(JOBS):
+    for i in range(jobs_n):
         want = rng.choice((1, 1, 1, 2, 4, 8))
         devices: tuple[Device, ...] = ()
-        if i % 2 == 0 and node < NODES:
+        if i % 2 == 0 and node < nodes:
             if slot + want > 8:
                 node, slot = node + 1, 0
-            if node < NODES:
-                devices = tuple(Device(f"node{node:04d}", slot + k) for k in range(want))
+            if node < nodes:
+                name = f"node{node:0{len(str(nodes - 1))}d}"  # as ClusterView.uniform names it
+                devices = tuple(Device(name, slot + k) for k in range(want))
                 slot += want
         observations = {want: Observation(p.step_time(want), 60.0, 128)} if devices else {}
         jobs.append(
@@ -57,9 +59,21 @@ def snapshot(seed: int = 0) -> list[JobView]:
     return jobs
 
 
+def decide_times(name: str, jobs_n: int, nodes: int, repeat: int) -> list[float]:
+    """Seconds of ``repeat`` decisions of policy ``name`` on ``snapshot(0, jobs_n, nodes)``."""
+    cluster = ClusterView(tuple(ClusterView.uniform(nodes, 8).nodes))
+    jobs = snapshot(0, jobs_n, nodes)
+    policy = policy_named(name)
+    policy.decide(jobs, cluster, 0.0)  # warm the memo of fitted models
+    times = []
+    for r in range(repeat):
+        started = time.perf_counter()
+        policy.decide(jobs, cluster, float(r))
+        times.append(time.perf_counter() - started)
+    return sorted(times)
+
+
 def main() -> None:
-    cluster = ClusterView(tuple(ClusterView.uniform(NODES, 8).nodes))
-    jobs = snapshot()
     report: dict[str, object] = {
         **stamp("python bench/decision.py"),
         "jobs": JOBS,
@@ -67,14 +81,7 @@ def main() -> None:
         "repeat": REPEAT,
     }
     for name in ("ringleader", "tiresias", "precompute", "fifo"):
-        policy = policy_named(name)
-        policy.decide(jobs, cluster, 0.0)  # warm the memo of fitted models
-        times = []
-        for r in range(REPEAT):
-            started = time.perf_counter()
-            policy.decide(jobs, cluster, float(r))
-            times.append(time.perf_counter() - started)
-        times.sort()
+        times = decide_times(name, JOBS, NODES, REPEAT)
         report[name] = {
             "median_ms": round(1000 * statistics.median(times), 1),
             "p99_ms": round(1000 * times[min(len(times) - 1, round(0.99 * (len(times) - 1)))], 1),

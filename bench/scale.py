@@ -1,0 +1,131 @@
+"""What one server's control loop costs per job, measured part by part: where 10k GPUs break it.
+
+The controller's tick reads every unfinished job, observes every running
+one (its gang's status, its progress saved) and, when something changed,
+decides for all of them. This times each part on this machine:
+
+* ``store.unfinished()`` with 1,000 / 10,000 / 50,000 queued jobs;
+* ``store.save_progress`` (every running job, every tick) and ``store.add``
+  (every submission), per call;
+* ``LocalExecutor.status`` of a live one-rank gang, read from its files and
+  answered from the exit watch;
+* one decision of the default policy at 10k GPUs / 5k jobs and at
+  100k GPUs / 50k jobs (``bench/decision.py``'s snapshot).
+
+``docs/scale.md`` builds the tick at 10k GPUs from these. Writes
+bench/results/scale.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from _common import stamp
+from decision import decide_times
+from ringleader.policy.views import Device
+from ringleader.runtime.executor.local import NODE, LocalExecutor
+from ringleader.runtime.spec import parse_spec
+from ringleader.runtime.store import Store
+
+OUT = Path(__file__).parent / "results" / "scale.json"
+QUEUES = (1_000, 10_000, 50_000)
+
+
+def _median_ms(work: Callable[[], object], repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        work()
+        times.append(time.perf_counter() - started)
+    return round(1000 * statistics.median(times), 3)
+
+
+def store_costs(base: Path) -> dict[str, Any]:
+    store = Store(base / "ringleader.db")
+    spec = parse_spec({"name": "q", "command": ["sleep", "1"], "user": "u"})
+    out: dict[str, Any] = {"unfinished_ms": {}}
+    added = 0
+    add_times = []
+    for queue in QUEUES:
+        while added < queue:
+            started = time.perf_counter()
+            store.add(spec)
+            add_times.append(time.perf_counter() - started)
+            added += 1
+        store.unfinished()  # the first read validates each distinct spec once
+        out["unfinished_ms"][str(queue)] = _median_ms(store.unfinished, 5)
+        print(f"unfinished() with {queue} queued: {out['unfinished_ms'][str(queue)]} ms")
+    out["add_ms"] = round(1000 * statistics.median(add_times), 3)
+    row = store.unfinished()[0]
+
+    def progress() -> None:
+        row.step += 1
+        row.attained_gpu_s += 1.0
+        store.save_progress(row)
+
+    out["save_progress_ms"] = _median_ms(progress, 2000)
+    store.close()
+    return out
+
+
+def status_costs(base: Path) -> dict[str, Any]:
+    """A live gang's status: from an executor whose exit watch holds it, and from
+    one nobody listens to (which reads the gang's pid and exit files each time)."""
+    watched = LocalExecutor(gpus=1, warm=False)
+    watched.on_exit(lambda: None)
+    unwatched = LocalExecutor(gpus=1, warm=False)
+    job_dir = base / "job"
+    try:
+        watched.launch("s", job_dir, 1, ["sleep", "120"], [Device(NODE, 0)], {})
+        deadline = time.monotonic() + 30
+        while watched.status(job_dir, 1, 1).alive < 1:
+            if time.monotonic() > deadline:
+                raise RuntimeError("the sleeper did not start")
+            time.sleep(0.01)
+        from_watch = _median_ms(lambda: watched.status(job_dir, 1, 1), 2000)
+        from_files = _median_ms(lambda: unwatched.status(job_dir, 1, 1), 2000)
+    finally:
+        watched.kill(job_dir, 1)
+        watched.close()
+        unwatched.close()
+    return {"status_from_files_ms": from_files, "status_watched_ms": from_watch}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--repeat", type=int, default=5, help="decisions timed per size")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="bench-scale-") as tmp:
+        store = store_costs(Path(tmp))
+        status = status_costs(Path(tmp))
+    print(json.dumps(status), flush=True)
+    decisions = {}
+    for jobs, nodes in ((5_000, 1_250), (50_000, 12_500)):
+        times = decide_times("ringleader", jobs, nodes, args.repeat)
+        decisions[f"{nodes * 8}_gpus_{jobs}_jobs"] = {
+            "median_ms": round(1000 * statistics.median(times), 1),
+            "max_ms": round(1000 * max(times), 1),
+            "repeat": len(times),
+        }
+        print(jobs, decisions[f"{nodes * 8}_gpus_{jobs}_jobs"], flush=True)
+    report = {
+        "what": __doc__.splitlines()[0],
+        **stamp("python bench/scale.py"),
+        "store": store,
+        "executor": status,
+        "decision_ringleader": decisions,
+    }
+    args.out.parent.mkdir(exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
