@@ -40,7 +40,7 @@ from typing import Any
 
 import httpx
 
-from _common import wait_until
+from _common import stamp, wait_until
 from ringleader.runtime.executor.local import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -349,6 +349,7 @@ def main() -> None:
     failures = sum(not r["hung"] and r["state"] != "succeeded" for r in rows)
     report: dict[str, Any] = {
         "what": __doc__.split("\n")[0],
+        **stamp("python bench/ddp_exit.py"),
         "command": " ".join([Path(sys.executable).name, *sys.argv]),
         "date": started.isoformat(timespec="seconds"),
         "cpus": os.cpu_count(),

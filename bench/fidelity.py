@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import calibration_s
+from _common import calibration_s, stamp
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "bench" / "results" / "fidelity.json"
@@ -55,6 +55,7 @@ def main() -> None:
         result = json.loads(raw.read_text())
     errors = {name: p["avg_jct_error"] for name, p in result["policies"].items()}
     report = {
+        **stamp("python bench/fidelity.py"),
         "command": "python bench/fidelity.py  (ringleader fidelity examples/fidelity.yaml)",
         "goal": f"|sim/real - 1| <= {GOAL:.0%} on average JCT for every policy",
         "met": all(abs(e) <= GOAL for e in errors.values()),

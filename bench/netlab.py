@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from _common import stamp
 from ringleader.net.netlab import NetlabConfig, run_netlab
 from ringleader.net.tc import have_net_admin
 from ringleader.policy.traffic import TrafficPolicy
@@ -27,7 +28,7 @@ def main() -> None:
     if not ok:
         print(json.dumps({"skipped": why}))
         return
-    report: dict[str, Any] = {"repeat": REPEAT}
+    report: dict[str, Any] = {**stamp("python bench/netlab.py"), "repeat": REPEAT}
     for placement in ("skewed", "uniform"):
         rows = {}
         for policy in TrafficPolicy:

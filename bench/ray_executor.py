@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _common import resnet_command, wait_until
+from _common import resnet_command, stamp, wait_until
 
 OUT = Path(__file__).parent / "results" / "ray.json"
 RUNS = int(os.environ.get("RAY_BENCH_RUNS", "5"))
@@ -79,7 +79,11 @@ def inside() -> dict[str, Any]:
     from ringleader.runtime.executor.local import LocalExecutor
     from ringleader.runtime.executor.ray import RayExecutor
 
-    report: dict[str, Any] = {"what": __doc__.split("\n")[0], "cpus": os.cpu_count()}
+    report: dict[str, Any] = {
+        "what": __doc__.split("\n")[0],
+        **stamp("python bench/ray_executor.py"),
+        "cpus": os.cpu_count(),
+    }
     local = LocalExecutor(gpus=2)
     node = local.cluster().nodes[0].name
     report["local"] = _summary(

@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _common import resnet_command, wait_until
+from _common import resnet_command, stamp, wait_until
 from ringleader.job.control import PROGRESS, Action, Control, ProgressReader, write_control
 from ringleader.policy.views import Device
 from ringleader.runtime.executor.local import LocalExecutor
@@ -101,6 +101,7 @@ def summarize(runs: list[dict[str, float]]) -> dict[str, Any]:
 
 def main() -> None:
     report: dict[str, Any] = {
+        **stamp("python bench/resize.py"),
         "what": "checkpoint-stop-restart 1 -> 2 gloo workers on CPU, 16 images per worker",
         "cpus": os.cpu_count(),
         "target_median_total_s": {"resnet110": 3.0},

@@ -15,6 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from _common import stamp
 from ringleader.runtime.spec import parse_spec
 from ringleader.runtime.store import State, Store
 
@@ -46,6 +47,7 @@ def main() -> None:
         assert len(store.unfinished()) == QUEUED
         store.close()
     report = {
+        **stamp("python bench/store_history.py"),
         "finished_jobs": FINISHED,
         "unfinished_jobs": QUEUED,
         "all_ms": {"median": round(statistics.median(every), 2), "max": round(every[-1], 2)},

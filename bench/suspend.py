@@ -34,7 +34,7 @@ from typing import Any
 
 import httpx
 
-from _common import resnet_command, wait_until
+from _common import resnet_command, stamp, wait_until
 from ringleader.job.control import PROGRESS, Action, Control, ProgressReader, write_control
 from ringleader.policy.views import Device
 from ringleader.runtime.executor.local import LocalExecutor
@@ -154,7 +154,11 @@ def _all_done(api: httpx.Client, ids: list[str]) -> list[dict[str, Any]] | None:
 
 
 def main() -> None:
-    report: dict[str, Any] = {"what": __doc__.split("\n")[0], "cpus": os.cpu_count()}
+    report: dict[str, Any] = {
+        "what": __doc__.split("\n")[0],
+        **stamp("python bench/suspend.py"),
+        "cpus": os.cpu_count(),
+    }
     report["latency"] = latency()
     print(json.dumps(report["latency"]), file=sys.stderr)
     # Back to back before and after, so a machine that slows over the run

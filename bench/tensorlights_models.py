@@ -16,6 +16,7 @@ import sys
 import time
 from pathlib import Path
 
+from _common import stamp
 from ringleader.policy.traffic import TrafficPolicy
 from ringleader.scenarios.tensorlights import PAPER, FifoModel, calibrate, mean_jct
 
@@ -27,6 +28,7 @@ PLACEMENTS = (1, 2, 3, 4)
 
 def main() -> None:
     report: dict[str, object] = {
+        **stamp("python bench/tensorlights_models.py"),
         "steps": STEPS,
         "seeds": SEEDS,
         "placements": list(PLACEMENTS),
