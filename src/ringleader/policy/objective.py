@@ -38,8 +38,11 @@ class SoloCurve:
         return value
 
 
-@lru_cache(maxsize=1 << 14)
+@lru_cache(maxsize=1 << 17)
 def solo_curve(epochs: EpochsToConverge, speed: SpeedModel) -> SoloCurve:
+    """The shared curve; room for 131k (job model, epochs) pairs, so a decision over
+    50k jobs that each converge differently finds last decision's curves (at 16k it
+    evicted them all, and a third of the decision went to rebuilding them)."""
     return SoloCurve(epochs, speed)
 
 
