@@ -141,15 +141,15 @@ def test_a_new_controller_sees_a_suspend_the_old_one_saw_confirmed(
     row = _until(first, store, job.id, lambda r: r.state is State.RUNNING and r.step > 2, 60)
     first._suspend(row, time.time())
     deadline = time.monotonic() + 30
-    while job.id not in first._confirmed_suspended and time.monotonic() < deadline:
+    while job.id not in first.progress.suspended and time.monotonic() < deadline:
         time.sleep(0.2)
         first._observe_one(store.get(job.id), time.time())  # type: ignore[arg-type]
-    assert job.id in first._confirmed_suspended
+    assert job.id in first.progress.suspended
     # A restarted server reads progress from where the old one stopped, past
     # the "suspended" line; without it the GPU stayed blocked for good.
     second = _controller(store, executor, state)
     second._observe_one(store.get(job.id), time.time())  # type: ignore[arg-type]
-    assert job.id in second._confirmed_suspended
+    assert job.id in second.progress.suspended
 
 
 def test_one_job_whose_files_cannot_be_read_does_not_stop_the_others(

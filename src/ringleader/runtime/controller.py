@@ -46,7 +46,6 @@ from ringleader.job.control import (
     PROGRESS,
     Action,
     Control,
-    ProgressReader,
     last_event,
     last_record,
     write_control,
@@ -54,22 +53,28 @@ from ringleader.job.control import (
 from ringleader.job.records import read_regular
 from ringleader.perf.epochs import EpochsToConverge
 from ringleader.policy.plan import Assignment, Decider, Plan
-from ringleader.policy.views import Device, JobShape, JobView, Observation
+from ringleader.policy.views import Device, JobShape, JobView
 from ringleader.runtime.bounded import LOG_CAP_BYTES, PROGRESS_CAP_BYTES, cap_log
 from ringleader.runtime.executor.base import Executor
+from ringleader.runtime.progress import (
+    LIBRARY_GENERATION,
+    RESTART,
+    STOP_ASKED,
+    STOP_GENERATION,
+    ProgressIngest,
+    profile,
+)
 from ringleader.runtime.store import JobRow, State, Store, disk_full
 from ringleader.runtime.telemetry import Telemetry
 from ringleader.spine import quota, reasons
 from ringleader.spine.actions import Held, Kind, Launch, Resume, Stop, Suspend, diff_one
-from ringleader.spine.observe import co_runners, fold
+from ringleader.spine.observe import co_runners
 from ringleader.spine.views import Known, Submitted, job_view
 
 log = logging.getLogger("ringleader.controller")
 
 SWITCH_TICK_S = 0.01
 """Tick interval while a time-slice switch is under way (a GPU idles until it is done)."""
-WARMUP_STEPS = 2
-"""Steps after each launch left out of the step-time profile (start-up, first allreduce)."""
 LOG_CHECK_S = 5.0
 """How often a running job's logs are checked against their cap."""
 UNAWARE_AFTER_S = 20.0
@@ -122,14 +127,13 @@ class Controller:
         self.executor = executor
         self.config = config
         self.cluster = executor.cluster()
-        self._readers: dict[str, ProgressReader] = {}
-        self._warm: dict[tuple[str, int], int] = {}
+        self.progress = ProgressIngest(config.progress_cap_bytes)
+        """What each job reported, folded into its row each look (``runtime.progress``)."""
         self._stop_sent: dict[str, float] = {}
         self._launched: dict[str, float] = {}
         self._plan: Plan | None = None
         self._targets: dict[str, Assignment] = {}
         self._held_since: dict[str, float] = {}
-        self._confirmed_suspended: set[str] = set()
         self._partial_since: dict[str, float] = {}
         self._stop_killed: set[str] = set()
         """Jobs killed because a requested stop did not come: settled as stopped."""
@@ -251,7 +255,7 @@ class Controller:
         if row.state is State.RUNNING:
             row.attained_gpu_s += row.workers * max(0.0, now - since)
         self._held_since[row.id] = now
-        self._ingest(row, force=True)
+        self._ingest(row)
         if now - self._logs_capped.get(row.id, 0.0) >= LOG_CHECK_S:
             self._logs_capped[row.id] = now
             for path in (self.job_dir(row.id) / "logs").glob("rank*.log"):
@@ -326,65 +330,9 @@ class Controller:
             return  # launched, not yet started
         self._settle(row, failed=status.failed, codes=dict(status.exits), now=now)
 
-    def _ingest(self, row: JobRow, force: bool = False) -> None:
-        reader = self._readers.get(row.id)
-        if reader is None:
-            path = self.job_dir(row.id) / PROGRESS
-            reader = ProgressReader(path, row.progress_offset)
-            self._readers[row.id] = reader
-            # A new reader starts past what an earlier server read, so a
-            # suspend it saw confirmed is confirmed again from the file.
-            if (
-                row.state is State.SUSPENDED
-                and last_event(path, row.generation, ("suspended", "resumed")) == "suspended"
-            ):
-                self._confirmed_suspended.add(row.id)
-        bad_before = reader.bad
-        records = reader.read_new()
-        records += reader.rotate(self.config.progress_cap_bytes)
-        if not records and reader.offset == row.progress_offset and not force:
-            return
-        if reader.bad > bad_before:
-            row.bad_lines += reader.bad - bad_before
-            log.warning("%s: %d bad progress line(s) skipped", row.id, reader.bad - bad_before)
+    def _ingest(self, row: JobRow) -> None:
         partners = self._partners.get(row.id, ()) if row.state is State.RUNNING else ()
-        for rec in records:
-            if rec.get("g") != row.generation:
-                continue
-            # It writes progress: it uses the job library and obeys control.json.
-            row.shape[LIBRARY_GENERATION] = row.generation
-            event = rec.get("event")
-            if event == "suspended":
-                self._confirmed_suspended.add(row.id)
-                log.info("%s suspended at step %s", row.id, rec.get("step"))
-            elif event == "resumed":
-                self._confirmed_suspended.discard(row.id)
-                log.info("%s resumed at step %s", row.id, rec.get("step"))
-            if "step" not in rec or event is not None:
-                continue
-            row.step = max(row.step, rec["step"])
-            row.epoch = rec.get("epoch", row.epoch)
-            row.loss = rec.get("loss")
-            for key in ("examples_per_epoch", "batch_per_worker", "grad_bytes"):
-                if key in rec:
-                    row.shape[key] = float(rec[key])
-            if "memory_gib" in rec:
-                row.shape["memory_gib"] = max(row.shape.get("memory_gib", 0.0), rec["memory_gib"])
-            seen = self._warm.get((row.id, row.generation), 0) + 1
-            self._warm[(row.id, row.generation)] = seen
-            if seen == 1:
-                _measure_restart(row, rec.get("t"))
-            if seen > WARMUP_STEPS and "step_time" in rec:
-                t = float(rec["step_time"])
-                batch = float(rec.get("batch_per_worker", 0))
-                if partners:
-                    for other in partners:
-                        _record(row.packed, other, t, batch)
-                else:
-                    _record(
-                        row.observations, str(int(rec.get("world_size", row.workers))), t, batch
-                    )
-        row.progress_offset = reader.offset
+        self.progress.ingest(row, self.job_dir(row.id) / PROGRESS, partners)
         self.store.save_progress(row)
 
     def _ran_to_end(
@@ -410,7 +358,7 @@ class Controller:
         reason, gen = row.stopping, row.generation
         row.stopping = None
         row.state_since = now
-        self._confirmed_suspended.discard(row.id)
+        self.progress.suspended.discard(row.id)
         row.workers, row.devices = 0, []
         self._held_since.pop(row.id, None)
         self._stop_sent.pop(row.id, None)
@@ -496,8 +444,8 @@ class Controller:
             ),
             epochs=EpochsToConverge.constant(spec.epochs),
             remaining_fraction=max(1e-3, 1.0 - row.epoch / spec.epochs),
-            observations={int(w): o for w, o in _profile(row.observations).items()},
-            packed=_profile(row.packed),
+            observations={int(w): o for w, o in profile(row.observations).items()},
+            packed=profile(row.packed),
             attained_gpu_s=row.attained_gpu_s,
             # A row from before submissions set it says 0: waiting since submitted.
             state_since=max(row.state_since, row.submitted_at),
@@ -655,7 +603,7 @@ class Controller:
                         # Its GPUs are still being given back: by a stop (seconds) or a
                         # suspend (one minibatch, so look again very soon).
                         self._switching = self._switching or any(
-                            r.state is State.SUSPENDED and r.id not in self._confirmed_suspended
+                            r.state is State.SUSPENDED and r.id not in self.progress.suspended
                             for r in rows
                         )
                     elif isinstance(action, Resume):
@@ -706,7 +654,7 @@ class Controller:
                 and target.running
                 and {(d.node, d.index) for d in target.active_devices} == set(map(tuple, r.devices))
             )
-            settled_suspend = r.state is State.SUSPENDED and r.id in self._confirmed_suspended
+            settled_suspend = r.state is State.SUSPENDED and r.id in self.progress.suspended
             if r.stopping or not (keeps_running or settled_suspend):
                 for n, i in r.devices:
                     blocked.setdefault((n, i), set()).add(r.id)
@@ -764,40 +712,3 @@ class Controller:
 
 SIGNALLED = "stop_signalled_at"
 """Key in a row's ``shape``: when its current stop was sent as SIGTERM (absent: by control.json)."""
-LIBRARY_GENERATION = "library_generation"
-"""Key in a row's ``shape``: the newest generation seen writing progress with the job library."""
-STOP_ASKED = "stop_requested_at"
-STOP_GENERATION = "stop_generation"
-RESTART = "restart_s"
-"""Keys in a row's ``shape``: when a resize's stop was asked for, of which generation,
-and the job's measured restart cost."""
-
-
-def _measure_restart(row: JobRow, first_step_at: object) -> None:
-    """Fold the time from a resize's stop to the next generation's first step into
-    the job's restart cost."""
-    if row.shape.get(STOP_GENERATION, row.generation) >= row.generation:
-        return  # no resize under way, or a step of the generation being stopped
-    stopped_at = row.shape.pop(STOP_ASKED, None)
-    row.shape.pop(STOP_GENERATION, None)
-    if stopped_at is None or not isinstance(first_step_at, int | float):
-        return
-    seconds = float(first_step_at) - stopped_at
-    if not 0 < seconds < 3600:
-        return  # a clock step, or a stop long before the relaunch: not a restart
-    old = row.shape.get(RESTART)
-    row.shape[RESTART] = seconds if old is None else 0.5 * (old + seconds)
-
-
-def _profile(table: dict[str, list[float]]) -> dict[str, Observation]:
-    """A stored profile ``{key: [mean, seconds, count, batch]}`` as observations."""
-    return {k: Observation(v[0], v[1], int(v[3]) or 1) for k, v in table.items() if v[2] > 0}
-
-
-def _record(table: dict[str, list[float]], key: str, step_time: float, batch: float) -> None:
-    """Fold one minibatch time into a [mean, seconds, count, batch] profile entry."""
-    entry = table.get(key)
-    seen = _profile({key: entry}).get(key) if entry is not None else None
-    count = int(entry[2]) if entry is not None else 0
-    obs = fold(seen, step_time, step_time, int(batch))
-    table[key] = [obs.step_time, obs.seconds, count + 1, float(obs.batch_per_worker)]
