@@ -61,6 +61,23 @@ def stamp(command: str) -> dict[str, Any]:
     }
 
 
+def trace_workload(name: str) -> tuple[Any, list[Any]]:
+    """A bundled trace (``itp:cluster07``, ``gavel:…``) as the simulator plays it:
+    the cluster its jobs recommend (nodes of 8 GPUs) and its jobs.
+
+    The one way ``traces.py``, ``policies.py`` and ``regress.py`` build a trace
+    workload, so their figures are of the same thing.
+    """
+    from ringleader.policy import ClusterView
+    from ringleader.traces.jobs import GPUS_PER_NODE, recommended_gpus, to_sim_jobs
+    from ringleader.traces.load import load_trace, resolve_trace
+
+    path, fmt = resolve_trace(name)
+    rows = load_trace(path, fmt)
+    cluster = ClusterView.uniform(recommended_gpus(rows) // GPUS_PER_NODE, GPUS_PER_NODE)
+    return cluster, to_sim_jobs(rows)
+
+
 def wait_until(check: Any, timeout: float = 300.0, poll_s: float = 0.02) -> Any:
     """``check()``'s first truthy value, polled every ``poll_s`` up to ``timeout``."""
     deadline = time.monotonic() + timeout

@@ -33,12 +33,12 @@ from multiprocessing import Pool
 from pathlib import Path
 from typing import Any
 
-from _common import calibration_s, commit
+from _common import calibration_s, commit, trace_workload
 from ringleader.metrics import percentile
 from ringleader.policy import ClusterView, policy_named
 from ringleader.scenarios import table3
 from ringleader.sim import RESNET110_K40, SimJob, Simulator
-from ringleader.traces.jobs import GPUS_PER_NODE, recommended_gpus, to_sim_jobs
+from ringleader.traces.jobs import GPUS_PER_NODE
 from ringleader.traces.load import available_traces, load_trace, resolve_trace
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -55,10 +55,7 @@ MIN_PHILLY_JOBS = 100
 
 
 def _trace(name: str) -> tuple[ClusterView, list[SimJob]]:
-    path, fmt = resolve_trace(name)
-    rows = load_trace(path, fmt)
-    gpus = recommended_gpus(rows)
-    return ClusterView.uniform(gpus // GPUS_PER_NODE, GPUS_PER_NODE), to_sim_jobs(rows)
+    return trace_workload(name)
 
 
 def _poisson(load: float, seed: int = 0) -> tuple[ClusterView, list[SimJob]]:

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from _common import calibration_s, commit
+from _common import calibration_s, commit, trace_workload
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "bench" / "results" / "regress.json"
@@ -35,15 +35,10 @@ RUNS = 3
 
 
 def _simulate(trace: str, policy: str) -> Callable[[], None]:
-    from ringleader.policy import ClusterView, policy_named
+    from ringleader.policy import policy_named
     from ringleader.sim import Simulator
-    from ringleader.traces.jobs import GPUS_PER_NODE, recommended_gpus, to_sim_jobs
-    from ringleader.traces.load import load_trace, resolve_trace
 
-    path, fmt = resolve_trace(trace)
-    rows = load_trace(path, fmt)
-    cluster = ClusterView.uniform(recommended_gpus(rows) // GPUS_PER_NODE, GPUS_PER_NODE)
-    jobs = to_sim_jobs(rows)
+    cluster, jobs = trace_workload(trace)
     return lambda: Simulator(policy_named(policy), cluster, jobs).run()
 
 

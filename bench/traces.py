@@ -14,11 +14,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _common import stamp
-from ringleader.policy import ClusterView, policy_named
+from _common import stamp, trace_workload
+from ringleader.policy import policy_named
 from ringleader.sim import Simulator
-from ringleader.traces.jobs import GPUS_PER_NODE, recommended_gpus, to_sim_jobs
-from ringleader.traces.load import available_traces, load_trace, resolve_trace
+from ringleader.traces.load import available_traces
 
 OUT = Path(__file__).parent / "results" / "traces.json"
 POLICIES = ("fifo", "tiresias", "ringleader")
@@ -31,12 +30,8 @@ def main() -> None:
         "clusters": {},
     }
     for name in [n for n in available_traces() if n.startswith("itp:")]:
-        path, fmt = resolve_trace(name)
-        rows = load_trace(path, fmt)
-        gpus = recommended_gpus(rows)
-        jobs = to_sim_jobs(rows)
-        cluster = ClusterView.uniform(gpus // GPUS_PER_NODE, GPUS_PER_NODE)
-        entry: dict[str, Any] = {"jobs": len(jobs), "gpus": gpus}
+        cluster, jobs = trace_workload(name)
+        entry: dict[str, Any] = {"jobs": len(jobs), "gpus": cluster.capacity}
         for policy in POLICIES:
             started = time.perf_counter()
             result = Simulator(policy_named(policy), cluster, jobs).run()
