@@ -257,3 +257,33 @@ def test_a_stored_spec_is_validated_once_and_a_changed_one_again(tmp_path: Path)
     assert changed is not None and changed.spec.priority == 5
     later = store.get(job)
     assert later is not None and later.spec.priority == 5
+
+
+def test_a_row_read_again_unchanged_is_a_fresh_copy_and_a_changed_one_is_read_anew(
+    tmp_path: Path,
+) -> None:
+    """Unchanged rows are copied from the last parse: changing one that was read,
+    without saving it, must not change what the next read returns."""
+    store, (job,) = _store_with(tmp_path, ["c"])
+    first = store.get(job)
+    assert first is not None
+    first.shape["x"] = 1.0
+    first.observations["1"] = [0.1, 1.0, 10.0, 8.0]
+    first.devices.append(("local", 0))
+    first.counts["start"] = 1
+    first.step = 99
+    again = store.get(job)
+    assert again is not None and again is not first
+    assert (again.shape, again.observations, again.devices, again.counts, again.step) == (
+        {},
+        {},
+        [],
+        {},
+        0,
+    )
+    again.observations["1"] = [0.2, 2.0, 20.0, 8.0]
+    store.save_progress(again)
+    later = store.get(job)
+    assert later is not None and later.observations == {"1": [0.2, 2.0, 20.0, 8.0]}
+    later.observations["1"][0] = 5.0  # in place, in a list inside the copy
+    assert (store.get(job) or later).observations["1"][0] == 0.2
