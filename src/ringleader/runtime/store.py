@@ -276,7 +276,6 @@ PROGRESS_COLUMNS = (
 )
 """What reading a job's progress (and the time it held GPUs) changes: ``save_progress``."""
 _SPECS_KEPT = 20_000
-_ROWS_KEPT = 20_000
 _EMPTY: dict[str, type[dict[Any, Any]] | type[list[Any]]] = {"{}": dict, "[]": list}
 """Most JSON columns of most rows: new, each time, without the parser."""
 _SELECT = f"SELECT {', '.join(_COLUMNS)} FROM jobs"
@@ -396,7 +395,7 @@ class Store:
         self._specs: dict[str, JobSpec] = {}
         """Validated specs by their stored text (``_spec``)."""
         self._parsed: dict[Any, tuple[tuple[Any, ...], JobRow]] = {}
-        """Rows as last parsed, with the values they were parsed from (``_row``)."""
+        """The last ``unfinished()`` read's rows, with the values each was parsed from."""
         try:
             self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
             self._db.execute("PRAGMA journal_mode=WAL")
@@ -524,18 +523,14 @@ class Store:
     def _row(self, values: tuple[Any, ...]) -> JobRow:
         """The row as a ``JobRow``; raises ``DamagedRow`` naming the column it cannot read.
 
-        A row read before with the very same values is copied, not parsed
-        again: the controller reads every unfinished row each tick, and most
-        (the queued ones) have not changed since the last.
+        A row the last ``unfinished()`` read with the very same values is
+        copied, not parsed again: the controller reads every unfinished row
+        each tick, and most (the queued ones) have not changed since the last.
         """
         known = self._parsed.get(values[0])
         if known is not None and known[0] == values:
             return known[1].copy()
-        row = self._parse(values)
-        if len(self._parsed) >= _ROWS_KEPT:
-            self._parsed.clear()
-        self._parsed[values[0]] = (values, row.copy())  # a copy nobody else can change
-        return row
+        return self._parse(values)
 
     def _parse(self, values: tuple[Any, ...]) -> JobRow:
         data = dict(zip(_COLUMNS, values, strict=True))
@@ -685,7 +680,14 @@ class Store:
         Finished jobs pile up over months; parsing them every half second
         would make the loop slower with every job ever run.
         """
-        return self._read(f"{_SELECT} WHERE state NOT IN ({_FINISHED}) ORDER BY seq")
+        with self._lock:
+            found = self._db.execute(
+                f"{_SELECT} WHERE state NOT IN ({_FINISHED}) ORDER BY seq"
+            ).fetchall()
+        seen: dict[Any, tuple[tuple[Any, ...], JobRow]] = {}
+        rows = [row for row in self._parse_all(found, seen) if isinstance(row, JobRow)]
+        self._parsed = seen  # for the next read to copy from: as many as are unfinished
+        return rows
 
     def listing(self) -> list[JobRow | DamagedRow]:
         """Every job in submission order; a damaged row as its ``DamagedRow``, shown not hidden."""
@@ -727,11 +729,24 @@ class Store:
             rows = self._db.execute(sql).fetchall()
         return self._parse_all(rows)
 
-    def _parse_all(self, rows: list[tuple[Any, ...]]) -> list[JobRow | DamagedRow]:
+    def _parse_all(
+        self,
+        rows: list[tuple[Any, ...]],
+        seen: dict[Any, tuple[tuple[Any, ...], JobRow]] | None = None,
+    ) -> list[JobRow | DamagedRow]:
+        """The rows parsed (or copied, see ``_row``); ``seen`` gets each readable one
+        with its values and a copy of its own."""
         out: list[JobRow | DamagedRow] = []
         for values in rows:
             try:
-                row = self._row(values)
+                known = self._parsed.get(values[0])
+                if known is not None and known[0] == values:
+                    row = known[1].copy()
+                else:
+                    row = self._parse(values)
+                    known = None if seen is None else (values, row.copy())
+                if seen is not None and known is not None:
+                    seen[row.id] = known
             except DamagedRow as err:
                 if err.job_id not in self.damaged:
                     log.error("%s", err)
