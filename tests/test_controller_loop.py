@@ -69,3 +69,52 @@ def test_api_latency_does_not_depend_on_decision_time(tmp_path: Path) -> None:
     assert len(latencies) > 20
     # On the event loop, a request waited for up to a whole decision (1 s).
     assert max(latencies) < DECISION_S / 2, f"slowest request {max(latencies):.3f} s"
+
+
+def test_a_workers_exit_and_a_submission_wake_the_loop_before_its_next_tick(
+    tmp_path: Path,
+) -> None:
+    """With a 30 s tick, only the wakes can start the next job promptly: the
+    exit watch when a job ends (its GPU goes to the queued one), the poke when
+    a job is submitted."""
+    store = Store(tmp_path / "ringleader.db")
+    config = ControllerConfig(tmp_path, policy_named("fifo"), round_s=30.0, tick_s=30.0)
+    executor = LocalExecutor(1, warm=False)
+    controller = Controller(store, executor, config)
+    stamps = tmp_path / "stamps"
+    stamps.mkdir()
+
+    def job(name: str, seconds: float) -> dict[str, object]:
+        script = f'echo "start $EPOCHREALTIME" > {stamps}/{name}; sleep {seconds}; ' + (
+            f'echo "end $EPOCHREALTIME" >> {stamps}/{name}'
+        )
+        return {"name": name, "command": ["bash", "-c", script]}
+
+    async def scenario() -> None:
+        from ringleader.runtime.spec import parse_spec
+
+        loop = asyncio.create_task(controller.run())
+        await asyncio.sleep(0.5)  # the first tick has run: the next is 30 s away
+        submitted = time.time()
+        store.add(parse_spec(job("first", 1.0)))
+        store.add(parse_spec(job("second", 0.1)))
+        controller.poke()
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and len(list(stamps.glob("second"))) == 0:
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(0.5)
+        controller.stop()
+        controller.poke()  # end the loop's 30 s wait
+        await loop
+        assert (stamps / "second").exists(), "the second job never started: no wake came"
+        first = dict(line.split() for line in (stamps / "first").read_text().splitlines())
+        second = dict(line.split() for line in (stamps / "second").read_text().splitlines())
+        assert float(first["start"]) - submitted < 5.0, "the submission did not wake the loop"
+        handover = float(second["start"]) - float(first["end"])
+        assert 0 < handover < 5.0, f"the exit did not wake the loop ({handover:.2f} s)"
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        executor.close()
+        store.close()

@@ -73,6 +73,8 @@ from ringleader.spine.views import Known, Submitted, job_view
 
 log = logging.getLogger("ringleader.controller")
 
+STARTING_TICK_S = 0.05
+"""Tick interval while a launched gang's ranks have not all written their pid."""
 SWITCH_TICK_S = 0.01
 """Tick interval while a time-slice switch is under way (a GPU idles until it is done)."""
 LOG_CHECK_S = 5.0
@@ -149,6 +151,9 @@ class Controller:
         """Jobs running beside each running job at the start of this tick (packed with it)."""
         self._switching = False
         """A job waits for another to leave its GPU: tick fast until it has."""
+        self._look_soon = False
+        """A gang was launched whose ranks have not all said they started: look again
+        soon, so the exit watch holds their pids even if they end before ``tick_s``."""
         self._need_decision = True
         self._last_decision = 0.0
         self._wake_at: float | None = None
@@ -194,7 +199,11 @@ class Controller:
                 await asyncio.to_thread(self.tick)
             except Exception:  # keep serving; the next tick retries from the store
                 log.exception("controller tick failed")
-            wait_s = SWITCH_TICK_S if self._switching else self.config.tick_s
+            wait_s = self.config.tick_s
+            if self._look_soon:
+                wait_s = min(wait_s, STARTING_TICK_S)
+            if self._switching:
+                wait_s = SWITCH_TICK_S
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(woken.wait(), wait_s)
 
@@ -203,6 +212,7 @@ class Controller:
 
     def tick(self, now: float | None = None) -> None:
         now = time.time() if now is None else now
+        self._look_soon = False
         rows = self.store.unfinished()
         self._partners = co_runners(
             {
@@ -305,6 +315,7 @@ class Controller:
             self._settle(row, failed=False, codes=dict(status.exits), now=now)
             return
         if status.starting:
+            self._look_soon = True  # the exit watch learns a rank's pid at a look
             # Ranks that never said they started: not placed yet (a Ray cluster
             # shared with other work) or lost on the way (a launcher that died).
             # The others would wait in the rendezvous for ever, so give up and
@@ -695,6 +706,7 @@ class Controller:
             counted=action.kind.value,
         )
         self._launched[row.id] = now
+        self._look_soon = True
         self.executor.launch(
             row.id,
             job_dir,
