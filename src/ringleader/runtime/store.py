@@ -278,6 +278,8 @@ PROGRESS_COLUMNS = (
 _SPECS_KEPT = 20_000
 _EMPTY: dict[str, type[dict[Any, Any]] | type[list[Any]]] = {"{}": dict, "[]": list}
 """Most JSON columns of most rows: new, each time, without the parser."""
+_Seen = dict[Any, tuple[tuple[Any, ...], JobRow]]
+"""Rows by id, each with the stored values it was parsed from (``Store._last_read``)."""
 _SELECT = f"SELECT {', '.join(_COLUMNS)} FROM jobs"
 _SELECT_SEQ = f"SELECT seq, {', '.join(_COLUMNS)} FROM jobs"
 """Also the raw ``seq`` (a damaged row's parsed one is not to be trusted): the page cursor."""
@@ -394,7 +396,7 @@ class Store:
         """Jobs whose rows could not be read when last read, by id."""
         self._specs: dict[str, JobSpec] = {}
         """Validated specs by their stored text (``_spec``)."""
-        self._parsed: dict[Any, tuple[tuple[Any, ...], JobRow]] = {}
+        self._parsed: _Seen = {}
         """The last ``unfinished()`` read's rows, with the values each was parsed from."""
         try:
             self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
@@ -527,10 +529,13 @@ class Store:
         copied, not parsed again: the controller reads every unfinished row
         each tick, and most (the queued ones) have not changed since the last.
         """
+        known = self._last_read(values)
+        return self._parse(values) if known is None else known[1].copy()
+
+    def _last_read(self, values: tuple[Any, ...]) -> tuple[tuple[Any, ...], JobRow] | None:
+        """The last ``unfinished()`` read's entry for this row, if its values are these."""
         known = self._parsed.get(values[0])
-        if known is not None and known[0] == values:
-            return known[1].copy()
-        return self._parse(values)
+        return known if known is not None and known[0] == values else None
 
     def _parse(self, values: tuple[Any, ...]) -> JobRow:
         data = dict(zip(_COLUMNS, values, strict=True))
@@ -568,9 +573,9 @@ class Store:
     def _spec(self, text: str) -> JobSpec:
         """The spec stored as ``text``, validated once per distinct text.
 
-        The controller reads every unfinished row a few times a tick; with a
-        thousand jobs queued, validating their specs again each time was half
-        of its work. A spec is immutable, so the validated one is shared.
+        The controller reads every unfinished row each tick; with a thousand
+        jobs queued, validating their specs again each time was half of its
+        work. A spec is immutable, so the validated one is shared.
         """
         spec = self._specs.get(text)
         if spec is None:
@@ -680,12 +685,8 @@ class Store:
         Finished jobs pile up over months; parsing them every half second
         would make the loop slower with every job ever run.
         """
-        with self._lock:
-            found = self._db.execute(
-                f"{_SELECT} WHERE state NOT IN ({_FINISHED}) ORDER BY seq"
-            ).fetchall()
-        seen: dict[Any, tuple[tuple[Any, ...], JobRow]] = {}
-        rows = [row for row in self._parse_all(found, seen) if isinstance(row, JobRow)]
+        seen: _Seen = {}
+        rows = self._read(f"{_SELECT} WHERE state NOT IN ({_FINISHED}) ORDER BY seq", seen)
         self._parsed = seen  # for the next read to copy from: as many as are unfinished
         return rows
 
@@ -721,30 +722,31 @@ class Store:
         rows = self._parse_all([values[1:] for values in found])
         return rows, (int(found[-1][0]) if more and found else None)
 
-    def _read(self, sql: str) -> list[JobRow]:
-        return [row for row in self._read_all(sql) if isinstance(row, JobRow)]
+    def _read(self, sql: str, seen: _Seen | None = None) -> list[JobRow]:
+        return [row for row in self._read_all(sql, seen) if isinstance(row, JobRow)]
 
-    def _read_all(self, sql: str) -> list[JobRow | DamagedRow]:
+    def _read_all(self, sql: str, seen: _Seen | None = None) -> list[JobRow | DamagedRow]:
         with self._lock:
             rows = self._db.execute(sql).fetchall()
-        return self._parse_all(rows)
+        return self._parse_all(rows, seen)
 
     def _parse_all(
         self,
         rows: list[tuple[Any, ...]],
-        seen: dict[Any, tuple[tuple[Any, ...], JobRow]] | None = None,
+        seen: _Seen | None = None,
     ) -> list[JobRow | DamagedRow]:
         """The rows parsed (or copied, see ``_row``); ``seen`` gets each readable one
         with its values and a copy of its own."""
         out: list[JobRow | DamagedRow] = []
         for values in rows:
             try:
-                known = self._parsed.get(values[0])
-                if known is not None and known[0] == values:
+                known = self._last_read(values)
+                if known is not None:
                     row = known[1].copy()
                 else:
                     row = self._parse(values)
-                    known = None if seen is None else (values, row.copy())
+                    if seen is not None:
+                        known = (values, row.copy())
                 if seen is not None and known is not None:
                     seen[row.id] = known
             except DamagedRow as err:
