@@ -117,15 +117,14 @@ def drain(jobs: int, base: Path) -> dict[str, Any]:
         spans.append(stamped)
         runs[_device(row)].append(stamped)
     last_start = max(s for s, _ in spans)
-    handovers, while_submitting = [], []
+    while_submitting: list[float] = []
+    after: list[float] = []
     for held in runs.values():
         held.sort()
         for (_, end), (start, _) in itertools.pairwise(held):
             if end < last_start:  # a job was still waiting when this GPU came free
-                handovers.append((start - end) * 1000)
-                if end < submitted:
-                    while_submitting.append(handovers[-1])
-    after = [h for h in handovers if h not in while_submitting]
+                (while_submitting if end < submitted else after).append((start - end) * 1000)
+    handovers = while_submitting + after
     last_end = max(e for _, e in spans)
     return {
         "jobs": jobs,
