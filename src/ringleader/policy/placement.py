@@ -10,7 +10,7 @@ the nodes a job already uses, so a resize moves as little as possible.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -31,57 +31,56 @@ def keep_subset(devices: Sequence[Device], count: int) -> tuple[Device, ...]:
 
 
 class FreeGPUs:
-    """Free GPUs per node, indexed by how many are free, for best-fit in O(GPUs per node).
+    """Free GPUs per node, indexed by GPU type and free count, for best-fit in O(GPUs per node).
 
-    One heap per free count holds (cluster order, node); entries go stale when a
-    node's count changes and are skipped lazily. The heaps are built on the
-    first search: keeping the GPUs that running jobs already hold, hundreds
-    of takes a decision, then needs no heap work at all.
+    One heap per (type, free count) holds (cluster order, node); entries go
+    stale when a node's count changes and are skipped lazily. The heaps are
+    built on the first search: keeping the GPUs that running jobs already
+    hold, hundreds of takes a decision, then needs no heap work at all.
+    Searches take the GPU types a job may use (None: any); a cluster of one
+    type has one set of heaps and searches exactly as an untyped one.
     """
 
     def __init__(self, cluster: ClusterView) -> None:
         self.free: dict[str, set[int]] = {n.name: set(range(n.gpus)) for n in cluster.nodes}
         self.order = {n.name: i for i, n in enumerate(cluster.nodes)}
+        self.type_of = {n.name: n.gpu_type for n in cluster.nodes}
+        self.types = cluster.types
         self.widest = max((n.gpus for n in cluster.nodes), default=0)
-        self._heaps: list[list[tuple[int, str]]] | None = None
+        self._heaps: dict[str, list[list[tuple[int, str]]]] | None = None
         self.total = sum(len(gpus) for gpus in self.free.values())
 
     @property
-    def heaps(self) -> list[list[tuple[int, str]]]:
+    def heaps(self) -> dict[str, list[list[tuple[int, str]]]]:
         if self._heaps is None:
-            self._heaps = [[] for _ in range(self.widest + 1)]
+            self._heaps = {t: [[] for _ in range(self.widest + 1)] for t in self.types}
             for name, gpus in self.free.items():
-                self._heaps[len(gpus)].append((self.order[name], name))
-            for heap in self._heaps:
-                heapq.heapify(heap)
+                self._heaps[self.type_of[name]][len(gpus)].append((self.order[name], name))
+            for per_count in self._heaps.values():
+                for heap in per_count:
+                    heapq.heapify(heap)
         return self._heaps
 
     def has(self, device: Device) -> bool:
         return device.index in self.free.get(device.node, ())
+
+    def of(self, types: Collection[str] | None) -> int:
+        """Free GPUs of ``types`` (None: of any type)."""
+        if types is None or len(self.types) == 1 and self.types[0] in types:
+            return self.total
+        return sum(len(g) for n, g in self.free.items() if self.type_of[n] in types)
+
+    def _push(self, node: str, count: int) -> None:
+        if self._heaps is not None:
+            heapq.heappush(self._heaps[self.type_of[node]][count], (self.order[node], node))
 
     def take(self, node: str, indices: Iterable[int]) -> None:
         gpus = self.free[node]
         before = len(gpus)
         gpus.difference_update(indices)
         self.total -= before - len(gpus)
-        if len(gpus) != before and self._heaps is not None:
-            heapq.heappush(self._heaps[len(gpus)], (self.order[node], node))
-
-    def _bucket(self, count: int) -> Iterator[str]:
-        """Nodes with exactly ``count`` free GPUs, in cluster order (drops stale entries)."""
-        heap = self.heaps[count]
-        while heap and len(self.free[heap[0][1]]) != count:
-            heapq.heappop(heap)
-        seen = set()
-        for _, name in sorted(heap):
-            if len(self.free[name]) == count and name not in seen:
-                seen.add(name)
-                yield name
-
-    def _own_with(self, own: set[str], count: int) -> list[str]:
-        if not own:
-            return []
-        return sorted((n for n in own if len(self.free[n]) == count), key=self.order.__getitem__)
+        if len(gpus) != before:
+            self._push(node, len(gpus))
 
     def give(self, node: str, indices: Iterable[int]) -> None:
         """Return GPUs to the free pool (a job moved or shrank)."""
@@ -89,28 +88,59 @@ class FreeGPUs:
         before = len(gpus)
         gpus.update(indices)
         self.total += len(gpus) - before
-        if len(gpus) != before and self._heaps is not None:
-            heapq.heappush(self._heaps[len(gpus)], (self.order[node], node))
+        if len(gpus) != before:
+            self._push(node, len(gpus))
 
-    def best_fit(self, want: int, own: set[str]) -> str | None:
-        """The node with the fewest free GPUs that still fits ``want`` (own nodes first)."""
+    def _top(self, heap: list[tuple[int, str]], count: int) -> tuple[int, str] | None:
+        while heap and len(self.free[heap[0][1]]) != count:
+            heapq.heappop(heap)
+        return heap[0] if heap else None
+
+    def _bucket(self, count: int, types: Collection[str] | None) -> list[str]:
+        """Nodes of ``types`` with exactly ``count`` free GPUs, in cluster order."""
+        found: set[tuple[int, str]] = set()
+        for t in self._allowed(types):
+            heap = self.heaps[t][count]
+            self._top(heap, count)
+            found.update(e for e in heap if len(self.free[e[1]]) == count)
+        return [name for _, name in sorted(found)]
+
+    def _allowed(self, types: Collection[str] | None) -> tuple[str, ...]:
+        return self.types if types is None else tuple(t for t in self.types if t in types)
+
+    def _own_with(self, own: set[str], count: int, types: Collection[str] | None) -> list[str]:
+        if not own:
+            return []
+        return sorted(
+            (
+                n
+                for n in own
+                if len(self.free[n]) == count and (types is None or self.type_of[n] in types)
+            ),
+            key=self.order.__getitem__,
+        )
+
+    def best_fit(
+        self, want: int, own: set[str], types: Collection[str] | None = None
+    ) -> str | None:
+        """The node of ``types`` with the fewest free GPUs that still fits ``want``
+        (own nodes first)."""
+        allowed = self._allowed(types)
         for count in range(want, self.widest + 1):
-            owned = self._own_with(own, count)
+            owned = self._own_with(own, count, types)
             if owned:
                 return owned[0]
-            heap = self.heaps[count]
-            while heap and len(self.free[heap[0][1]]) != count:
-                heapq.heappop(heap)
-            if heap:
-                return heap[0][1]
+            tops = [self._top(self.heaps[t][count], count) for t in allowed]
+            best = min((e for e in tops if e is not None), default=None)
+            if best is not None:
+                return best[1]
         return None
 
-    def widest_first(self, own: set[str]) -> Iterator[str]:
-        """Nodes with free GPUs, most free first (own nodes first among equals)."""
+    def widest_first(self, own: set[str], types: Collection[str] | None = None) -> Iterator[str]:
+        """Nodes of ``types`` with free GPUs, most free first (own nodes first among equals)."""
         for count in range(self.widest, 0, -1):
-            owned = self._own_with(own, count)
-            yield from owned
-            yield from (n for n in self._bucket(count) if n not in own)
+            yield from self._own_with(own, count, types)
+            yield from (n for n in self._bucket(count, types) if n not in own)
 
 
 class Place(Protocol):
@@ -136,6 +166,37 @@ def place(
 ) -> dict[str, tuple[Device, ...]]:
     """Devices for every job with a non-zero count in ``counts``."""
     free = FreeGPUs(cluster)
+    placed, to_place = keep_held(counts, jobs, free)
+    to_place.sort(key=lambda j: (-counts[j.id], j.submitted_at, j.id))
+    for job in to_place:
+        devices = place_or_wait(job, counts[job.id], free)
+        if devices is not None:
+            placed[job.id] = devices
+    return placed
+
+
+def place_or_wait(
+    job: JobView, want: int, free: FreeGPUs, types: Collection[str] | None = None
+) -> tuple[Device, ...] | None:
+    """``place_one``, except that a job whose GPU types have too few GPUs free gets None.
+
+    The size stage counts GPUs of every type, so it can give a job that is
+    confined to some types (``JobView.gpu_types``) more than those types have
+    free; the job then waits, and ``Policy.decide`` sizes the others again.
+    """
+    try:
+        return place_one(job, want, free, types)
+    except PlacementError:
+        if not job.gpu_types:
+            raise  # any GPU would do: the size stage gave out more than the cluster has
+        return None
+
+
+def keep_held(
+    counts: Mapping[str, int], jobs: Sequence[JobView], free: FreeGPUs
+) -> tuple[dict[str, tuple[Device, ...]], list[JobView]]:
+    """Jobs that keep (a subset of) the GPUs they hold, taken from ``free``; and the
+    jobs left to place: new, growing, or whose GPUs another job kept."""
     placed: dict[str, tuple[Device, ...]] = {}
     to_place: list[JobView] = []
     for job in jobs:
@@ -154,24 +215,28 @@ def place(
             placed[job.id] = kept
         else:
             to_place.append(job)
-    to_place.sort(key=lambda j: (-counts[j.id], j.submitted_at, j.id))
-    for job in to_place:
-        placed[job.id] = place_one(job, counts[job.id], free)
-    return placed
+    return placed, to_place
 
 
-def place_one(job: JobView, want: int, free: FreeGPUs) -> tuple[Device, ...]:
-    """``want`` free GPUs for ``job``: one node if any fits, else the fewest, its own first."""
+def place_one(
+    job: JobView, want: int, free: FreeGPUs, types: Collection[str] | None = None
+) -> tuple[Device, ...]:
+    """``want`` free GPUs for ``job``: one node if any fits, else the fewest, its own first.
+
+    Only GPUs of ``types`` are taken; by default, those the job allows
+    (``JobView.gpu_types``; none named: any)."""
+    if types is None and job.gpu_types:
+        types = job.gpu_types
     own = {d.node for d in job.devices}
-    if free.total < want:
+    if free.of(types) < want:
         raise PlacementError(f"job {job.id} needs {want} GPUs but fewer are free")
-    best = free.best_fit(want, own)
+    best = free.best_fit(want, own, types)
     chosen: list[str] = []
     if best is not None:
         chosen = [best]
     else:
         total = 0
-        for n in free.widest_first(own):
+        for n in free.widest_first(own, types):
             if total >= want:
                 break
             chosen.append(n)

@@ -45,6 +45,10 @@ from ringleader.policy.profiling import Exploratory, Precompute, Profiling
 from ringleader.policy.views import ClusterView, JobView
 
 
+MAX_RESIZES_FOR_TYPES = 8
+"""Times a decision sizes again without jobs their GPU types could not hold."""
+
+
 def fifo(jobs: Sequence[JobView]) -> list[JobView]:
     """Submission order, ties broken by id so the order is total and repeatable."""
     return sorted(jobs, key=lambda j: (j.submitted_at, j.id))
@@ -75,6 +79,20 @@ class Policy:
         )
 
     def decide(self, jobs: Sequence[JobView], cluster: ClusterView, now: float) -> Plan:
+        plan, unplaced = self._decide(jobs, cluster, now)
+        # A job confined to GPU types with too few GPUs free could not be placed at the
+        # size it was given: it waits, and the others are sized again without it, so
+        # the GPUs it was counted on go to someone who can use them.
+        for _ in range(MAX_RESIZES_FOR_TYPES):
+            if not unplaced:
+                break
+            jobs = [j for j in jobs if j.id not in unplaced]
+            plan, unplaced = self._decide(jobs, cluster, now)
+        return plan
+
+    def _decide(
+        self, jobs: Sequence[JobView], cluster: ClusterView, now: float
+    ) -> tuple[Plan, set[str]]:
         ordered = fifo(jobs)
         if self._needs_speed:
             known, exploring = self.profiling.split(ordered)
@@ -120,13 +138,18 @@ class Policy:
             held[job_id] = n
             workers[job_id] = n
         devices = self.place.place(held, ordered, cluster)
+        unplaced = {job_id for job_id, n in held.items() if n and job_id not in devices}
         assignments = {
-            job.id: Assignment(devices.get(job.id, ()), workers.get(job.id, 0)) for job in ordered
+            job.id: Assignment(devices[job.id], workers.get(job.id, 0))
+            if job.id in devices
+            else Assignment()
+            for job in ordered
         }
         notes = dict(grown.notes)
         for job_id, hold in probing.items():
             notes[job_id] = Sizing(PROBING, workers[job_id], held=hold)
-        return Plan(assignments, wake, SizingNotes(assignments, notes, grown.later))
+        plan = Plan(assignments, wake, SizingNotes(assignments, notes, grown.later))
+        return plan, unplaced
 
     def _fair_growth(
         self,

@@ -6,8 +6,9 @@ decision time. The policy never sees a clock, a process or a file.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from ringleader.perf.allreduce import Algorithm
 from ringleader.perf.epochs import EpochsToConverge
@@ -24,9 +25,12 @@ class Device:
 
 @dataclass(frozen=True, slots=True)
 class Node:
+    """One machine: its GPUs, all of one type (``""``: a cluster that names no types)."""
+
     name: str
     gpus: int
     gpu_memory_gib: float = 16.0
+    gpu_type: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,9 +42,46 @@ class ClusterView:
         width = len(str(max(nodes - 1, 0)))
         return cls(tuple(Node(f"node{i:0{width}d}", gpus_per_node) for i in range(nodes)))
 
+    @classmethod
+    def typed(cls, types: Mapping[str, tuple[int, int]]) -> ClusterView:
+        """Nodes of each GPU type, ``{type: (nodes, gpus_per_node)}``, named ``type-i``."""
+        nodes = []
+        for gpu_type, (count, per_node) in types.items():
+            width = len(str(max(count - 1, 0)))
+            nodes.extend(
+                Node(f"{gpu_type}-{i:0{width}d}", per_node, gpu_type=gpu_type) for i in range(count)
+            )
+        return cls(tuple(nodes))
+
     @property
     def capacity(self) -> int:
         return sum(n.gpus for n in self.nodes)
+
+    @property
+    def types(self) -> tuple[str, ...]:
+        """The GPU types in the cluster, in node order (``("",)`` for an untyped one)."""
+        return _types(self.nodes)
+
+    @property
+    def heterogeneous(self) -> bool:
+        return len(self.types) > 1
+
+    def type_of(self, node: str) -> str:
+        """The GPU type of ``node``'s GPUs."""
+        return _type_map(self.nodes)[node]
+
+    def capacity_of(self, gpu_type: str) -> int:
+        return sum(n.gpus for n in self.nodes if n.gpu_type == gpu_type)
+
+
+@lru_cache(maxsize=64)
+def _types(nodes: tuple[Node, ...]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(n.gpu_type for n in nodes)) or ("",)
+
+
+@lru_cache(maxsize=64)
+def _type_map(nodes: tuple[Node, ...]) -> dict[str, str]:
+    return {n.name: n.gpu_type for n in nodes}
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,3 +153,17 @@ class JobView:
     (0: unknown, and resizes are not weighed against it)."""
     user: str = ""
     """Who submitted it, for fair share between users ("" where a body has no users)."""
+    gpu_types: tuple[str, ...] = ()
+    """The GPU types the job may run on (empty: any); every placement honours it."""
+    type_speed: Mapping[str, float] = field(default_factory=dict)
+    """The job's speed on each GPU type, relative to the speed its model and observations
+    describe (1.0). A type missing here is taken as 1.0; a gang on mixed types runs at
+    its slowest type's speed (``speed_on``)."""
+
+    def speed_on(self, types: Iterable[str]) -> float:
+        """Relative speed on GPUs of ``types``: the slowest one's (a gang waits for it)."""
+        speeds = self.type_speed
+        return min((speeds.get(t, 1.0) for t in types), default=1.0)
+
+    def allows(self, gpu_type: str) -> bool:
+        return not self.gpu_types or gpu_type in self.gpu_types

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -108,6 +108,11 @@ class SimJob:
     """Stop to first minibatch of a later start; None: the simulator's restart delay."""
     user: str = ""
     """Who submitted it (fair share between users); "" for one anonymous user."""
+    type_speed: Mapping[str, float] | None = None
+    """True speed on each GPU type relative to ``profile`` (a type not named: 1.0). The
+    policy is told it (the scenario's measured table, like a workload file's step times)."""
+    gpu_types: tuple[str, ...] = ()
+    """The GPU types the job may run on (empty: any)."""
 
 
 @dataclass(slots=True)
@@ -131,6 +136,8 @@ class _State:
     packed: dict[str, Observation] = field(default_factory=dict)
     partners: tuple[str, ...] = ()
     factor: float = 1.0
+    type_factor: float = 1.0
+    """The part of ``factor`` that is the speed of the job's slowest GPU type."""
     first_at: float | None = None
     """When the job finished its first ``FIRST_MINIBATCHES`` minibatches."""
     priority: int = 0
@@ -155,6 +162,7 @@ class _State:
             job.requested_gpus,
             job.elastic,
             job.user,
+            job.gpu_types,
         )
 
     def held(self) -> Held:
@@ -191,6 +199,7 @@ class _State:
             priority=self.priority,
             memory_gib=job.memory_gib,
             restart_s=restart_s if job.restart_s is None else job.restart_s,
+            type_speed=job.type_speed,
         )
         placed = self.target
         truth = job.profile.speed_model if needs.true_model else None
@@ -236,7 +245,10 @@ class _State:
             goal = 1.0 - min(FIRST_MINIBATCHES, total) / total
             if self.remaining <= goal + _DONE:
                 self.first_at = begin + (before - goal) / self.rate()
+        # Reported in the profile's terms: the type's speed is known apart (type_speed).
         step, w = self.step_time(), self.workers
+        if 0 < self.type_factor < 1 or self.type_factor > 1:
+            step *= self.type_factor
         batch = self.job.profile.shape.batch_at(w)
         if self.partners:
             for other in self.partners:
@@ -318,6 +330,7 @@ class Simulator:
         """Stop the clock here, jobs unfinished or not (their progress is in the result)."""
         self.snapshot_at = sorted(snapshot_at)
         self._widest = max((n.gpus for n in cluster.nodes), default=1)
+        self._type_of = {n.name: n.gpu_type for n in cluster.nodes}
         self.driver = driver
         self._jobs_changed = False
         """A job arrived or left since the last placement: sharing must be worked out again."""
@@ -475,8 +488,15 @@ class Simulator:
         """Who shares a GPU with whom, and each running job's resulting speed factor."""
         running = {i: s.devices[: s.workers] for i, s in active.items() if s.running}
         partners = co_runners(running)
+        type_of = self._type_of
         for job_id, state in active.items():
-            state.partners, state.factor = partners.get(job_id, ()), 1.0
+            state.partners, state.factor, state.type_factor = partners.get(job_id, ()), 1.0, 1.0
+            speeds = state.job.type_speed
+            if speeds and state.running:
+                state.type_factor = min(
+                    speeds.get(type_of[d.node], 1.0) for d in state.devices[: state.workers]
+                )
+                state.factor = state.type_factor
         if self.host is not None:
             self._share_hosts(active, self.host)
         model = self.contention

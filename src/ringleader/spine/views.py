@@ -35,6 +35,7 @@ class Submitted:
     requested_gpus: int
     elastic: bool
     user: str = ""
+    gpu_types: tuple[str, ...] = ()
 
 
 @dataclass(slots=True)
@@ -53,6 +54,8 @@ class Known:
     memory_gib: float | None = None
     restart_s: float = 0.0
     """What a checkpoint-stop-restart of this job costs (0: unknown)."""
+    type_speed: Mapping[str, float] | None = None
+    """Its speed on each GPU type relative to its observations (None: types not known)."""
 
 
 def job_view(
@@ -97,4 +100,6 @@ def job_view(
         memory_gib=known.memory_gib,
         restart_s=known.restart_s,
         user=job.user,
+        gpu_types=job.gpu_types,
+        type_speed=known.type_speed or {},
     )
