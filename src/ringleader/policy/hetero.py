@@ -15,7 +15,12 @@ type-aware by composing it with ``TypeAware()`` instead of ``FewestNodes()``.
    K80 as on a V100 takes what is left. Only when no single type has room
    does a job span types; it then runs at its slowest type's speed
    (``JobView.speed_on``), and step 3 moves it when it can.
-3. Migration: a running job moves to free GPUs of a faster type when the
+3. Swaps: a job placed now on a slow type may take the GPUs of a running job
+   of the same size on a faster type, which moves to the new job's GPUs,
+   when the new job gains more of its best speed than the running job loses
+   of its own (by ``swap_margin``). When the cluster is full this is the
+   only way a freed K80 goes to the job that minds it least.
+4. Migration: a running job moves to free GPUs of a faster type when the
    time it saves exceeds ``payback`` times what the move costs. What it
    saves is its remaining time times the speed it gains; its remaining
    time is estimated from the time it has run and the share of its work
@@ -29,7 +34,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from ringleader.policy.placement import FreeGPUs, keep_held, place, place_one, place_or_wait
+from ringleader.policy.placement import FreeGPUs, keep_held, place, place_one
 from ringleader.policy.views import ClusterView, Device, JobView
 
 _SLOW = 1e-9
@@ -74,6 +79,9 @@ class TypeAware:
     """A migration must save this many times its restart cost."""
     min_restart_s: float = 30.0
     """The restart cost assumed where the body has not measured one."""
+    swap_margin: float = 0.1
+    """A swap must gain the new job this much more of its best speed than the running
+    job loses of its own (step 4)."""
 
     def place(
         self, counts: Mapping[str, int], jobs: Sequence[JobView], cluster: ClusterView
@@ -88,11 +96,67 @@ class TypeAware:
         )
         for job in to_place:
             devices = self._one(job, counts[job.id], free, usable[job.id])
+            if devices is None and job.devices:
+                # It cannot grow without slowing down: it keeps what it holds of its GPUs.
+                devices = tuple(d for d in job.devices if free.has(d))[: counts[job.id]] or None
+                if devices is not None:
+                    _take(free, devices)
             if devices is not None:
                 placed[job.id] = devices
         if self.migrate:
-            self._upgrade(placed, [j for j in jobs if j.id in placed and j.devices], free, cluster)
+            kept = [j for j in jobs if j.id in placed and j.devices]
+            fresh = [j for j in to_place if j.id in placed and not j.devices]
+            self._swap(placed, fresh, kept, cluster)
+            self._upgrade(placed, kept, free, cluster)
         return placed
+
+    def _swap(
+        self,
+        placed: dict[str, tuple[Device, ...]],
+        fresh: Sequence[JobView],
+        running: Sequence[JobView],
+        cluster: ClusterView,
+    ) -> None:
+        """Trade a new job's GPUs for a running job's of the same count and a faster type,
+        where the new job gains more of its best speed than the running one loses (step 3)."""
+        if not fresh or not running:
+            return
+        type_of = cluster.type_of
+
+        def one_type(devices: Sequence[Device]) -> str | None:
+            types = {type_of(d.node) for d in devices}
+            return types.pop() if len(types) == 1 else None
+
+        def norm(job: JobView, t: str) -> float:
+            best = max((job.type_speed.get(u, 1.0) for u in cluster.types if job.allows(u)))
+            return job.type_speed.get(t, 1.0) / best if best > _SLOW else 0.0
+
+        swappable = []
+        for job in running:
+            devices = placed[job.id]
+            held_type = one_type(devices)
+            if held_type is not None and set(devices) == set(job.devices):
+                swappable.append((job, held_type))
+        taken: set[str] = set()
+        for job in sorted(fresh, key=lambda j: j.id):
+            mine = placed[job.id]
+            here = one_type(mine)
+            if here is None:
+                continue
+            best_gain, partner = self.swap_margin, None
+            for other, there in swappable:
+                if other.id in taken or there == here or len(placed[other.id]) != len(mine):
+                    continue
+                if not job.allows(there) or not other.allows(here):
+                    continue
+                if other.type_speed.get(here, 1.0) <= _SLOW:
+                    continue
+                gain = (norm(job, there) - norm(job, here)) - (norm(other, there) - norm(other, here))
+                if gain > best_gain:
+                    best_gain, partner = gain, other
+            if partner is not None:
+                taken.add(partner.id)
+                placed[job.id], placed[partner.id] = placed[partner.id], mine
 
     @staticmethod
     def _one(
@@ -101,12 +165,19 @@ class TypeAware:
         """Its fastest type with room for all ``want``; else across its usable types
         (None: they have too few free GPUs, and the job waits)."""
         by_speed = sorted(usable, key=lambda t: -job.type_speed.get(t, 1.0))
+        if job.devices:
+            # Growing (or moved by another's growth): never onto a type slower than the
+            # slowest it runs on now, which would slow the whole gang down to it.
+            floor = job.speed_on(free.type_of[d.node] for d in job.devices)
+            by_speed = [t for t in by_speed if job.type_speed.get(t, 1.0) >= floor]
         for t in by_speed:
             if free.of((t,)) >= want:
                 return place_one(job, want, free, (t,))
-        if free.of(usable) < want:
-            return None
-        return place_one(job, want, free, usable)
+        # Across types: the fastest few that hold it, so the slowest of them is fastest.
+        for k in range(2, len(by_speed) + 1):
+            if free.of(by_speed[:k]) >= want:
+                return place_one(job, want, free, by_speed[:k])
+        return None
 
     def _upgrade(
         self,
@@ -115,7 +186,7 @@ class TypeAware:
         free: FreeGPUs,
         cluster: ClusterView,
     ) -> None:
-        """Move running jobs to free GPUs of faster types where the move pays (step 3)."""
+        """Move running jobs to free GPUs of faster types where the move pays (step 4)."""
         if free.total == 0:
             return
         movers = []
@@ -142,6 +213,14 @@ class TypeAware:
                 _give(free, placed[job.id])
                 placed[job.id] = place_one(job, want, free, (t,))
                 break
+
+
+def _take(free: FreeGPUs, devices: Sequence[Device]) -> None:
+    by_node: dict[str, list[int]] = {}
+    for d in devices:
+        by_node.setdefault(d.node, []).append(d.index)
+    for node, indices in by_node.items():
+        free.take(node, indices)
 
 
 def _give(free: FreeGPUs, devices: Sequence[Device]) -> None:

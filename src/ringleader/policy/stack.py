@@ -140,7 +140,9 @@ class Policy:
         devices = self.place.place(held, ordered, cluster)
         unplaced = {job_id for job_id, n in held.items() if n and job_id not in devices}
         assignments = {
-            job.id: Assignment(devices[job.id], workers.get(job.id, 0))
+            # A place stage may give a job fewer GPUs than sized (``TypeAware`` keeps a
+            # job that cannot grow without slowing down where it is).
+            job.id: Assignment(devices[job.id], min(workers.get(job.id, 0), len(devices[job.id])))
             if job.id in devices
             else Assignment()
             for job in ordered
