@@ -111,9 +111,7 @@ def type_speeds(
     for u in types:
         if u in speeds:
             continue
-        logs = [
-            math.log(speeds[m] * factors.get(u, 1.0) / factors.get(m, 1.0)) for m in measured
-        ]
+        logs = [math.log(speeds[m] * factors.get(u, 1.0) / factors.get(m, 1.0)) for m in measured]
         speeds[u] = math.exp(sum(logs) / len(logs))
         estimated.append(u)
     return TypeSpeeds(speeds, frozenset(estimated))

@@ -7,7 +7,9 @@ from dataclasses import replace
 
 from ringleader.policy.allocator import Doubling, FixedSize, OptimusGreedy
 from ringleader.policy.fairshare import FairShare
+from ringleader.policy.hetero import TypeAware
 from ringleader.policy.order import LeastAttained, Order, Prioritised, ShortestRemaining
+from ringleader.policy.placement import FewestNodes
 from ringleader.policy.plan import Decider
 from ringleader.policy.profiling import Exploratory, Online, Precompute
 from ringleader.policy.sharing import Sharing
@@ -159,8 +161,27 @@ def _with_thresholds(order: Order, thresholds_gpu_s: tuple[float, ...]) -> Order
 
 
 def policy_named(name: str) -> Decider:
-    """The policy registered under ``name``; raises ``UnknownPolicyError`` otherwise."""
+    """The policy registered under ``name``; raises ``UnknownPolicyError`` otherwise.
+
+    Every composed policy places with the type-aware stage (``TypeAware``), which
+    on a cluster of one GPU type places exactly as ``FewestNodes``;
+    ``with_types(policy, False)`` is its type-agnostic variant."""
     try:
-        return _BUILDERS[name][1]()
+        policy = _BUILDERS[name][1]()
     except KeyError:
         raise UnknownPolicyError(name) from None
+    return with_types(policy, True) if isinstance(policy, Policy) else policy
+
+
+AGNOSTIC_SUFFIX = "-agnostic"
+
+
+def with_types(policy: Decider, aware: bool) -> Decider:
+    """``policy`` placing by GPU type (``TypeAware``) or blind to it (``FewestNodes``,
+    named ``NAME-agnostic``). A policy with no place stage (``gandiva``) is returned as is."""
+    if not isinstance(policy, Policy):
+        return policy
+    base = policy.name.removesuffix(AGNOSTIC_SUFFIX)
+    if aware:
+        return replace(policy, name=base, place=TypeAware())
+    return replace(policy, name=base + AGNOSTIC_SUFFIX, place=FewestNodes())

@@ -43,9 +43,7 @@ _SLOW = 1e-9
 
 def usable_types(job: JobView, cluster: ClusterView) -> tuple[str, ...]:
     """The cluster's types the job may run on and makes progress on."""
-    return tuple(
-        t for t in cluster.types if job.allows(t) and job.type_speed.get(t, 1.0) > _SLOW
-    )
+    return tuple(t for t in cluster.types if job.allows(t) and job.type_speed.get(t, 1.0) > _SLOW)
 
 
 def advantage(job: JobView, types: Sequence[str]) -> float:
@@ -128,7 +126,7 @@ class TypeAware:
             return types.pop() if len(types) == 1 else None
 
         def norm(job: JobView, t: str) -> float:
-            best = max((job.type_speed.get(u, 1.0) for u in cluster.types if job.allows(u)))
+            best = max(job.type_speed.get(u, 1.0) for u in cluster.types if job.allows(u))
             return job.type_speed.get(t, 1.0) / best if best > _SLOW else 0.0
 
         swappable = []
@@ -151,7 +149,9 @@ class TypeAware:
                     continue
                 if other.type_speed.get(here, 1.0) <= _SLOW:
                     continue
-                gain = (norm(job, there) - norm(job, here)) - (norm(other, there) - norm(other, here))
+                gain = (norm(job, there) - norm(job, here)) - (
+                    norm(other, there) - norm(other, here)
+                )
                 if gain > best_gain:
                     best_gain, partner = gain, other
             if partner is not None:

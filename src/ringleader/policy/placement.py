@@ -66,7 +66,7 @@ class FreeGPUs:
 
     def of(self, types: Collection[str] | None) -> int:
         """Free GPUs of ``types`` (None: of any type)."""
-        if types is None or len(self.types) == 1 and self.types[0] in types:
+        if types is None or (len(self.types) == 1 and self.types[0] in types):
             return self.total
         return sum(len(g) for n, g in self.free.items() if self.type_of[n] in types)
 

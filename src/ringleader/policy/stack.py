@@ -44,7 +44,6 @@ from ringleader.policy.plan import PROBING, Assignment, Plan, Sizing, SizingNote
 from ringleader.policy.profiling import Exploratory, Precompute, Profiling
 from ringleader.policy.views import ClusterView, JobView
 
-
 MAX_RESIZES_FOR_TYPES = 8
 """Times a decision sizes again without jobs their GPU types could not hold."""
 

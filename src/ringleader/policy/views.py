@@ -45,7 +45,7 @@ class ClusterView:
     @classmethod
     def typed(cls, types: Mapping[str, tuple[int, int]]) -> ClusterView:
         """Nodes of each GPU type, ``{type: (nodes, gpus_per_node)}``, named ``type-i``."""
-        nodes = []
+        nodes: list[Node] = []
         for gpu_type, (count, per_node) in types.items():
             width = len(str(max(count - 1, 0)))
             nodes.extend(

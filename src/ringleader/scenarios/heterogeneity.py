@@ -35,15 +35,14 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
 from ringleader.metrics import JobRecord, mean_ci95
 from ringleader.perf.gpu_types import GAVEL_TYPES, gavel_job_types, gavel_type_speeds
-from ringleader.policy.catalog import policy_named
-from ringleader.policy.hetero import TypeAware
-from ringleader.policy.placement import FewestNodes
+from ringleader.policy.catalog import policy_named, with_types
+from ringleader.policy.plan import Decider
 from ringleader.policy.stack import Policy
 from ringleader.policy.views import ClusterView
 from ringleader.sim.engine import SimJob, Simulator
@@ -68,7 +67,9 @@ class Setup:
 
     @property
     def cluster(self) -> ClusterView:
-        return ClusterView.typed({t: (self.nodes_per_type, self.gpus_per_node) for t in GAVEL_TYPES})
+        return ClusterView.typed(
+            {t: (self.nodes_per_type, self.gpus_per_node) for t in GAVEL_TYPES}
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,14 +98,12 @@ class Run:
         }
 
 
-def variant(name: str, type_aware: bool) -> Policy:
+def variant(name: str, type_aware: bool) -> Decider:
     """Policy ``name`` with the type-aware place stage, or with the type-agnostic one."""
     policy = policy_named(name)
     if not isinstance(policy, Policy):
         raise ValueError(f"policy {name!r} has no place stage to make type-aware")
-    place = TypeAware() if type_aware else FewestNodes()
-    suffix = "" if type_aware else "-agnostic"
-    return replace(policy, name=f"{name}{suffix}", place=place)
+    return with_types(policy, type_aware)
 
 
 def _scale(rng: np.random.Generator, distributed: frozenset[str], job_type: str) -> int:
