@@ -214,6 +214,17 @@ def _line(key: str, value: object) -> Text:
     return Text.assemble((key, "bold"), ": ", shown(value))
 
 
+def _devices(job: dict[str, Any]) -> str:
+    """``local-v100:0 (v100), ...``: each device with its GPU type, where it has one."""
+    devices = job.get("devices") or []
+    types = job.get("gpu_types") or []
+    if not isinstance(devices, list):
+        return shown(devices)
+    if not isinstance(types, list) or len(types) != len(devices):
+        types = [""] * len(devices)
+    return ", ".join(f"{d} ({t})" if t else str(d) for d, t in zip(devices, types, strict=True))
+
+
 def show(
     job_id: str, as_json: Annotated[bool, typer.Option("--json", help="Machine-readable.")] = False
 ) -> None:
@@ -226,7 +237,10 @@ def show(
     if as_json:
         typer.echo(json.dumps(job, indent=2))
         return
-    for key in ("id", "name", "user", "state", "gpus", "devices", "step", "epoch", "loss"):
+    for key in ("id", "name", "user", "state", "gpus"):
+        console.print(_line(key, job.get(key)))
+    console.print(_line("devices", _devices(job)))
+    for key in ("step", "epoch", "loss"):
         console.print(_line(key, job.get(key)))
     console.print(_line("attempts", job.get("attempts")), "", _line("resizes", job.get("resizes")))
     if job.get("reason"):

@@ -25,9 +25,11 @@ def server(
         typer.Option(help="Ray cluster address for --executor ray (host:port, or auto)."),
     ] = "auto",
     gpus: Annotated[
-        int | None,
+        str | None,
         typer.Option(
-            min=1, max=4096, help="Devices: real GPUs if any, else this many virtual CPU devices."
+            help="Devices: a count (4) or GPU types and counts (v100:2,k80:2). With real "
+            "GPUs, at most that many of them, typed as the driver names them; else virtual "
+            "CPU devices.",
         ),
     ] = None,
     state_dir: Annotated[
@@ -141,6 +143,14 @@ def server(
 
     if executor not in ("local", "ray"):
         fail(f"--executor: {executor!r} is not one of: local, ray")
+    layout = None
+    if gpus is not None:
+        from ringleader.runtime.gpus import GpuSpecError, parse_gpus
+
+        try:
+            layout = parse_gpus(gpus)
+        except GpuSpecError as err:
+            fail(str(err))
     if executor == "ray":
         from ringleader.runtime.executor.ray import env_has_ray
 
@@ -166,7 +176,7 @@ def server(
         state_dir=state_dir or default_state_dir(),
         host=host,
         port=port,
-        gpus=gpus,
+        gpus=layout if layout is None or layout.typed else layout.total,
         policy=chosen.policy,
         probe_window_s=chosen.probe_window_s,
         round_s=chosen.round_s,

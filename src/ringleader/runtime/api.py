@@ -31,6 +31,7 @@ from ringleader.runtime.access import Admin, BrowserGuard, JobId, Me, Named, job
 from ringleader.runtime.browser import Sessions
 from ringleader.runtime.controller import Controller
 from ringleader.runtime.eta import eta_s
+from ringleader.runtime.gpus import device_types
 from ringleader.runtime.spec import JobSpec, SpecError, parse_spec
 from ringleader.runtime.store import DamagedRow, JobRow, PageQuery, State, Store, disk_full
 from ringleader.runtime.usage import UsageHistory
@@ -264,7 +265,10 @@ def create_app(
 
     @app.get("/cluster", response_model=None, responses={200: {"model": schemas.Cluster}})
     def cluster(me: Me) -> dict[str, Any]:
-        nodes = [{"name": n.name, "gpus": n.gpus} for n in controller.cluster.nodes]
+        nodes = [
+            {"name": n.name, "gpus": n.gpus, "gpu_type": n.gpu_type}
+            for n in controller.cluster.nodes
+        ]
         gpus = controller.cluster.capacity
         return {"executor": controller.executor.name, "gpus": gpus, "nodes": nodes}
 
@@ -283,7 +287,7 @@ def create_app(
                 )
             data = data | {"user": me.name}
         try:
-            spec = parse_spec(data, capacity=controller.cluster.capacity)
+            spec = parse_spec(data, cluster=controller.cluster)
         except SpecError as err:
             return _problems(err.problems)
         if spec.priority > me.priority_max:
@@ -443,6 +447,7 @@ def _with_reason(
     if why is not None and why.sizing is not None:
         sizing = why.sizing._asdict() | {"gain_per_gpu": why.sizing.gain_per_gpu}
     return job | {
+        "gpu_types": device_types(controller.cluster, job.get("devices") or ()),
         "reason": why and why.text,
         "reason_code": why and why.code,
         "turn_in_s": turn,

@@ -56,6 +56,7 @@ from ringleader.policy.plan import Assignment, Decider, Plan
 from ringleader.policy.views import Device, JobShape, JobView
 from ringleader.runtime.bounded import LOG_CAP_BYTES, PROGRESS_CAP_BYTES, cap_log
 from ringleader.runtime.executor.base import Executor
+from ringleader.runtime.gpus import gang_type, measured_speeds, types_detail
 from ringleader.runtime.progress import (
     LIBRARY_GENERATION,
     RESTART,
@@ -343,7 +344,8 @@ class Controller:
 
     def _ingest(self, row: JobRow) -> None:
         partners = self._partners.get(row.id, ()) if row.state is State.RUNNING else ()
-        self.progress.ingest(row, self.job_dir(row.id) / PROGRESS, partners)
+        gpu_type = gang_type(self.cluster, row.devices)
+        self.progress.ingest(row, self.job_dir(row.id) / PROGRESS, partners, gpu_type)
         self.store.save_progress(row)
 
     def _ran_to_end(
@@ -463,16 +465,27 @@ class Controller:
             priority=spec.priority,
             memory_gib=shape.get("memory_gib"),
             restart_s=shape.get(RESTART, self.config.restart_s),
+            type_speed=measured_speeds(self.cluster, row.type_observations),
         )
+        types = tuple(spec.gpu_type or ())
         submitted = Submitted(
-            row.id, row.submitted_at, spec.lowest, spec.highest, spec.gpus, spec.elastic, spec.user
+            row.id,
+            row.submitted_at,
+            spec.lowest,
+            spec.highest,
+            spec.gpus,
+            spec.elastic,
+            spec.user,
+            types,
         )
+        cluster = self.cluster
+        capacity = sum(map(cluster.capacity_of, types)) if types else cluster.capacity
         return job_view(
             submitted,
             known,
             self.held(row),
             self._targets.get(row.id),
-            capacity=self.cluster.capacity,
+            capacity=capacity,
             needs=self.config.policy.needs,
         )
 
@@ -704,6 +717,7 @@ class Controller:
             workers=len(devices),
             devices=row.devices,
             counted=action.kind.value,
+            **types_detail(self.cluster, row.devices),
         )
         self._launched[row.id] = now
         self._look_soon = True

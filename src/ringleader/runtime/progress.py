@@ -48,11 +48,15 @@ class ProgressIngest:
         self._steps: dict[tuple[str, int], int] = {}
         """Steps seen per (job, generation): the first few are warm-up."""
 
-    def ingest(self, row: JobRow, path: Path, partners: Sequence[str] = ()) -> None:
+    def ingest(
+        self, row: JobRow, path: Path, partners: Sequence[str] = (), gpu_type: str = ""
+    ) -> None:
         """Fold the lines appended to ``path`` since the last look into ``row``.
 
         ``partners``: the jobs running on the same GPUs this look (packed);
         a step time measured beside them goes to the packed profile.
+        ``gpu_type``: the one GPU type the gang runs on ("" for none or several);
+        its step times are also kept for that type (``JobRow.type_observations``).
         """
         reader = self._readers.get(row.id)
         if reader is None:
@@ -85,10 +89,12 @@ class ProgressIngest:
                 log.info("%s resumed at step %s", row.id, rec.get("step"))
             if "step" not in rec or event is not None:
                 continue
-            self._step(row, rec, partners)
+            self._step(row, rec, partners, gpu_type)
         row.progress_offset = reader.offset
 
-    def _step(self, row: JobRow, rec: dict[str, Any], partners: Sequence[str]) -> None:
+    def _step(
+        self, row: JobRow, rec: dict[str, Any], partners: Sequence[str], gpu_type: str
+    ) -> None:
         row.step = max(row.step, rec["step"])
         row.epoch = rec.get("epoch", row.epoch)
         row.loss = rec.get("loss")
@@ -108,7 +114,10 @@ class ProgressIngest:
                 for other in partners:
                     record(row.packed, other, t, batch)
             else:
-                record(row.observations, str(int(rec.get("world_size", row.workers))), t, batch)
+                world = str(int(rec.get("world_size", row.workers)))
+                record(row.observations, world, t, batch)
+                if gpu_type:
+                    record(row.type_observations, f"{gpu_type}/{world}", t, batch)
 
 
 def measure_restart(row: JobRow, first_step_at: object) -> None:

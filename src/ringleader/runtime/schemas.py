@@ -75,6 +75,9 @@ class Removed(BaseModel):
 class NodeShown(BaseModel):
     name: str
     gpus: int
+    gpu_type: str = Field(
+        "", description="The node's GPU type; empty where the cluster names none."
+    )
 
 
 class Cluster(BaseModel):
@@ -143,6 +146,11 @@ class JobSummary(BaseModel):
     state: str
     gpus: int
     devices: list[str]
+    gpu_types: list[str] = Field(
+        default_factory=list,
+        description="The GPU type of each of ``devices``, in order; empty where the cluster "
+        "names no types.",
+    )
     step: int
     epoch: float
     epochs: float | None

@@ -17,12 +17,14 @@ import uvicorn
 
 from ringleader.credentials import forget_server, record_server
 from ringleader.policy.catalog import policy_from_config
+from ringleader.policy.views import ClusterView
 from ringleader.runtime.access import known_names
 from ringleader.runtime.api import create_app
 from ringleader.runtime.bounded import LOG_CAP_BYTES, PROGRESS_CAP_BYTES
 from ringleader.runtime.controller import Controller, ControllerConfig
 from ringleader.runtime.executor.base import Executor
 from ringleader.runtime.executor.local import LocalExecutor
+from ringleader.runtime.gpus import GpuLayout, GpuSpecError
 from ringleader.runtime.identity import can_switch, interpreter_paths, not_reachable
 from ringleader.runtime.store import Store, StoreError
 from ringleader.runtime.timeouts import BODY_S, HEADERS_S, BodyDeadline, with_deadlines
@@ -48,7 +50,8 @@ class ServerConfig:
     state_dir: Path
     host: str = DEFAULT_HOST
     port: int = DEFAULT_PORT
-    gpus: int | None = None
+    gpus: int | GpuLayout | None = None
+    """A count or a type mix of devices (``runtime.gpus``); None: the machine's GPUs, or 1."""
     policy: str = "elastic"
     probe_window_s: float | None = None
     round_s: float = 30.0
@@ -154,6 +157,13 @@ def check_isolation(config: ServerConfig) -> None:
         )
 
 
+def _types_said(cluster: ClusterView) -> str:
+    if not cluster.heterogeneous and not cluster.types[0]:
+        return ""
+    counts = ", ".join(f"{t}: {cluster.capacity_of(t)}" for t in cluster.types)
+    return f" [{counts}]"
+
+
 def build(config: ServerConfig) -> tuple[Store, Users, Controller]:
     check_isolation(config)
     store = Store(config.state_dir / "ringleader.db")
@@ -164,7 +174,10 @@ def build(config: ServerConfig) -> tuple[Store, Users, Controller]:
 
         executor = RayExecutor(config.address)
     else:
-        executor = LocalExecutor(config.gpus, warm=config.warm_start)
+        try:
+            executor = LocalExecutor(config.gpus, warm=config.warm_start)
+        except GpuSpecError as err:
+            raise ConfigError(str(err)) from None
     chosen = policy_from_config(config.policy, config.probe_window_s, config.quantum_s)
     body = (
         RUNTIME
@@ -291,9 +304,10 @@ async def serve(config: ServerConfig) -> None:
             else "running each user's jobs as their own uid needs the server to run as root",
         )
     log.info(
-        "serving on %s, %d GPUs (%s), policy %s, state in %s; admin token in %s",
+        "serving on %s, %d GPUs%s (%s), policy %s, state in %s; admin token in %s",
         config.url,
         controller.cluster.capacity,
+        _types_said(controller.cluster),
         "real" if getattr(controller.executor, "cuda", False) else "virtual on CPU",
         controller.config.policy.name,
         config.state_dir,

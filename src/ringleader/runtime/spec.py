@@ -23,6 +23,7 @@ from pydantic import (
 )
 
 from ringleader.inputs import field_path
+from ringleader.policy.views import ClusterView
 
 
 class Arch(StrEnum):
@@ -76,6 +77,24 @@ class JobSpec(BaseModel):
         Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")],
         Annotated[str, Field(max_length=65536)],
     ] = {}
+    gpu_type: list[Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9_.-]{0,31}$")]] | None = Field(
+        default=None, min_length=1, max_length=32
+    )
+    """The GPU types the job may run on, e.g. ``[v100, a100]`` (None: any). A job
+    spread over types runs at its slowest type's pace; a policy that knows types
+    keeps it on one where it can."""
+
+    @field_validator("gpu_type", mode="before")
+    @classmethod
+    def _one_type(cls, value: Any) -> Any:
+        return [value] if isinstance(value, str) else value
+
+    @field_validator("gpu_type", mode="after")
+    @classmethod
+    def _distinct(cls, value: list[str] | None) -> list[str] | None:
+        if value is not None and len(set(value)) != len(value):
+            raise ValueError("names a GPU type twice; name each once")
+        return value
 
     @field_validator("command", mode="before")
     @classmethod
@@ -138,8 +157,13 @@ class SpecError(ValueError):
         super().__init__("; ".join(f"{f}: {r}" for f, r in problems))
 
 
-def parse_spec(data: Any, *, capacity: int | None = None) -> JobSpec:
-    """Validate ``data`` as a job spec; raises ``SpecError`` naming each bad field."""
+def parse_spec(
+    data: Any, *, capacity: int | None = None, cluster: ClusterView | None = None
+) -> JobSpec:
+    """Validate ``data`` as a job spec; raises ``SpecError`` naming each bad field.
+
+    With ``cluster``, also that its GPU types exist there and hold the job's
+    smallest size (``capacity`` then defaults to the cluster's)."""
     if not isinstance(data, dict):
         raise SpecError([("(spec)", f"expected a mapping of fields, got {type(data).__name__}")])
     try:
@@ -152,7 +176,25 @@ def parse_spec(data: Any, *, capacity: int | None = None) -> JobSpec:
                 message += f", not {type(e['input']).__name__} {repr(e['input'])[:60]}"
             problems.append((field_path(e["loc"], "(spec)"), message))
         raise SpecError(problems) from None
+    if cluster is not None:
+        capacity = cluster.capacity if capacity is None else capacity
+        if spec.gpu_type is not None:
+            capacity = _check_types(spec, cluster)
     if capacity is not None and spec.lowest > capacity:
         field = "min_gpus" if spec.elastic or spec.min_gpus else "gpus"
-        raise SpecError([(field, f"needs {spec.lowest} GPUs but the cluster has {capacity}")])
+        of = f" of type {', '.join(spec.gpu_type)}" if cluster and spec.gpu_type else ""
+        raise SpecError([(field, f"needs {spec.lowest} GPUs but the cluster has {capacity}{of}")])
     return spec
+
+
+def _check_types(spec: JobSpec, cluster: ClusterView) -> int:
+    """GPUs of the spec's types in ``cluster``; a type it lacks is a ``SpecError``."""
+    assert spec.gpu_type is not None
+    have = [t for t in cluster.types if t]
+    unknown = [t for t in spec.gpu_type if t not in have]
+    if unknown:
+        offer = f"it has {', '.join(have)}" if have else "its GPUs name no type"
+        raise SpecError(
+            [("gpu_type", f"no {', '.join(unknown)} GPUs in this cluster ({offer}); leave it out")]
+        )
+    return sum(cluster.capacity_of(t) for t in spec.gpu_type)

@@ -159,6 +159,9 @@ class JobRow:
     """Counted events (``ringleader.spine.actions.Kind``): starts, resizes, migrations…"""
     bad_lines: int = 0
     """Progress lines the job wrote that were skipped as bad (``ringleader.job.records``)."""
+    type_observations: dict[str, list[float]] = field(default_factory=dict)
+    """Per GPU type and world size (``"v100/2"``): like ``observations``, for gangs
+    that ran on one type (``ringleader.runtime.progress``)."""
 
     def copy(self) -> JobRow:
         """A copy sharing nothing that can change (the spec is immutable).
@@ -171,6 +174,7 @@ class JobRow:
         row.observations = {k: list(v) for k, v in self.observations.items()}
         row.shape = dict(self.shape)
         row.packed = {k: list(v) for k, v in self.packed.items()}
+        row.type_observations = {k: list(v) for k, v in self.type_observations.items()}
         row.last_devices = list(self.last_devices)
         row.counts = dict(self.counts)
         return row
@@ -238,8 +242,18 @@ _COLUMNS = (
     "last_devices",
     "counts",
     "bad_lines",
+    "type_observations",
 )
-_JSON = {"spec", "devices", "observations", "shape", "packed", "last_devices", "counts"}
+_JSON = {
+    "spec",
+    "devices",
+    "observations",
+    "shape",
+    "packed",
+    "last_devices",
+    "counts",
+    "type_observations",
+}
 _INTS = [
     "seq",
     "step",
@@ -270,6 +284,7 @@ PROGRESS_COLUMNS = (
     "shape",
     "observations",
     "packed",
+    "type_observations",
     "progress_offset",
     "bad_lines",
     "attained_gpu_s",
@@ -316,7 +331,8 @@ CREATE TABLE IF NOT EXISTS jobs (
     state_since REAL NOT NULL DEFAULT 0,
     last_devices TEXT NOT NULL DEFAULT '[]',
     counts TEXT NOT NULL DEFAULT '{}',
-    bad_lines INTEGER NOT NULL DEFAULT 0
+    bad_lines INTEGER NOT NULL DEFAULT 0,
+    type_observations TEXT NOT NULL DEFAULT '{}'
 );
 CREATE TABLE IF NOT EXISTS events (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -432,6 +448,7 @@ class Store:
             ("last_devices", "TEXT NOT NULL DEFAULT '[]'"),
             ("counts", "TEXT NOT NULL DEFAULT '{}'"),
             ("bad_lines", "INTEGER NOT NULL DEFAULT 0"),
+            ("type_observations", "TEXT NOT NULL DEFAULT '{}'"),
         ):
             if column not in have:
                 self._db.execute(f"ALTER TABLE jobs ADD COLUMN {column} {ddl}")
@@ -554,7 +571,7 @@ class Store:
                 data[column] = [(str(n), int(i)) for n, i in data[column]]
             column = "counts"
             data["counts"] = {str(k): int(v) for k, v in data["counts"].items()}
-            for column in ("observations", "packed"):
+            for column in ("observations", "packed", "type_observations"):
                 data[column] = {str(k): [float(x) for x in v[:4]] for k, v in data[column].items()}
                 if any(len(v) != 4 for v in data[column].values()):
                     raise ValueError("each entry needs 4 numbers")

@@ -14,7 +14,6 @@ cold.
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -26,28 +25,21 @@ from pathlib import Path
 
 from ringleader.job.records import rank_of, read_exit_code, read_regular
 from ringleader.perf.cores import device_cores
-from ringleader.policy.views import ClusterView, Device, Node
+from ringleader.policy.views import ClusterView, Device
 from ringleader.runtime.executor.base import GangStatus, RankPlace, gang_places
 from ringleader.runtime.executor.forkserver import Forkserver
 from ringleader.runtime.exits import ExitWatch
+from ringleader.runtime.gpus import GpuLayout, GpuSpecError, detect
 from ringleader.runtime.identity import home_for, prepare_job_dir
 from ringleader.runtime.launch import run_dir
 from ringleader.runtime.procs import alive, kill_group, signal_process
 from ringleader.runtime.warm import WarmLaunch, clean_env, python_entry
 
-NODE = "local"
-
 
 def real_gpus() -> int:
     """How many NVIDIA GPUs this machine has (0 without a driver)."""
-    smi = shutil.which("nvidia-smi")
-    if smi is None:
-        return 0
-    try:
-        out = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=10).stdout
-    except (OSError, subprocess.SubprocessError):
-        return 0
-    return sum(1 for line in out.splitlines() if line.startswith("GPU "))
+    layout = detect()
+    return 0 if layout is None else layout.total
 
 
 def free_port() -> int:
@@ -60,17 +52,29 @@ def free_port() -> int:
 class LocalExecutor:
     name = "local"
 
-    def __init__(self, gpus: int | None = None, warm: bool = True) -> None:
-        """``warm``: fork Python workers from a server with torch imported
-        (about 220 MB, once); False starts every worker cold."""
-        physical = real_gpus()
-        self.cuda = physical > 0
-        count = gpus if gpus is not None else (physical or 1)
-        if self.cuda:
-            count = min(count, physical)
-        if count < 1:
-            raise ValueError(f"need at least one device, got {count}")
-        self.gpus = count
+    def __init__(self, gpus: int | GpuLayout | None = None, warm: bool = True) -> None:
+        """``gpus``: a count or a type mix of virtual devices (``runtime.gpus``); on a
+        machine with GPUs, at most that many of them, typed as the driver says.
+        ``warm``: fork Python workers from a server with torch imported (about
+        220 MB, once); False starts every worker cold."""
+        real = detect()
+        self.cuda = real is not None
+        if real is not None:
+            if isinstance(gpus, GpuLayout) and gpus.typed:
+                raise GpuSpecError(
+                    f"--gpus: this machine's GPUs are {real.describe()} (read from the driver); "
+                    "give a count, not types"
+                )
+            count = gpus.total if isinstance(gpus, GpuLayout) else gpus
+            layout = real if count is None else real.limit(count)
+        elif isinstance(gpus, GpuLayout):
+            layout = gpus
+        else:
+            layout = GpuLayout.untyped(1 if gpus is None else gpus)
+        if layout.total < 1:
+            raise ValueError(f"need at least one device, got {layout.total}")
+        self.layout = layout
+        self.gpus = layout.total
         self.cores = sorted(os.sched_getaffinity(0))
         self.warm = Forkserver(warm)
         """Forks Python workers, torch already imported."""
@@ -85,7 +89,7 @@ class LocalExecutor:
     def cluster(self) -> ClusterView:
         self.warm.start()
         self.bare.start()
-        return ClusterView((Node(NODE, self.gpus),))
+        return ClusterView(self.layout.nodes())
 
     def close(self) -> None:
         """Stop both fork servers (the workers they started run on)."""
@@ -117,6 +121,7 @@ class LocalExecutor:
         port = free_port()
         places = gang_places(devices)
         for rank, device in enumerate(devices):
+            index = self.layout.physical(device)
             w = WorkerLaunch(
                 job_id=job_id,
                 job_dir=job_dir,
@@ -126,8 +131,8 @@ class LocalExecutor:
                 master_addr="127.0.0.1",
                 master_port=port,
                 cuda=self.cuda,
-                cuda_visible=str(device.index) if self.cuda else "",
-                cpus=tuple(self.cpus_for(device.index)),
+                cuda_visible=str(index) if self.cuda else "",
+                cpus=tuple(self.cpus_for(index)),
                 where=f"{device.node}:{device.index}",
                 place=places[rank],
                 max_restarts=max_restarts,

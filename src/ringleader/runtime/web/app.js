@@ -201,6 +201,16 @@ async function refreshHome() {
   $("jobs-table").tBodies[0].replaceChildren(...jobs.map(jobRow));
 }
 
+// "2 × v100", "3 (v100, k80)": a job's GPUs with their types, where the cluster has types.
+function gpusText(job) {
+  const types = Array.isArray(job.gpu_types) ? job.gpu_types.filter(Boolean) : [];
+  if (!types.length) return String(job.gpus);
+  const counts = new Map();
+  for (const t of types) counts.set(t, (counts.get(t) || 0) + 1);
+  if (counts.size === 1) return `${job.gpus} × ${types[0]}`;
+  return `${job.gpus} (${[...counts].map(([t, n]) => `${n} ${t}`).join(", ")})`;
+}
+
 function jobRow(job) {
   const p = progressOf(job);
   const bar = el("span", { class: "bar" }, el("span"));
@@ -210,7 +220,7 @@ function jobRow(job) {
     el("td", {}, link, el("br"), el("span", { class: "muted" }, job.id)),
     el("td", {}, job.user || "?"),
     el("td", {}, el("span", { class: `state ${job.state}` }, job.state)),
-    el("td", {}, job.gpus),
+    el("td", {}, gpusText(job)),
     el("td", {}, bar, p.text),
     el("td", {}, duration(job.eta_s)),
     el("td", { class: "why" }, job.reason || ""));
@@ -226,7 +236,9 @@ function eventDetail(e) {
   const { t, kind, ...rest } = e;
   if (kind === "launched") {
     const what = rest.counted && rest.counted !== "start" ? `${rest.counted}: ` : "";
-    return `${what}${rest.workers} GPU(s) on ${(rest.devices || []).map((d) => d.join(":")).join(", ")}`;
+    const types = rest.gpu_types || [];
+    const on = (rest.devices || []).map((d, i) => d.join(":") + (types[i] ? ` (${types[i]})` : ""));
+    return `${what}${rest.workers} GPU(s) on ${on.join(", ")}`;
   }
   if (kind === "stop_requested") return `for ${rest.reason}${rest.signal ? " (by signal)" : ""}`;
   return Object.entries(rest).map(([k, v]) => `${k}=${JSON.stringify(v)}`).join(" ");
@@ -236,7 +248,7 @@ async function refreshJob(id) {
   const job = await json(`/jobs/${encodeURIComponent(id)}`);
   $("j-title").textContent = `${job.name || job.id} (${job.user || "?"})`;
   $("j-state").replaceChildren(el("span", { class: `state ${job.state}` }, job.state));
-  $("j-gpus").textContent = job.gpus;
+  $("j-gpus").textContent = gpusText(job);
   $("j-progress").textContent = progressOf(job).text;
   $("j-eta").textContent = duration(job.eta_s);
   $("j-resizes").textContent = job.resizes;
