@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from ringleader.cli import terminal
 from ringleader.cli.errors import check_output_file, fail, write_json
+from ringleader.cli.reporting import progress_bar, write_plot
 from ringleader.policy.catalog import POLICY_NAMES, UnknownPolicyError
 from ringleader.policy.plan import Decider
 from ringleader.policy.profiling import PolicyInputError
@@ -21,7 +19,8 @@ from ringleader.sim.engine import SimResult, Simulator
 from ringleader.sim.errors import SimulationStalled
 from ringleader.sim.workload_file import WorkloadFileError, load_workload
 
-SCENARIOS = ("table3", "tensorlights", "gandiva-cluster", "automl")
+SCENARIO_NAMES = "table3, tensorlights, gandiva-cluster, automl, heterogeneity"
+"""For --help without importing the scenarios (``ringleader.cli.scenarios`` registers them)."""
 console = terminal.console()
 
 
@@ -29,21 +28,10 @@ MAX_SEEDS = 10_000
 MAX_PROCESSES = 64
 
 
-def _progress() -> Progress:
-    return Progress(
-        TextColumn("[progress.description]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=Console(stderr=True),
-        transient=True,
-    )
-
-
 def simulate(
     scenario: Annotated[
         str | None,
-        typer.Option(help=f"A named scenario that reproduces a published table: {SCENARIOS}."),
+        typer.Option(help=f"A named scenario that reproduces a published table: {SCENARIO_NAMES}."),
     ] = None,
     workload: Annotated[
         Path | None,
@@ -109,7 +97,7 @@ def simulate(
     if plot is not None:
         check_output_file("--plot", plot, needs_suffix=True)
     if seeds is None:
-        seeds = 3 if scenario == "tensorlights" else 10
+        seeds = 3 if scenario in ("tensorlights", "heterogeneity") else 10
     if seeds > MAX_SEEDS:
         fail(
             f"--seeds: {seeds} is more than {MAX_SEEDS}; confidence intervals are tight long before"
@@ -135,17 +123,14 @@ def simulate(
                 "--policy, --quantum-s and --tiresias-thresholds apply to --workload and "
                 "--trace; a scenario runs its own strategies"
             )
-        if scenario not in SCENARIOS:
+        from ringleader.cli.scenarios import SCENARIOS, ScenarioRequest
+
+        chosen_scenario = SCENARIOS.get(scenario)
+        if chosen_scenario is None:
             fail(
                 f"--scenario: unknown scenario {scenario!r}; choose one of: {', '.join(SCENARIOS)}"
             )
-        if scenario == "tensorlights":
-            _tensorlights(seeds, fifo_model, json_path, plot)
-            return
-        if scenario in ("gandiva-cluster", "automl"):
-            _sharing(scenario, seeds, json_path, plot, processes)
-            return
-        _table3(seeds, json_path, plot, processes)
+        chosen_scenario.run(ScenarioRequest(seeds, json_path, plot, processes, fifo_model))
         return
     assert workload is not None
     if policy is None:
@@ -225,49 +210,6 @@ def _check_levels(where: str, levels: tuple[float, ...]) -> None:
         fail(f"{where}: thresholds must be distinct, rising, non-negative GPU-seconds")
 
 
-def _table3(seeds: int, json_path: Path | None, plot: Path | None, processes: int | None) -> None:
-    from ringleader.scenarios.table3 import LOADS, PAPER_HOURS, STRATEGIES, run_table3
-
-    total = seeds * len(LOADS) * len(STRATEGIES)
-    with _progress() as bar:
-        task = bar.add_task(f"table3: {total} simulations", total=total)
-        result = run_table3(seeds, processes=processes, on_done=lambda _: bar.advance(task))
-    for load, (gap, count) in LOADS.items():
-        table = Table(
-            title=f"{load}: {count} jobs, mean gap {gap:.0f} s — average JCT (hours)",
-            caption=f"ours: mean ± 95% CI over {seeds} seeds",
-        )
-        for name in ("strategy", "ours", "paper", "ours/precompute", "paper/precompute"):
-            table.add_column(name, justify="left" if name == "strategy" else "right")
-        for s in STRATEGIES:
-            paper = PAPER_HOURS[s][load]
-            table.add_row(
-                s,
-                f"{result.mean(s, load):.2f} ± {result.ci95(s, load):.2f}",
-                f"{paper:.2f}",
-                f"{result.ratio(s, load):.2f}",
-                f"{paper / PAPER_HOURS['precompute'][load]:.2f}",
-            )
-        console.print(table)
-    payload = result.as_json()
-    console.print(
-        f"peak jobs in system: {payload['peak_concurrency']} (paper: 125 / 59 / 20); "
-        "see docs/table3.md for what differs and why"
-    )
-    if json_path is not None:
-        write_json("--json", json_path, payload)
-        console.print(f"wrote {json_path}")
-    if plot is not None:
-        from ringleader.report.plots import jct_cdf_grid
-
-        panels = {
-            f"{load} (gap {LOADS[load][0]:.0f}s)": {s: result.jcts(s, load) for s in STRATEGIES}
-            for load in LOADS
-        }
-        title = f"Table 3 scenario: JCT CDFs, {seeds} seeds pooled"
-        _write_plot(plot, lambda: jct_cdf_grid(panels, plot, title=title))
-
-
 def _trace(
     name: str,
     fmt: str | None,
@@ -299,7 +241,7 @@ def _trace(
     console.print(
         f"{path.name} ({kind}): {len(jobs)} jobs on {size} GPUs; speed model: {ASSUMPTION}"
     )
-    with _progress() as bar:
+    with progress_bar() as bar:
         task = bar.add_task(f"{policy_name}: simulating", total=len(jobs))
         try:
             result = Simulator(
@@ -337,109 +279,7 @@ def _trace(
 
         jcts = [r.jct / 3600 for r in result.records if r.jct is not None]
         title = f"{path.name}: {policy_name}"
-        _write_plot(plot, lambda: run_overview(jcts, result.usage, size, plot, title=title))
-
-
-def _sharing(
-    scenario: str, seeds: int, json_path: Path | None, plot: Path | None, processes: int | None
-) -> None:
-    from ringleader.scenarios.automl import MissingOptuna, run_automl
-    from ringleader.scenarios.gandiva import ClusterSetup, run_cluster
-
-    result: dict[str, object]
-    with _progress() as bar:
-        task = bar.add_task(f"{scenario}: {2 * seeds} simulations", total=2 * seeds)
-        if scenario == "automl":
-            try:
-                result = run_automl(seeds, workers=processes, on_done=lambda: bar.advance(task))
-            except MissingOptuna as err:
-                fail(str(err))
-        else:
-            report = run_cluster(
-                ClusterSetup(), seeds, workers=processes, on_done=lambda: bar.advance(task)
-            )
-            result = report.as_json()
-    ours, paper, ci = result["ours"], result["paper"], result["ci95"]
-    assert isinstance(ours, dict) and isinstance(paper, dict) and isinstance(ci, dict)
-    table = Table(title=f"{scenario}: Gandiva stack against no sharing, {seeds} seeds")
-    for col in ("metric", "ours", "± 95% CI", "paper"):
-        table.add_column(col, justify="left" if col == "metric" else "right")
-    for key in ours:
-        table.add_row(key, f"{ours[key]:.2f}", f"{ci[key]:.2f}", f"{paper[key]:g}")
-    console.print(table)
-    detail = result.get("policies") or result.get("minutes")
-    if isinstance(detail, dict):
-        for name, values in detail.items():
-            shown = ", ".join(
-                f"{k} {v:.3g}" if isinstance(v, float) else f"{k} {v}" for k, v in values.items()
-            )
-            console.print(f"  {name}: {shown}")
-    console.print("model and what differs from the seed: docs/gandiva.md")
-    if json_path is not None:
-        write_json("--json", json_path, result)
-        console.print(f"wrote {json_path}")
-    if plot is not None:
-        from ringleader.report.plots import sharing_plot
-
-        _write_plot(plot, lambda: sharing_plot(result, plot))
-
-
-def _tensorlights(seeds: int, fifo_model: str, json_path: Path | None, plot: Path | None) -> None:
-    from ringleader.scenarios.tensorlights import (
-        HOSTS_PER_PLACEMENT,
-        FifoModel,
-        run_tensorlights,
-    )
-
-    models = [m.value for m in FifoModel]
-    if fifo_model not in models:
-        fail(f"--fifo-model: unknown model {fifo_model!r}; choose one of: {', '.join(models)}")
-    with console.status(
-        f"tensorlights ({fifo_model} FIFO): 21 jobs x 8 placements x 3 policies x {seeds} seeds"
-    ):
-        result = run_tensorlights(seeds, FifoModel(fifo_model))
-    ours, paper = result["ours"], result["paper"]
-    assert isinstance(ours, dict) and isinstance(paper, dict)
-    table = Table(
-        title="TensorLights: 21 PS jobs (1 PS + 20 workers), 10 Gbps, skewed -> uniform",
-        caption=f"FIFO model: {fifo_model}",
-    )
-    for col in (
-        "placement",
-        "PS hosts",
-        "FIFO JCT s",
-        "paper",
-        "One norm",
-        "paper",
-        "RR norm",
-        "paper",
-    ):
-        table.add_column(col, justify="right")
-    for i, hosts in enumerate(HOSTS_PER_PLACEMENT):
-
-        def p(key: str, i: int = i) -> str:
-            values = paper[key]
-            return f"{values[i]:g}" if i < len(values) else "-"
-
-        table.add_row(
-            f"#{i + 1}",
-            str(hosts),
-            f"{ours['fifo_jct_s'][i]:.0f}",
-            p("fifo_jct_s"),
-            f"{ours['one_norm'][i]:.2f}",
-            p("one_norm"),
-            f"{ours['rr_norm'][i]:.2f}",
-            p("rr_norm"),
-        )
-    console.print(table)
-    console.print("model and what differs from the seed: docs/tensorlights.md")
-    if json_path is not None:
-        write_json("--json", json_path, result)
-        console.print(f"wrote {json_path}")
-    if plot is not None:
-        from ringleader.report.plots import tensorlights_plot
-
-        _write_plot(plot, lambda: tensorlights_plot(result, plot))
+        write_plot(plot, lambda: run_overview(jcts, result.usage, size, plot, title=title))
 
 
 def _workload(
@@ -456,7 +296,7 @@ def _workload(
         fail(str(err))
     settings = workload.spec.simulation
     chosen = _chosen(policy_name, quantum_s, thresholds, settings)
-    with _progress() as bar:
+    with progress_bar() as bar:
         task = bar.add_task(f"{policy_name}: simulating", total=len(workload.jobs))
         try:
             result = Simulator(
@@ -504,15 +344,7 @@ def _workload(
         jcts = [r.jct / 3600 for r in result.records if r.jct is not None]
         title = f"{path.name}: {policy_name}"
         gpus = workload.cluster.capacity
-        _write_plot(plot, lambda: run_overview(jcts, result.usage, gpus, plot, title=title))
-
-
-def _write_plot(path: Path, draw: Callable[[], object]) -> None:
-    try:
-        draw()
-    except (OSError, ValueError) as err:
-        fail(f"--plot {path}: cannot write the plot: {err}")
-    console.print(f"wrote {path}")
+        write_plot(plot, lambda: run_overview(jcts, result.usage, gpus, plot, title=title))
 
 
 def _print_summary(result: SimResult, gpus: int) -> None:

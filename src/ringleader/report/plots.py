@@ -153,3 +153,34 @@ def sharing_plot(result: Mapping[str, object], path: Path) -> Path:
     axes[0][0].legend(fontsize=8)
     fig.suptitle(f"{result.get('scenario', '')}: sharing against no sharing")
     return save_figure(fig, path)
+
+
+def heterogeneity_plot(results: Sequence[Mapping[str, Any]], path: Path) -> Path:
+    """Average JCT against load, type-aware solid and type-agnostic dashed, one colour per
+    policy; a hollow marker where the run did not keep up (the backlog kept growing)."""
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    policies = sorted({str(r["policy"]) for r in results})
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for i, policy in enumerate(policies):
+        for aware in (True, False):
+            rows = sorted(
+                (r for r in results if r["policy"] == policy and r["type_aware"] is aware),
+                key=lambda r: float(r["load"]),
+            )
+            if not rows:
+                continue
+            loads = [float(r["load"]) for r in rows]
+            hours = [float(r["avg_jct_s"]) / 3600 for r in rows]
+            style = "-" if aware else "--"
+            label = f"{policy} ({'type-aware' if aware else 'agnostic'})"
+            colour = colours[i % len(colours)]
+            ax.plot(loads, hours, style, color=colour, label=label)
+            for x, y, r in zip(loads, hours, rows, strict=True):
+                face = colour if r["stable"] else "white"
+                ax.plot([x], [y], "o", color=colour, markerfacecolor=face)
+    ax.set_xlabel("load (jobs per hour)")
+    ax.set_ylabel("average JCT (hours)")
+    ax.set_title("36 GPUs (V100/P100/K80): hollow = backlog grows")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    return save_figure(fig, path)

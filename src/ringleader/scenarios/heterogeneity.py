@@ -51,7 +51,7 @@ from ringleader.sim.profiles import RESNET110_K40
 SCALE_MIX = ((1, 0.70), (2, 0.10), (4, 0.15), (8, 0.05))
 """Gavel's multi-GPU job mix: GPUs a job asks for, and how often."""
 POLICIES = ("tiresias", "ringleader")
-LOADS = (0.2, 0.3, 0.4, 0.5, 0.6, 0.7)
+LOADS = (0.3, 0.45, 0.6, 0.75, 0.9, 1.05, 1.2, 1.35)
 """Jobs per hour swept by default (the agnostic policies saturate within it)."""
 PAPER_GAIN = 3.5
 """Gavel: up to 3.5× lower average JCT than heterogeneity-agnostic policies."""
@@ -61,7 +61,7 @@ PAPER_GAIN = 3.5
 class Setup:
     nodes_per_type: int = 3
     gpus_per_node: int = 4
-    jobs: int = 300
+    jobs: int = 400
     restart_delay_s: float = 30.0
     """A checkpoint-stop-restart, charged on every start, resize and migration."""
 
