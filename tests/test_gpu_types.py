@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -304,3 +305,85 @@ def test_typed_virtual_devices_place_by_type_and_keep_step_times_per_type(
     assert set(row.type_observations) == {"k80/1"}
     mean, _, count, _ = row.type_observations["k80/1"]
     assert mean == pytest.approx(0.05) and count >= 3
+
+
+# --- workload files and traces -------------------------------------------------------
+
+TYPED_FILE = """
+version: 1
+cluster:
+  types:
+    v100: {nodes: 1, gpus_per_node: 4}
+    k80: {nodes: 1, gpus_per_node: 4}
+models:
+  m:
+    step_time_s: {1: 0.1, 2: 0.12}
+    types:
+      k80: {step_time_s: {1: 0.4, 2: 0.48}}
+    epochs: 1
+    examples_per_epoch: 1000
+    batch_per_worker: 10
+    grad_bytes: 1.0e6
+jobs:
+  - {name: a, model: m, gpus: 2, gpu_type: [k80]}
+  - {name: b, model: m}
+"""
+
+
+def _load(tmp_path: Path, text: str) -> object:
+    from ringleader.sim.workload_file import load_workload
+
+    path = tmp_path / "w.yaml"
+    path.write_text(text)
+    return load_workload(path)
+
+
+def test_a_workload_file_names_types_per_node_group_and_step_times_per_type(
+    tmp_path: Path,
+) -> None:
+    workload = _load(tmp_path, TYPED_FILE)
+    cluster = workload.cluster  # type: ignore[attr-defined]
+    assert cluster.types == ("v100", "k80") and cluster.capacity == 8
+    a, b = workload.jobs  # type: ignore[attr-defined]
+    assert a.gpu_types == ("k80",) and b.gpu_types == ()
+    assert a.type_speed == {"k80": pytest.approx(0.25), "v100": 1.0}
+
+
+@pytest.mark.parametrize(
+    ("change", "says"),
+    [
+        (("gpu_type: [k80]", "gpu_type: [a100]"), "jobs[0].gpu_type: the cluster has no a100"),
+        (("gpus: 2, gpu_type", "gpus: 5, gpu_type"), "has only 4 of type k80"),
+        (("k80: {step_time_s: {1: 0.4, 2: 0.48}}", "k80: {step_time_s: {4: 0.5}}"), "in common"),
+        (("    k80: {nodes: 1", "    K80: {nodes: 1"), "cluster.types"),
+        (("  types:\n    v100", "  nodes: 2\n  types:\n    v100"), "not both"),
+    ],
+)
+def test_a_typed_workload_files_mistakes_name_the_field(
+    tmp_path: Path, change: tuple[str, str], says: str
+) -> None:
+    from ringleader.sim.workload_file import WorkloadFileError
+
+    text = TYPED_FILE.replace(*change)
+    assert text != TYPED_FILE
+    with pytest.raises(WorkloadFileError, match=re.escape(says)):
+        _load(tmp_path, text)
+
+
+def test_a_trace_takes_a_type_mix_with_speeds_from_gavels_table() -> None:
+    from ringleader.traces.jobs import parse_type_mix, to_sim_jobs, typed_cluster, with_type_speeds
+    from ringleader.traces.load import TraceError, TraceJob
+
+    cluster = typed_cluster(48, parse_type_mix("v100:1,k80:2"))
+    assert {t: cluster.capacity_of(t) for t in cluster.types} == {"v100": 16, "k80": 32}
+    rows = [
+        TraceJob("r", 0.0, 1, None, "ResNet-50 (batch size 64)", 1000),
+        TraceJob("x", 0.0, 2, 3600.0, None, None),
+    ]
+    resnet, plain = with_type_speeds(to_sim_jobs(rows), rows, cluster.types)
+    measured = gavel_type_speeds("ResNet-50 (batch size 64)")
+    assert resnet.type_speed == {"v100": 1.0, "k80": pytest.approx(measured["k80"])}
+    assert plain.type_speed["k80"] == pytest.approx(TYPE_FACTORS["k80"])
+    for bad in ("a100:1", "v100", "v100:0", "v100:x"):
+        with pytest.raises(TraceError, match="--gpu-types"):
+            parse_type_mix(bad)

@@ -11,7 +11,7 @@ from rich.table import Table
 from ringleader.cli import terminal
 from ringleader.cli.errors import check_output_file, fail, write_json
 from ringleader.cli.reporting import progress_bar, write_plot
-from ringleader.policy.catalog import POLICY_NAMES, UnknownPolicyError
+from ringleader.policy.catalog import POLICY_NAMES, UnknownPolicyError, with_types
 from ringleader.policy.plan import Decider
 from ringleader.policy.profiling import PolicyInputError
 from ringleader.sim.contention import GavelContention
@@ -83,6 +83,20 @@ def simulate(
             "comma-separated and rising, e.g. 3600,36000 (empty: one queue)."
         ),
     ] = None,
+    gpu_types: Annotated[
+        str | None,
+        typer.Option(
+            help="--trace on mixed GPU types: each type's share of the nodes, e.g. "
+            "v100:1,p100:1,k80:1 (types with measured speeds: v100, p100, k80)."
+        ),
+    ] = None,
+    type_agnostic: Annotated[
+        bool,
+        typer.Option(
+            "--type-agnostic",
+            help="Place blind to GPU types (the policy's type-agnostic variant), to compare.",
+        ),
+    ] = False,
 ) -> None:
     """Run the simulator: the same policy core the runtime uses, on a virtual clock.
 
@@ -104,17 +118,23 @@ def simulate(
         )
     if processes is not None and processes > MAX_PROCESSES:
         fail(f"--processes: {processes} is more than {MAX_PROCESSES}")
+    if gpu_types is not None and trace is None:
+        fail("--gpu-types applies to --trace (a workload file names its types under cluster)")
+    if type_agnostic and scenario is not None:
+        fail("--type-agnostic applies to --workload and --trace; a scenario runs both variants")
     if trace is not None:
         if policy is None:
             fail(f"--trace needs --policy NAME; choose one of: {', '.join(POLICY_NAMES)}")
+        chosen = _chosen(policy, quantum_s, tiresias_thresholds, None)
         _trace(
             trace,
             trace_format,
             gpus,
-            _chosen(policy, quantum_s, tiresias_thresholds, None),
-            policy,
+            with_types(chosen, not type_agnostic),
+            chosen.name if not type_agnostic else f"{policy} (type-agnostic)",
             json_path,
             plot,
+            gpu_types,
         )
         return
     if scenario is not None:
@@ -135,7 +155,7 @@ def simulate(
     assert workload is not None
     if policy is None:
         fail(f"--workload needs --policy NAME; choose one of: {', '.join(POLICY_NAMES)}")
-    _workload(workload, policy, quantum_s, tiresias_thresholds, json_path, plot)
+    _workload(workload, policy, quantum_s, tiresias_thresholds, json_path, plot, type_agnostic)
 
 
 def _chosen(
@@ -218,9 +238,18 @@ def _trace(
     policy_name: str,
     json_path: Path | None,
     plot: Path | None,
+    gpu_types: str | None = None,
 ) -> None:
     from ringleader.policy.views import ClusterView
-    from ringleader.traces.jobs import ASSUMPTION, GPUS_PER_NODE, recommended_gpus, to_sim_jobs
+    from ringleader.traces.jobs import (
+        ASSUMPTION,
+        GPUS_PER_NODE,
+        parse_type_mix,
+        recommended_gpus,
+        to_sim_jobs,
+        typed_cluster,
+        with_type_speeds,
+    )
     from ringleader.traces.load import FORMATS, TraceError, load_trace, resolve_trace
 
     if fmt is not None and fmt not in FORMATS:
@@ -232,14 +261,22 @@ def _trace(
         if size < max(r.gpus for r in rows):
             fail(f"--gpus: {size} is fewer than the largest job's {max(r.gpus for r in rows)}")
         jobs = to_sim_jobs(rows)
+        mix = parse_type_mix(gpu_types) if gpu_types is not None else None
     except TraceError as err:
         fail(str(err))
     nodes, extra = divmod(size, GPUS_PER_NODE)
     cluster = (
         ClusterView.uniform(nodes, GPUS_PER_NODE) if extra == 0 else ClusterView.uniform(1, size)
     )
+    typed = ""
+    if mix is not None:
+        cluster = typed_cluster(size, mix)
+        jobs = with_type_speeds(jobs, rows, cluster.types)
+        size = cluster.capacity
+        counts = ", ".join(f"{cluster.capacity_of(t)} {t}" for t in cluster.types)
+        typed = f" ({counts}; speeds per type from Gavel's table)"
     console.print(
-        f"{path.name} ({kind}): {len(jobs)} jobs on {size} GPUs; speed model: {ASSUMPTION}"
+        f"{path.name} ({kind}): {len(jobs)} jobs on {size} GPUs{typed}; speed model: {ASSUMPTION}"
     )
     with progress_bar() as bar:
         task = bar.add_task(f"{policy_name}: simulating", total=len(jobs))
@@ -289,13 +326,14 @@ def _workload(
     thresholds: str | None,
     json_path: Path | None,
     plot: Path | None,
+    type_agnostic: bool = False,
 ) -> None:
     try:
         workload = load_workload(path)
     except WorkloadFileError as err:
         fail(str(err))
     settings = workload.spec.simulation
-    chosen = _chosen(policy_name, quantum_s, thresholds, settings)
+    chosen = with_types(_chosen(policy_name, quantum_s, thresholds, settings), not type_agnostic)
     with progress_bar() as bar:
         task = bar.add_task(f"{policy_name}: simulating", total=len(workload.jobs))
         try:

@@ -8,6 +8,7 @@ See ``docs/workload-files.md`` and ``examples/workload.yaml``.
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Literal
@@ -40,9 +41,43 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class ClusterSpec(_Strict):
+TypeName = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9_.-]{0,31}$")]
+StepTimes = dict[Workers, Annotated[float, Field(gt=0, le=DAY_S, allow_inf_nan=False)]]
+
+
+class NodesSpec(_Strict):
     nodes: Annotated[int, Field(gt=0, le=10_000)]
     gpus_per_node: Annotated[int, Field(gt=0, le=64)]
+
+
+class ClusterSpec(_Strict):
+    """``nodes`` × ``gpus_per_node`` of one GPU type, or ``types``: that per GPU type."""
+
+    nodes: Annotated[int, Field(gt=0, le=10_000)] | None = None
+    gpus_per_node: Annotated[int, Field(gt=0, le=64)] | None = None
+    types: dict[TypeName, NodesSpec] | None = Field(None, min_length=1, max_length=64)
+
+    @model_validator(mode="after")
+    def _one_form(self) -> ClusterSpec:
+        plain = self.nodes is not None or self.gpus_per_node is not None
+        if plain == (self.types is not None):
+            raise ValueError(
+                "give nodes and gpus_per_node, or types: {v100: {nodes: 3, gpus_per_node: 4}, "
+                "...}, not both"
+            )
+        if plain and (self.nodes is None or self.gpus_per_node is None):
+            raise ValueError("give both nodes and gpus_per_node")
+        return self
+
+    def view(self) -> ClusterView:
+        if self.types is None:
+            assert self.nodes is not None and self.gpus_per_node is not None
+            return ClusterView.uniform(self.nodes, self.gpus_per_node)
+        return ClusterView.typed({t: (n.nodes, n.gpus_per_node) for t, n in self.types.items()})
+
+    @property
+    def type_names(self) -> tuple[str, ...]:
+        return tuple(self.types or ())
 
 
 class SimulationSpec(_Strict):
@@ -63,12 +98,19 @@ class SimulationSpec(_Strict):
     """Fair-share weight per user for the ringleader policy (a user not named weighs 1)."""
 
 
-class ModelSpec(_Strict):
-    """A job model: measured step times and epochs to converge per worker count."""
+class TypeStepsSpec(_Strict):
+    step_time_s: StepTimes = Field(min_length=1)
 
-    step_time_s: dict[Workers, Annotated[float, Field(gt=0, le=DAY_S, allow_inf_nan=False)]] = (
-        Field(min_length=2)
-    )
+
+class ModelSpec(_Strict):
+    """A job model: measured step times and epochs to converge per worker count.
+
+    ``step_time_s`` is measured on the cluster's first GPU type; ``types`` gives
+    step times on others, and a type given neither runs as fast as the first.
+    """
+
+    step_time_s: StepTimes = Field(min_length=2)
+    types: dict[TypeName, TypeStepsSpec] = Field({}, max_length=64)
     epochs: (
         Annotated[float, Field(gt=0, le=1e6, allow_inf_nan=False)]
         | dict[Workers, Annotated[float, Field(gt=0, le=1e6, allow_inf_nan=False)]]
@@ -101,6 +143,8 @@ class _JobFields(_Strict):
     """Who submits it, for fair share between users (None: one anonymous user)."""
     priority: Annotated[int, Field(ge=-1000, le=1000)] = 0
     """Higher runs first, within its user's share (policies that honour priority)."""
+    gpu_type: list[TypeName] | None = Field(None, min_length=1, max_length=64)
+    """The GPU types the job may run on (None: any)."""
 
     @model_validator(mode="after")
     def _sizes(self) -> _JobFields:
@@ -144,7 +188,14 @@ class WorkloadSpec(_Strict):
     @model_validator(mode="after")
     def _check(self) -> WorkloadSpec:
         known = set(PROFILES) | set(self.models)
-        capacity = self.cluster.nodes * self.cluster.gpus_per_node
+        cluster = self.cluster.view()
+        types = self.cluster.type_names
+        for name, model in self.models.items():
+            for t in model.types:
+                if t not in types:
+                    raise ValueError(
+                        f"models.{name}.types.{t}: the cluster has no {t} GPUs ({_offer(types)})"
+                    )
         for kind, entries in (("jobs", self.jobs), ("poisson", self.poisson)):
             for i, entry in enumerate(entries):
                 if entry.model not in known:
@@ -152,11 +203,21 @@ class WorkloadSpec(_Strict):
                         f"{kind}[{i}].model: unknown model {entry.model!r}; "
                         f"known: {', '.join(sorted(known))} (or define it under 'models')"
                     )
+                capacity, of = cluster.capacity, ""
+                if entry.gpu_type is not None:
+                    unknown = [t for t in entry.gpu_type if t not in types]
+                    if unknown:
+                        raise ValueError(
+                            f"{kind}[{i}].gpu_type: the cluster has no {', '.join(unknown)} "
+                            f"GPUs ({_offer(types)})"
+                        )
+                    capacity = sum(map(cluster.capacity_of, entry.gpu_type))
+                    of = f" of type {', '.join(entry.gpu_type)}"
                 for field in ("min_gpus", "gpus"):
                     if getattr(entry, field) > capacity:
                         raise ValueError(
                             f"{kind}[{i}].{field}: {getattr(entry, field)} GPUs but the cluster "
-                            f"has only {capacity}"
+                            f"has only {capacity}{of}"
                         )
         names = [j.name for j in self.jobs]
         duplicates = sorted({n for n in names if names.count(n) > 1})
@@ -165,6 +226,30 @@ class WorkloadSpec(_Strict):
         if not self.jobs and not self.poisson:
             raise ValueError("no jobs: add a 'jobs' list or a 'poisson' generator")
         return self
+
+
+def _offer(types: tuple[str, ...]) -> str:
+    return f"it has {', '.join(types)}" if types else "its GPUs name no type: see cluster.types"
+
+
+def _type_speeds(name: str, model: ModelSpec, types: tuple[str, ...]) -> dict[str, float] | None:
+    """Speed on each type relative to the first: the geometric mean of the step-time
+    ratios at the worker counts both were measured at."""
+    if not model.types:
+        return None
+    speeds = {}
+    for t, given in model.types.items():
+        common = sorted(set(given.step_time_s) & set(model.step_time_s))
+        if not common:
+            raise WorkloadFileError(
+                f"models.{name}.types.{t}.step_time_s: no worker count in common with "
+                f"models.{name}.step_time_s ({sorted(model.step_time_s)}); measure at least one"
+            )
+        logs = [math.log(model.step_time_s[w] / given.step_time_s[w]) for w in common]
+        speeds[t] = math.exp(sum(logs) / len(logs))
+    if types:
+        speeds.setdefault(types[0], 1.0)
+    return speeds
 
 
 def _profile(name: str, spec: ModelSpec) -> TrueProfile:
@@ -187,8 +272,10 @@ class Workload:
         profiles: dict[str, TrueProfile] = dict(PROFILES)
         for name, model in spec.models.items():
             profiles[name] = _fitted(name, model)
-        self.cluster = ClusterView.uniform(spec.cluster.nodes, spec.cluster.gpus_per_node)
+        self.cluster = spec.cluster.view()
         capacity = self.cluster.capacity
+        types = spec.cluster.type_names
+        speeds = {name: _type_speeds(name, m, types) for name, m in spec.models.items()}
         for kind, entries in (("jobs", spec.jobs), ("poisson", spec.poisson)):
             for i, entry in enumerate(entries):
                 widest = entry.widest(capacity)
@@ -197,12 +284,12 @@ class Workload:
                         f"{kind}[{i}].global_batch: {entry.global_batch} examples cannot be "
                         f"shared by up to {widest} workers (max_gpus): give each at least one"
                     )
-        jobs = [_sim_job(j.name, j.submit_s, j, profiles, capacity) for j in spec.jobs]
+        jobs = [_sim_job(j.name, j.submit_s, j, profiles, capacity, speeds) for j in spec.jobs]
         for g in spec.poisson:
             times = poisson_arrivals(g.count, g.mean_gap_s, g.seed, g.start_s)
             width = len(str(g.count - 1))
             jobs += [
-                _sim_job(f"{g.name_prefix}{i:0{width}d}", t, g, profiles, capacity)
+                _sim_job(f"{g.name_prefix}{i:0{width}d}", t, g, profiles, capacity, speeds)
                 for i, t in enumerate(times)
             ]
         ids = [j.id for j in jobs]
@@ -240,7 +327,12 @@ def _fitted(name: str, model: ModelSpec) -> TrueProfile:
 
 
 def _sim_job(
-    name: str, at: float, f: _JobFields, profiles: dict[str, TrueProfile], capacity: int
+    name: str,
+    at: float,
+    f: _JobFields,
+    profiles: dict[str, TrueProfile],
+    capacity: int,
+    speeds: dict[str, dict[str, float] | None],
 ) -> SimJob:
     return SimJob(
         id=name,
@@ -253,6 +345,8 @@ def _sim_job(
         work_scale=f.work_scale,
         user=f.user or "",
         priority=f.priority,
+        type_speed=speeds.get(f.model),
+        gpu_types=tuple(f.gpu_type or ()),
     )
 
 

@@ -18,11 +18,20 @@ give fewer when that helps the cluster, never more than requested.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
+from dataclasses import replace
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
+from ringleader.perf.gpu_types import (
+    GAVEL_SCALES,
+    TYPE_FACTORS,
+    gavel_steps_per_s,
+    gavel_type_speeds,
+)
+from ringleader.policy.views import ClusterView
 from ringleader.sim.engine import SimJob
 from ringleader.sim.profiles import RESNET110_K40
 from ringleader.traces.load import TraceError, TraceJob
@@ -98,3 +107,68 @@ def recommended_gpus(jobs: Sequence[TraceJob]) -> int:
     demand = sum(duration_of(j) * j.gpus for j in jobs) / max(end - start, 1.0)
     gpus = max(demand / TARGET_LOAD, max(j.gpus for j in jobs))
     return int(-(-gpus // GPUS_PER_NODE) * GPUS_PER_NODE)
+
+
+def parse_type_mix(text: str) -> dict[str, float]:
+    """``"v100:1,k80:2"`` as each GPU type's share of the cluster (``TraceError``)."""
+    mix: dict[str, float] = {}
+    for part in text.split(","):
+        name, sep, weight = part.strip().partition(":")
+        try:
+            share = float(weight) if sep else math.nan
+        except ValueError:
+            share = math.nan
+        if not name or not share > 0 or math.isinf(share):
+            raise TraceError(
+                f"--gpu-types: {part.strip()!r} is not TYPE:SHARE, e.g. v100:1,k80:1 "
+                "(each type's share of the cluster's nodes)"
+            )
+        if name not in TYPE_FACTORS:
+            raise TraceError(
+                f"--gpu-types: no speeds are known for {name!r}; traces can use "
+                f"{', '.join(TYPE_FACTORS)} (Gavel's measured types)"
+            )
+        mix[name] = mix.get(name, 0.0) + share
+    return mix
+
+
+def typed_cluster(gpus: int, mix: dict[str, float]) -> ClusterView:
+    """About ``gpus`` GPUs in nodes of ``GPUS_PER_NODE``, split among types by ``mix``
+    (largest remainder; every type at least one node)."""
+    nodes = max(-(-gpus // GPUS_PER_NODE), len(mix))
+    total = sum(mix.values())
+    exact = {t: nodes * w / total for t, w in mix.items()}
+    counts = {t: max(1, int(x)) for t, x in exact.items()}
+    for t in sorted(exact, key=lambda t: exact[t] - int(exact[t]), reverse=True):
+        if sum(counts.values()) >= nodes:
+            break
+        counts[t] += 1
+    return ClusterView.typed({t: (n, GPUS_PER_NODE) for t, n in counts.items()})
+
+
+def with_type_speeds(
+    jobs: Sequence[SimJob], rows: Sequence[TraceJob], types: Sequence[str]
+) -> list[SimJob]:
+    """Each trace job's speed on each type: Gavel's measurement for its job type at the
+    largest measured size up to its own, where the trace names a measured type;
+    otherwise each type's typical speed (``TYPE_FACTORS``, relative to a V100)."""
+    out = []
+    for job, row in zip(jobs, rows, strict=True):
+        speeds = None
+        if row.model is not None:
+            for scale in sorted((s for s in GAVEL_SCALES if s <= row.gpus), reverse=True):
+                if gavel_steps_per_s(row.model, "v100", scale):
+                    speeds = gavel_type_speeds(row.model, scale)
+                    break
+        if speeds is None:
+            speeds = dict(TYPE_FACTORS)
+        picked = {t: speeds.get(t, 1.0) for t in types}
+        usable = tuple(t for t in types if picked[t] > 0)
+        out.append(
+            replace(
+                job,
+                type_speed=picked,
+                gpu_types=usable if len(usable) < len(types) else (),
+            )
+        )
+    return out
