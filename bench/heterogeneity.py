@@ -31,7 +31,7 @@ PLOT = ROOT / "docs" / "img" / "heterogeneity.png"
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--seeds", type=int, default=8)
     parser.add_argument("--processes", type=int, default=None)
     args = parser.parse_args()
     setup = Setup()

@@ -173,9 +173,20 @@ class TypeAware:
         for t in by_speed:
             if free.of((t,)) >= want:
                 return place_one(job, want, free, (t,))
-        # Across types: the fastest few that hold it, so the slowest of them is fastest.
+        if job.devices:
+            return None  # a running job is not spread over types to grow: it keeps its GPUs
+        # Across types: the fastest few that hold it, so the slowest of them is fastest;
+        # unless an elastic job does more on fewer GPUs of one type (counted as linear
+        # speed-up: a gang spread over types runs every GPU at the slowest one's pace).
+        speed = job.type_speed.get
         for k in range(2, len(by_speed) + 1):
             if free.of(by_speed[:k]) >= want:
+                spread = want * speed(by_speed[k - 1], 1.0)
+                if job.elastic:
+                    fewer = max(by_speed, key=lambda t: min(free.of((t,)), want) * speed(t, 1.0))
+                    n = min(free.of((fewer,)), want)
+                    if n >= job.min_gpus and n * speed(fewer, 1.0) > spread:
+                        return place_one(job, n, free, (fewer,))
                 return place_one(job, want, free, by_speed[:k])
         return None
 
