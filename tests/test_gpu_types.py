@@ -387,3 +387,12 @@ def test_a_trace_takes_a_type_mix_with_speeds_from_gavels_table() -> None:
     for bad in ("a100:1", "v100", "v100:0", "v100:x"):
         with pytest.raises(TraceError, match="--gpu-types"):
             parse_type_mix(bad)
+
+
+def test_a_ray_nodes_type_comes_from_the_accelerator_resource_ray_reads_from_nvml() -> None:
+    pytest.importorskip("ray")
+    from ringleader.runtime.executor.ray import node_gpu_type
+
+    assert node_gpu_type({"GPU": 8.0, "accelerator_type:A100": 1.0}) == "a100"
+    assert node_gpu_type({"GPU": 4.0, "accelerator_type:H100": 1.0, "CPU": 32.0}) == "h100"
+    assert node_gpu_type({"GPU": 1.0}) == ""

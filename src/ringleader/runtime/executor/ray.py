@@ -37,6 +37,7 @@ from ringleader.job.records import read_exit_code
 from ringleader.policy.views import ClusterView, Device, Node
 from ringleader.runtime.executor.base import GangStatus, gang_places
 from ringleader.runtime.executor.local import WorkerLaunch, spawn_worker
+from ringleader.runtime.gpus import type_name
 from ringleader.runtime.identity import prepare_job_dir
 from ringleader.runtime.launch import run_dir
 
@@ -126,7 +127,11 @@ class RayExecutor:
     def cluster(self) -> ClusterView:
         return ClusterView(
             tuple(
-                Node(str(n["NodeID"])[:NODE_NAME_LEN], int(n["Resources"]["GPU"]))
+                Node(
+                    str(n["NodeID"])[:NODE_NAME_LEN],
+                    int(n["Resources"]["GPU"]),
+                    gpu_type=node_gpu_type(n["Resources"]),
+                )
                 for n in self._nodes()
             )
         )
@@ -314,3 +319,12 @@ def _check_listening(address: str, timeout_s: float = 5.0) -> None:
             f"nothing answers at {address} ({err.strerror or err}); check --address "
             "(the head node's GCS port, 6379 by default)"
         ) from None
+
+
+def node_gpu_type(resources: dict[str, Any]) -> str:
+    """A Ray node's GPU type, from the ``accelerator_type:NAME`` resource Ray sets from
+    NVML (``accelerator_type:A100`` → ``a100``); "" where it names none."""
+    for key in sorted(resources):
+        if key.startswith("accelerator_type:") and resources[key]:
+            return type_name(key.partition(":")[2])
+    return ""
