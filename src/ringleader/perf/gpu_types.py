@@ -77,7 +77,7 @@ def _gavel_factors() -> dict[str, float]:
 
 TYPE_FACTORS: Mapping[str, float] = _gavel_factors()
 """What a type is worth where a job has not said: Gavel's types (V100 1.0, P100
-about 0.7, K80 about 0.25, the geometric mean over its job types); any other type
+0.94, K80 0.30: the geometric mean over its job types); any other type
 name is taken as 1.0 until jobs measure it."""
 
 
