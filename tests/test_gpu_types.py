@@ -298,6 +298,13 @@ def test_typed_virtual_devices_place_by_type_and_keep_step_times_per_type(
         done = live.wait_state(job["id"], {"succeeded"}, timeout=60)
         launched = [e for e in done["events"] if e["kind"] == "launched"]
         assert launched[0]["gpu_types"] == ["k80"]
+        speeds = done["type_speeds"]
+        assert speeds["k80"]["estimated"] is False
+        assert speeds["k80"]["step_time_s"] == pytest.approx(0.05)
+        assert speeds["v100"]["estimated"] is True
+        assert speeds["v100"]["relative_speed"] > 1.0  # a V100 is typically faster
+        shown = run_cli(live.url, "show", job["id"]).stdout
+        assert "v100 " in shown and "(estimated)" in shown
     finally:
         live.stop()
     row = Store(live.state_dir / "ringleader.db").get(job["id"])

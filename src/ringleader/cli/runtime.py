@@ -214,6 +214,17 @@ def _line(key: str, value: object) -> Text:
     return Text.assemble((key, "bold"), ": ", shown(value))
 
 
+def _speeds(speeds: dict[str, Any]) -> str:
+    """``v100 3.36 (estimated), k80 1.00``: relative to the job's fastest measured type."""
+    parts = []
+    for name, s in speeds.items():
+        if not isinstance(s, dict) or not isinstance(s.get("relative_speed"), int | float):
+            continue
+        guess = " (estimated)" if s.get("estimated") else ""
+        parts.append(f"{name} {s['relative_speed']:.2f}{guess}")
+    return ", ".join(parts)
+
+
 def _devices(job: dict[str, Any]) -> str:
     """``local-v100:0 (v100), ...``: each device with its GPU type, where it has one."""
     devices = job.get("devices") or []
@@ -245,6 +256,9 @@ def show(
     console.print(_line("attempts", job.get("attempts")), "", _line("resizes", job.get("resizes")))
     if job.get("reason"):
         console.print(_line("why", job["reason"]))
+    speeds = job.get("type_speeds")
+    if isinstance(speeds, dict) and speeds:
+        console.print(_line("speed per GPU type", _speeds(speeds)))
     if job.get("bad_progress_lines"):
         console.print(
             _line("bad progress lines", job["bad_progress_lines"]),

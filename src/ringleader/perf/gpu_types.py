@@ -12,8 +12,8 @@ step is.
   that spread is what a type-aware scheduler exploits.
 * **Measurements** (the runtime): a job's mean step time on each type it ran
   on. A type it never ran on is *estimated* from the types it did run on
-  and the types' relative speed (``TYPE_FACTORS``, refined by what other
-  jobs measured), and marked as estimated (``TypeSpeeds.estimated``).
+  and the types' typical relative speed (``TYPE_FACTORS``), and marked as
+  estimated (``TypeSpeeds.estimated``).
 """
 
 from __future__ import annotations

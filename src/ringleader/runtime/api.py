@@ -31,7 +31,7 @@ from ringleader.runtime.access import Admin, BrowserGuard, JobId, Me, Named, job
 from ringleader.runtime.browser import Sessions
 from ringleader.runtime.controller import Controller
 from ringleader.runtime.eta import eta_s
-from ringleader.runtime.gpus import device_types
+from ringleader.runtime.gpus import device_types, speeds_shown
 from ringleader.runtime.spec import JobSpec, SpecError, parse_spec
 from ringleader.runtime.store import DamagedRow, JobRow, PageQuery, State, Store, disk_full
 from ringleader.runtime.usage import UsageHistory
@@ -345,6 +345,7 @@ def create_app(
         try:
             row = _get(job_id)
             public: dict[str, Any] = _with_reason(row.public(), controller, row)
+            public["type_speeds"] = speeds_shown(controller.cluster, row.type_observations)
         except DamagedRow as err:
             public = err.public()
         return public | {"events": store.events(job_id)}

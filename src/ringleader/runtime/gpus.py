@@ -199,6 +199,28 @@ def measured_speeds(
     return dict(type_speeds(steps, cluster.types).speeds) or None
 
 
+def speeds_shown(
+    cluster: ClusterView, table: Mapping[str, list[float]]
+) -> dict[str, dict[str, float | bool | None]] | None:
+    """For ``GET /jobs/{id}``: per type of a mixed cluster, the job's relative speed, its
+    mean step time where measured, and whether the speed is an estimate."""
+    if not cluster.heterogeneous:
+        return None
+    steps = type_step_times(table)
+    known = type_speeds(steps, cluster.types)
+    if not known.speeds:
+        return None
+    return {
+        t: {
+            "relative_speed": round(known.speeds[t], 4),
+            "step_time_s": steps.get(t),
+            "estimated": t in known.estimated,
+        }
+        for t in cluster.types
+        if t in known.speeds
+    }
+
+
 def type_step_times(table: Mapping[str, list[float]]) -> dict[str, float]:
     """Each GPU type's mean step time, from ``{"type/world": entry}``, compared at one
     world size: the size measured on the most types (ties: the smaller). A type

@@ -198,8 +198,21 @@ class Job(JobSummary):
     )
 
 
+class TypeSpeed(BaseModel):
+    relative_speed: float = Field(description="Speed on this type over the job's fastest.")
+    step_time_s: float | None = Field(description="Mean measured seconds per minibatch.")
+    estimated: bool = Field(
+        description="Never run on this type: estimated from the types it ran on."
+    )
+
+
 class JobWithEvents(Job):
     events: list[Event]
+    type_speeds: dict[str, TypeSpeed] | None = Field(
+        None,
+        description="On a cluster of mixed GPU types, the job's speed on each, where it has "
+        "reported step times on any (measured where it ran, estimated elsewhere).",
+    )
 
 
 ERRORS: dict[int | str, dict[str, Any]] = {
