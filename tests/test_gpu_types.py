@@ -403,3 +403,47 @@ def test_a_ray_nodes_type_comes_from_the_accelerator_resource_ray_reads_from_nvm
     assert node_gpu_type({"GPU": 8.0, "accelerator_type:A100": 1.0}) == "a100"
     assert node_gpu_type({"GPU": 4.0, "accelerator_type:H100": 1.0, "CPU": 32.0}) == "h100"
     assert node_gpu_type({"GPU": 1.0}) == ""
+
+
+def test_type_aware_las_counts_service_in_each_jobs_best_gpus_terms() -> None:
+    from ringleader.policy.objective import Candidate
+    from ringleader.policy.order import LeastAttained
+
+    # Both held GPUs for 2 h; one on a type it runs at a quarter speed.
+    fast = view("fast", attained_gpu_s=7200.0, attained_effective_s=7200.0)
+    slow = view("slow", attained_gpu_s=7200.0, attained_effective_s=1800.0, submitted_at=1.0)
+    order = LeastAttained((3600.0,))
+    jobs = [Candidate(fast, None), Candidate(slow, None)]
+    assert [c.job.id for c in order.order(jobs, 0.0)] == ["fast", "slow"]  # FIFO: same queue
+    effective = LeastAttained((3600.0,), effective=True)
+    assert [c.job.id for c in effective.order(jobs, 0.0)] == ["slow", "fast"]
+    aware = with_types(policy_named("tiresias"), True)
+    assert aware.order.effective  # type: ignore[attr-defined]
+    assert not with_types(aware, False).order.effective  # type: ignore[attr-defined]
+
+
+def test_the_simulator_weighs_attained_service_by_the_type_held() -> None:
+    cluster = ClusterView.typed({"k80": (1, 2)})
+    job = SimJob(
+        "j",
+        0.0,
+        RESNET110_K40,
+        max_gpus=2,
+        requested_gpus=2,
+        elastic=False,
+        work_scale=0.01,
+        type_speed={"v100": 1.0, "k80": 0.25},
+    )
+    seen: list[JobView] = []
+
+    class Watch:
+        name = "watch"
+        needs = policy_named("fifo").needs
+
+        def decide(self, jobs, cluster, now):  # type: ignore[no-untyped-def]
+            seen.extend(jobs)
+            return policy_named("fifo").decide(jobs, cluster, now)
+
+    Simulator(Watch(), cluster, [job], restart_delay_s=0.0, round_s=60.0).run()
+    last = [v for v in seen if v.attained_gpu_s > 0][-1]
+    assert last.attained_effective_s == pytest.approx(0.25 * last.attained_gpu_s)

@@ -177,11 +177,24 @@ AGNOSTIC_SUFFIX = "-agnostic"
 
 
 def with_types(policy: Decider, aware: bool) -> Decider:
-    """``policy`` placing by GPU type (``TypeAware``) or blind to it (``FewestNodes``,
+    """``policy`` placing by GPU type (``TypeAware``) and counting least-attained service
+    in each job's best type's terms, or blind to types (``FewestNodes``, GPU-seconds;
     named ``NAME-agnostic``). A policy with no place stage (``gandiva``) is returned as is."""
     if not isinstance(policy, Policy):
         return policy
     base = policy.name.removesuffix(AGNOSTIC_SUFFIX)
+    order = _with_effective(policy.order, aware) or policy.order
     if aware:
-        return replace(policy, name=base, place=TypeAware())
-    return replace(policy, name=base + AGNOSTIC_SUFFIX, place=FewestNodes())
+        return replace(policy, name=base, place=TypeAware(), order=order)
+    return replace(policy, name=base + AGNOSTIC_SUFFIX, place=FewestNodes(), order=order)
+
+
+def _with_effective(order: Order, effective: bool) -> Order | None:
+    """``order`` with its least-attained-service queues counting effective service or
+    GPU-seconds; None: it has no such queues."""
+    if isinstance(order, LeastAttained):
+        return replace(order, effective=effective)
+    if isinstance(order, FairShare | Prioritised):
+        inner = _with_effective(order.within, effective)
+        return None if inner is None else replace(order, within=inner)
+    return None

@@ -56,9 +56,12 @@ class Fifo:
         return list(jobs)
 
 
-def las_queue(c: Candidate, thresholds_gpu_s: Sequence[float]) -> int:
+def las_queue(c: Candidate, thresholds_gpu_s: Sequence[float], effective: bool = False) -> int:
     """Index of the least-attained-service queue a job is in (0 = least served)."""
-    return sum(1 for t in thresholds_gpu_s if c.job.attained_gpu_s >= t)
+    got = c.job.attained_gpu_s
+    if effective and c.job.attained_effective_s is not None:
+        got = c.job.attained_effective_s
+    return sum(1 for t in thresholds_gpu_s if got >= t)
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +71,10 @@ class LeastAttained:
     thresholds_gpu_s: tuple[float, ...] = (3600.0, 36_000.0)
     starve_after_s: float | None = None
     """A job waiting (queued or time-sliced out) this long goes ahead of every queue."""
+    effective: bool = False
+    """Count service in the job's best GPUs' terms (``JobView.attained_effective_s``):
+    an hour on a GPU type it runs at half speed on is half an hour served. Gavel's
+    heterogeneity-aware LAS is fair in effective throughput the same way."""
     needs_speed: bool = False
     needs_true_remaining: bool = False
 
@@ -82,7 +89,7 @@ class LeastAttained:
         waiting = job.workers == 0 or job.suspended
         if guard is not None and waiting and now - job.state_since >= guard:
             return -1
-        return las_queue(c, self.thresholds_gpu_s)
+        return las_queue(c, self.thresholds_gpu_s, self.effective)
 
     def order(self, jobs: Sequence[Candidate], now: float) -> list[Candidate]:
         if not self.thresholds_gpu_s and self.starve_after_s is None:

@@ -140,6 +140,9 @@ class JobView:
     observations: Mapping[int, Observation] = field(default_factory=dict)
     attained_gpu_s: float = 0.0
     """GPU-seconds the job has held so far (Tiresias' attained service)."""
+    attained_effective_s: float | None = None
+    """GPU-seconds weighted by the speed of the type held over the job's fastest type:
+    the service it got, in its best GPUs' terms (None: as ``attained_gpu_s``)."""
     suspended: bool = False
     """Resident on ``devices`` but not running (time-sliced out)."""
     state_since: float = 0.0

@@ -56,7 +56,13 @@ from ringleader.policy.plan import Assignment, Decider, Plan
 from ringleader.policy.views import Device, JobShape, JobView
 from ringleader.runtime.bounded import LOG_CAP_BYTES, PROGRESS_CAP_BYTES, cap_log
 from ringleader.runtime.executor.base import Executor
-from ringleader.runtime.gpus import gang_type, measured_speeds, types_detail
+from ringleader.runtime.gpus import (
+    EFFECTIVE,
+    effective_weight,
+    gang_type,
+    measured_speeds,
+    types_detail,
+)
 from ringleader.runtime.progress import (
     LIBRARY_GENERATION,
     RESTART,
@@ -264,7 +270,11 @@ class Controller:
             return
         since = self._held_since.get(row.id, now)
         if row.state is State.RUNNING:
-            row.attained_gpu_s += row.workers * max(0.0, now - since)
+            held_s = row.workers * max(0.0, now - since)
+            row.attained_gpu_s += held_s
+            if self.cluster.heterogeneous:
+                weight = effective_weight(self.cluster, row.devices, row.type_observations)
+                row.shape[EFFECTIVE] = row.shape.get(EFFECTIVE, 0.0) + held_s * weight
         self._held_since[row.id] = now
         self._ingest(row)
         if now - self._logs_capped.get(row.id, 0.0) >= LOG_CHECK_S:
@@ -466,6 +476,7 @@ class Controller:
             memory_gib=shape.get("memory_gib"),
             restart_s=shape.get(RESTART, self.config.restart_s),
             type_speed=measured_speeds(self.cluster, row.type_observations),
+            attained_effective_s=shape.get(EFFECTIVE) if self.cluster.heterogeneous else None,
         )
         types = tuple(spec.gpu_type or ())
         submitted = Submitted(

@@ -199,6 +199,22 @@ def measured_speeds(
     return dict(type_speeds(steps, cluster.types).speeds) or None
 
 
+EFFECTIVE = "attained_effective_s"
+"""The row's ``shape`` key for its attained service in its best type's terms."""
+
+
+def effective_weight(
+    cluster: ClusterView, devices: Sequence[tuple[str, int]], table: Mapping[str, list[float]]
+) -> float:
+    """What a GPU-second on ``devices`` is worth to the job, in its fastest type's
+    GPU-seconds: its speed on the slowest type held over its best (1.0 unmeasured)."""
+    speeds = measured_speeds(cluster, table)
+    if not speeds:
+        return 1.0
+    held = {type_of(cluster, node) for node, _ in devices}
+    return min((speeds.get(t, 1.0) for t in held), default=1.0) / max(speeds.values())
+
+
 def speeds_shown(
     cluster: ClusterView, table: Mapping[str, list[float]]
 ) -> dict[str, dict[str, float | bool | None]] | None:

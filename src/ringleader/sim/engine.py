@@ -129,6 +129,8 @@ class _State:
     """Devices of the job's latest launch."""
     observations: dict[int, Observation] = field(default_factory=dict)
     attained_gpu_s: float = 0.0
+    attained_effective_s: float = 0.0
+    """``attained_gpu_s`` weighted by the type held over the job's fastest type."""
     suspended: bool = False
     state_since: float = 0.0
     pending_restart: bool = False
@@ -200,6 +202,7 @@ class _State:
             memory_gib=job.memory_gib,
             restart_s=restart_s if job.restart_s is None else job.restart_s,
             type_speed=job.type_speed,
+            attained_effective_s=self.attained_effective_s if job.type_speed else None,
         )
         placed = self.target
         truth = job.profile.speed_model if needs.true_model else None
@@ -234,6 +237,11 @@ class _State:
             return
         self.seen = None
         self.attained_gpu_s += self.workers * (end - start)
+        speeds = self.job.type_speed
+        if speeds:
+            best = max(speeds.values())
+            weight = self.type_factor / best if best > 0 else 1.0
+            self.attained_effective_s += self.workers * (end - start) * weight
         begin = max(start, self.ready_at)
         productive = end - begin
         if productive <= 0:

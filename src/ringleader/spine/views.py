@@ -56,6 +56,8 @@ class Known:
     """What a checkpoint-stop-restart of this job costs (0: unknown)."""
     type_speed: Mapping[str, float] | None = None
     """Its speed on each GPU type relative to its observations (None: types not known)."""
+    attained_effective_s: float | None = None
+    """Attained service weighted by the speed of the types held (None: not weighed)."""
 
 
 def job_view(
@@ -102,4 +104,5 @@ def job_view(
         user=job.user,
         gpu_types=job.gpu_types,
         type_speed=known.type_speed or {},
+        attained_effective_s=known.attained_effective_s,
     )
