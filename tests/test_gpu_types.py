@@ -447,3 +447,17 @@ def test_the_simulator_weighs_attained_service_by_the_type_held() -> None:
     Simulator(Watch(), cluster, [job], restart_delay_s=0.0, round_s=60.0).run()
     last = [v for v in seen if v.attained_gpu_s > 0][-1]
     assert last.attained_effective_s == pytest.approx(0.25 * last.attained_gpu_s)
+
+
+def test_a_job_waiting_for_its_gpu_type_says_so_though_other_gpus_are_free() -> None:
+    from ringleader.spine.reasons import NO_FREE_GPUS, explain
+
+    k80s = tuple(Device("k80-0", i) for i in range(4))
+    busy = view("busy", 4, devices=k80s, workers=4, gpu_types=("k80",))
+    waiting = view("waits", 1, gpu_types=("k80",), submitted_at=5.0)
+    jobs = [busy, waiting]
+    plan = with_types(policy_named("fifo"), True).decide(jobs, MIXED, 10.0)
+    assert plan.of("busy").running and not plan.of("waits").running
+    why = explain(plan, jobs, {}, MIXED.capacity, {}, now=10.0, cluster=MIXED)["waits"]
+    assert why.code == NO_FREE_GPUS
+    assert "needs 1 k80 GPU(s), 0 free" in why.text

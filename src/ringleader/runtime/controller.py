@@ -526,7 +526,13 @@ class Controller:
         plan, trimmed = quota.trim(plan, views, owner, quotas)
         self.telemetry.decision.observe(time.perf_counter() - started)
         self.reasons = reasons.explain(
-            plan, views, owner, self.cluster.capacity, held_back | trimmed, now=now
+            plan,
+            views,
+            owner,
+            self.cluster.capacity,
+            held_back | trimmed,
+            now=now,
+            cluster=self.cluster,
         )
         self.decisions += 1
         self._wake_at = plan.wake_at

@@ -22,7 +22,7 @@ from ringleader.policy import plan as sizes
 from ringleader.policy.allocator import start_size
 from ringleader.policy.payback import MARGIN
 from ringleader.policy.plan import Plan, Sizing
-from ringleader.policy.views import JobView
+from ringleader.policy.views import ClusterView, JobView
 
 QUOTA = "over_quota"
 NO_FREE_GPUS = "no_free_gpus"
@@ -66,11 +66,13 @@ def explain(
     quota_reasons: Mapping[str, str],
     *,
     now: float | None = None,
+    cluster: ClusterView | None = None,
 ) -> dict[str, Reason]:
     """A reason for each job: why it waits, or why it runs on the GPUs it has.
 
     ``now``: the time of the decision, on the clock the policy was given; a
-    time-sliced-out job's next turn is counted from it.
+    time-sliced-out job's next turn is counted from it. ``cluster``: where a job
+    is confined to GPU types, its free GPUs are counted among those types only.
     """
     running = [v for v in views if plan.of(v.id).running]
     # Held, not only running: a time-sliced job keeps its place on its GPUs.
@@ -87,6 +89,18 @@ def explain(
             out[v.id] = Reason(QUOTA, quota_reasons[v.id])
         elif a.suspended:
             out[v.id] = _sliced(plan, v, len(a.devices), now)
+        elif not a.running and v.gpu_types and cluster is not None:
+            of_types = _free_of(v.gpu_types, plan, cluster)
+            if v.min_gpus > of_types:
+                kinds = "/".join(v.gpu_types)
+                out[v.id] = Reason(
+                    NO_FREE_GPUS,
+                    f"needs {v.min_gpus} {kinds} GPU(s), {of_types} free; held by "
+                    + _who(holders, plan, owner)
+                    + f" ({sum(map(cluster.capacity_of, v.gpu_types))} {kinds} in all)",
+                )
+            else:
+                out[v.id] = _behind(v, of_types, waiting)
         elif not a.running and v.min_gpus > free:
             out[v.id] = Reason(
                 NO_FREE_GPUS,
@@ -95,12 +109,7 @@ def explain(
                 + f" ({capacity} in all)",
             )
         elif not a.running:
-            ahead = bisect.bisect_left(waiting, v.submitted_at)
-            out[v.id] = Reason(
-                IN_ORDER,
-                f"{free} GPU(s) free but kept for jobs the policy ranks first"
-                + (f"; {ahead} job(s) submitted earlier also wait" if ahead else ""),
-            )
+            out[v.id] = _behind(v, free, waiting)
         elif sizing is not None and sizing.workers == a.workers:
             out[v.id] = _sized(sizing, v, _who(holders, plan, owner, but=v.id))
         elif v.elastic and a.workers < v.max_gpus:
@@ -115,6 +124,26 @@ def explain(
                 ),
             )
     return out
+
+
+def _behind(v: JobView, free: int, waiting: Sequence[float]) -> Reason:
+    ahead = bisect.bisect_left(waiting, v.submitted_at)
+    return Reason(
+        IN_ORDER,
+        f"{free} GPU(s) free but kept for jobs the policy ranks first"
+        + (f"; {ahead} job(s) submitted earlier also wait" if ahead else ""),
+    )
+
+
+def _free_of(types: Sequence[str], plan: Plan, cluster: ClusterView) -> int:
+    """GPUs of ``types`` no job holds in ``plan``."""
+    held = {
+        (d.node, d.index)
+        for a in plan.assignments.values()
+        for d in a.devices
+        if cluster.type_of(d.node) in types
+    }
+    return max(sum(map(cluster.capacity_of, types)) - len(held), 0)
 
 
 def _sliced(plan: Plan, v: JobView, gpus: int, now: float | None) -> Reason:
