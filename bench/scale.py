@@ -30,7 +30,8 @@ from typing import Any
 from _common import stamp
 from decision import decide_times
 from ringleader.policy.views import Device
-from ringleader.runtime.executor.local import NODE, LocalExecutor
+from ringleader.runtime.executor.local import LocalExecutor
+from ringleader.runtime.gpus import NODE
 from ringleader.runtime.spec import parse_spec
 from ringleader.runtime.store import Store
 

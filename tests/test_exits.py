@@ -68,7 +68,8 @@ def test_the_executor_sees_a_gang_end_after_caching_it_running(tmp_path: object)
     from pathlib import Path
 
     from ringleader.policy.views import Device
-    from ringleader.runtime.executor.local import NODE, LocalExecutor
+    from ringleader.runtime.executor.local import LocalExecutor
+    from ringleader.runtime.gpus import NODE
 
     job_dir = Path(str(tmp_path)) / "job"
     executor = LocalExecutor(gpus=2, warm=False)

@@ -106,7 +106,9 @@ class FreeGPUs:
         return [name for _, name in sorted(found)]
 
     def _allowed(self, types: Collection[str] | None) -> tuple[str, ...]:
-        return self.types if types is None else tuple(t for t in self.types if t in types)
+        if types is None:
+            return self.types
+        return tuple(t for t in self.types if t in types)
 
     def _own_with(self, own: set[str], count: int, types: Collection[str] | None) -> list[str]:
         if not own:
@@ -126,10 +128,16 @@ class FreeGPUs:
         """The node of ``types`` with the fewest free GPUs that still fits ``want``
         (own nodes first)."""
         allowed = self._allowed(types)
+        single = self.heaps[allowed[0]] if len(allowed) == 1 else None
         for count in range(want, self.widest + 1):
             owned = self._own_with(own, count, types)
             if owned:
                 return owned[0]
+            if single is not None:  # one type: one heap per count, as before types
+                top = self._top(single[count], count)
+                if top is not None:
+                    return top[1]
+                continue
             tops = [self._top(self.heaps[t][count], count) for t in allowed]
             best = min((e for e in tops if e is not None), default=None)
             if best is not None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 
 from ringleader.perf.epochs import EpochsToConverge
 from ringleader.perf.speed import SpeedModel
@@ -22,6 +23,9 @@ from ringleader.policy.needs import Needs
 from ringleader.policy.plan import Assignment
 from ringleader.policy.views import JobShape, JobView, Observation
 from ringleader.spine.actions import Held
+
+NO_SPEEDS: Mapping[str, float] = MappingProxyType({})
+"""One shared empty ``type_speed``: most jobs on most clusters have none."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +107,6 @@ def job_view(
         restart_s=known.restart_s,
         user=job.user,
         gpu_types=job.gpu_types,
-        type_speed=known.type_speed or {},
+        type_speed=known.type_speed or NO_SPEEDS,
         attained_effective_s=known.attained_effective_s,
     )
