@@ -79,7 +79,7 @@ class FreeGPUs:
         before = len(gpus)
         gpus.difference_update(indices)
         self.total -= before - len(gpus)
-        if len(gpus) != before:
+        if self._heaps is not None and len(gpus) != before:  # no call until searched
             self._push(node, len(gpus))
 
     def give(self, node: str, indices: Iterable[int]) -> None:
@@ -88,7 +88,7 @@ class FreeGPUs:
         before = len(gpus)
         gpus.update(indices)
         self.total += len(gpus) - before
-        if len(gpus) != before:
+        if self._heaps is not None and len(gpus) != before:
             self._push(node, len(gpus))
 
     def _top(self, heap: list[tuple[int, str]], count: int) -> tuple[int, str] | None:

@@ -339,6 +339,8 @@ class Simulator:
         self.snapshot_at = sorted(snapshot_at)
         self._widest = max((n.gpus for n in cluster.nodes), default=1)
         self._type_of = {n.name: n.gpu_type for n in cluster.nodes}
+        self._typed = any(j.type_speed for j in jobs)
+        """Some job runs at different speeds on different GPU types."""
         self.driver = driver
         self._jobs_changed = False
         """A job arrived or left since the last placement: sharing must be worked out again."""
@@ -496,15 +498,10 @@ class Simulator:
         """Who shares a GPU with whom, and each running job's resulting speed factor."""
         running = {i: s.devices[: s.workers] for i, s in active.items() if s.running}
         partners = co_runners(running)
-        type_of = self._type_of
         for job_id, state in active.items():
-            state.partners, state.factor, state.type_factor = partners.get(job_id, ()), 1.0, 1.0
-            speeds = state.job.type_speed
-            if speeds and state.running:
-                state.type_factor = min(
-                    speeds.get(type_of[d.node], 1.0) for d in state.devices[: state.workers]
-                )
-                state.factor = state.type_factor
+            state.partners, state.factor = partners.get(job_id, ()), 1.0
+        if self._typed:
+            self._type_speeds(active)
         if self.host is not None:
             self._share_hosts(active, self.host)
         model = self.contention
@@ -529,6 +526,18 @@ class Simulator:
             extra = nodes - -(-gpus // self._widest)
             if extra > 0:
                 state.factor *= model.spread(kind, gpus, extra)
+
+    def _type_speeds(self, active: dict[str, _State]) -> None:
+        """Each running job's speed on the types it holds: its slowest type's."""
+        type_of = self._type_of
+        for state in active.values():
+            state.type_factor = 1.0
+            speeds = state.job.type_speed
+            if speeds and state.running:
+                state.type_factor = min(
+                    speeds.get(type_of[d.node], 1.0) for d in state.devices[: state.workers]
+                )
+                state.factor = state.type_factor
 
     @staticmethod
     def _share_hosts(active: dict[str, _State], host: Host) -> None:
