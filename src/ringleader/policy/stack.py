@@ -40,7 +40,7 @@ from ringleader.policy.needs import Needs
 from ringleader.policy.objective import Candidate
 from ringleader.policy.order import Fifo, Order
 from ringleader.policy.placement import FewestNodes, Place
-from ringleader.policy.plan import PROBING, Assignment, Plan, Sizing, SizingNotes
+from ringleader.policy.plan import PROBING, WAIT, Assignment, Plan, Sizing, SizingNotes
 from ringleader.policy.profiling import Exploratory, Precompute, Profiling
 from ringleader.policy.views import ClusterView, JobView
 
@@ -138,14 +138,16 @@ class Policy:
             workers[job_id] = n
         devices = self.place.place(held, ordered, cluster)
         unplaced = {job_id for job_id, n in held.items() if n and job_id not in devices}
-        assignments = {
+        assignments: dict[str, Assignment] = {}
+        for job in ordered:
+            mine = devices.get(job.id)
+            if mine is None:
+                assignments[job.id] = WAIT  # one shared, immutable: most jobs wait
+                continue
             # A place stage may give a job fewer GPUs than sized (``TypeAware`` keeps a
             # job that cannot grow without slowing down where it is).
-            job.id: Assignment(devices[job.id], min(workers.get(job.id, 0), len(devices[job.id])))
-            if job.id in devices
-            else Assignment()
-            for job in ordered
-        }
+            n = workers.get(job.id, 0)
+            assignments[job.id] = Assignment(mine, n if n <= len(mine) else len(mine))
         notes = dict(grown.notes)
         for job_id, hold in probing.items():
             notes[job_id] = Sizing(PROBING, workers[job_id], held=hold)
