@@ -53,7 +53,7 @@ from ringleader.job.control import (
 from ringleader.job.records import read_regular
 from ringleader.perf.epochs import EpochsToConverge
 from ringleader.policy.plan import Assignment, Decider, Plan
-from ringleader.policy.views import Device, JobShape, JobView
+from ringleader.policy.views import Device, JobShape, JobView, Observation
 from ringleader.runtime.bounded import LOG_CAP_BYTES, PROGRESS_CAP_BYTES, cap_log
 from ringleader.runtime.executor.base import Executor
 from ringleader.runtime.gpus import (
@@ -61,6 +61,7 @@ from ringleader.runtime.gpus import (
     effective_weight,
     gang_type,
     measured_speeds,
+    observations_in_best_terms,
     types_detail,
 )
 from ringleader.runtime.progress import (
@@ -467,7 +468,7 @@ class Controller:
             ),
             epochs=EpochsToConverge.constant(spec.epochs),
             remaining_fraction=max(1e-3, 1.0 - row.epoch / spec.epochs),
-            observations={int(w): o for w, o in profile(row.observations).items()},
+            observations=self._observations(row),
             packed=profile(row.packed),
             attained_gpu_s=row.attained_gpu_s,
             # A row from before submissions set it says 0: waiting since submitted.
@@ -499,6 +500,12 @@ class Controller:
             capacity=capacity,
             needs=self.config.policy.needs,
         )
+
+    def _observations(self, row: JobRow) -> dict[int, Observation]:
+        raw = {int(w): o for w, o in profile(row.observations).items()}
+        if not row.type_observations or not self.cluster.heterogeneous:
+            return raw
+        return observations_in_best_terms(self.cluster, row.type_observations, raw)
 
     def _decide(self, now: float, unfinished: Sequence[JobRow] | None = None) -> None:
         """Decide a new Plan for the ``unfinished`` jobs (read from the store if not given)."""

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from ringleader.perf.gpu_types import type_speeds
-from ringleader.policy.views import ClusterView, Device, Node
+from ringleader.policy.views import ClusterView, Device, Node, Observation
 
 NODE = "local"
 MAX_GPUS = 4096
@@ -213,6 +213,41 @@ def effective_weight(
         return 1.0
     held = {type_of(cluster, node) for node, _ in devices}
     return min((speeds.get(t, 1.0) for t in held), default=1.0) / max(speeds.values())
+
+
+def observations_in_best_terms(
+    cluster: ClusterView, table: Mapping[str, list[float]], raw: Mapping[int, Observation]
+) -> dict[int, Observation]:
+    """The job's step times per world size, in its fastest measured type's terms.
+
+    On a cluster of mixed types a job's raw ``observations`` mix step times from
+    every type it ran on; its speed model must describe one type, the one its
+    ``type_speed`` is relative to (its fastest, 1.0), as in the simulator. Each
+    type's step times are scaled by that type's speed (a K80 step of 4 s at
+    speed 0.25 is a 1 s step on the fastest), and merged per world size by
+    minibatches. A world size measured only on a gang spread over types keeps
+    its raw observation.
+    """
+    speeds = measured_speeds(cluster, table)
+    if not speeds:
+        return dict(raw)
+    seconds: dict[int, float] = {}
+    steps: dict[int, float] = {}
+    batch: dict[int, float] = {}
+    for key, entry in table.items():
+        gpu_type, _, world = key.rpartition("/")
+        if not world.isdigit() or entry[2] <= 0 or entry[0] <= 0:
+            continue
+        w = int(world)
+        scaled = entry[0] * speeds.get(gpu_type, 1.0)
+        seconds[w] = seconds.get(w, 0.0) + entry[1]
+        steps[w] = steps.get(w, 0.0) + entry[1] / scaled
+        batch[w] = entry[3]
+    out = dict(raw)
+    for w, s in seconds.items():
+        if steps[w] > 0:
+            out[w] = Observation(s / steps[w], s, int(batch[w]) or 1)
+    return out
 
 
 def speeds_shown(
