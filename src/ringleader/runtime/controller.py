@@ -51,33 +51,28 @@ from ringleader.job.control import (
     write_control,
 )
 from ringleader.job.records import read_regular
-from ringleader.perf.epochs import EpochsToConverge
 from ringleader.policy.plan import Assignment, Decider, Plan
-from ringleader.policy.views import Device, JobShape, JobView, Observation
+from ringleader.policy.views import Device, JobView
 from ringleader.runtime.bounded import LOG_CAP_BYTES, PROGRESS_CAP_BYTES, cap_log
 from ringleader.runtime.executor.base import Executor
 from ringleader.runtime.gpus import (
     EFFECTIVE,
     effective_weight,
     gang_type,
-    measured_speeds,
-    observations_in_best_terms,
     types_detail,
 )
 from ringleader.runtime.progress import (
     LIBRARY_GENERATION,
-    RESTART,
     STOP_ASKED,
     STOP_GENERATION,
     ProgressIngest,
-    profile,
 )
+from ringleader.runtime.rowview import held, row_view
 from ringleader.runtime.store import JobRow, State, Store, disk_full
 from ringleader.runtime.telemetry import Telemetry
 from ringleader.spine import quota, reasons
-from ringleader.spine.actions import Held, Kind, Launch, Resume, Stop, Suspend, diff_one
+from ringleader.spine.actions import Kind, Launch, Resume, Stop, Suspend, diff_one
 from ringleader.spine.observe import co_runners
-from ringleader.spine.views import Known, Submitted, job_view
 
 log = logging.getLogger("ringleader.controller")
 
@@ -446,66 +441,15 @@ class Controller:
         self.telemetry.events.labels(kind.value).inc()
 
     # -- deciding ------------------------------------------------------------
-    @staticmethod
-    def held(row: JobRow) -> Held:
-        """What the job holds, for the spine: devices while its processes live."""
-        last = tuple(Device(n, i) for n, i in row.last_devices) or None
-        if last is None and row.last_workers:
-            # A row from before last_devices was kept: its size is all we know.
-            last = tuple(Device("?", i) for i in range(row.last_workers))
-        if row.state not in (State.RUNNING, State.SUSPENDED):
-            return Held(last=last)
-        devices = tuple(Device(n, i) for n, i in row.devices)
-        return Held(devices, row.state is State.SUSPENDED, last)
-
     def view(self, row: JobRow) -> JobView:
-        spec, shape = row.spec, row.shape
-        known = Known(
-            shape=JobShape(
-                int(shape.get("examples_per_epoch", 1)),
-                int(shape.get("batch_per_worker", 1)),
-                float(shape.get("grad_bytes", 1e7)),
-            ),
-            epochs=EpochsToConverge.constant(spec.epochs),
-            remaining_fraction=max(1e-3, 1.0 - row.epoch / spec.epochs),
-            observations=self._observations(row),
-            packed=profile(row.packed),
-            attained_gpu_s=row.attained_gpu_s,
-            # A row from before submissions set it says 0: waiting since submitted.
-            state_since=max(row.state_since, row.submitted_at),
-            priority=spec.priority,
-            memory_gib=shape.get("memory_gib"),
-            restart_s=shape.get(RESTART, self.config.restart_s),
-            type_speed=measured_speeds(self.cluster, row.type_observations),
-            attained_effective_s=shape.get(EFFECTIVE) if self.cluster.heterogeneous else None,
-        )
-        types = tuple(spec.gpu_type or ())
-        submitted = Submitted(
-            row.id,
-            row.submitted_at,
-            spec.lowest,
-            spec.highest,
-            spec.gpus,
-            spec.elastic,
-            spec.user,
-            types,
-        )
-        cluster = self.cluster
-        capacity = sum(map(cluster.capacity_of, types)) if types else cluster.capacity
-        return job_view(
-            submitted,
-            known,
-            self.held(row),
+        """The job as the policy sees it (``runtime.rowview``)."""
+        return row_view(
+            row,
+            self.cluster,
             self._targets.get(row.id),
-            capacity=capacity,
             needs=self.config.policy.needs,
+            restart_s=self.config.restart_s,
         )
-
-    def _observations(self, row: JobRow) -> dict[int, Observation]:
-        raw = {int(w): o for w, o in profile(row.observations).items()}
-        if not row.type_observations or not self.cluster.heterogeneous:
-            return raw
-        return observations_in_best_terms(self.cluster, row.type_observations, raw)
 
     def _decide(self, now: float, unfinished: Sequence[JobRow] | None = None) -> None:
         """Decide a new Plan for the ``unfinished`` jobs (read from the store if not given)."""
@@ -639,7 +583,7 @@ class Controller:
                 continue
             before = (row.state, row.generation, row.stopping)
             try:
-                for action in diff_one(row.id, self.held(row), plan):
+                for action in diff_one(row.id, held(row), plan):
                     if isinstance(action, Stop):
                         self._request_stop(row, action.why.value, now)
                         break
