@@ -79,7 +79,7 @@ class TypeAware:
     """The restart cost assumed where the body has not measured one."""
     swap_margin: float = 0.1
     """A swap must gain the new job this much more of its best speed than the running
-    job loses of its own (step 4)."""
+    job loses of its own (step 3)."""
 
     def place(
         self, counts: Mapping[str, int], jobs: Sequence[JobView], cluster: ClusterView
@@ -96,7 +96,8 @@ class TypeAware:
             devices = self._one(job, counts[job.id], free, usable[job.id])
             if devices is None and job.devices:
                 # It cannot grow without slowing down: it keeps what it holds of its GPUs.
-                devices = tuple(d for d in job.devices if free.has(d))[: counts[job.id]] or None
+                mine = sorted(d for d in job.devices if free.has(d))
+                devices = tuple(mine[: counts[job.id]]) or None
                 if devices is not None:
                     _take(free, devices)
             if devices is not None:
@@ -115,7 +116,7 @@ class TypeAware:
         running: Sequence[JobView],
         cluster: ClusterView,
     ) -> None:
-        """Trade a new job's GPUs for a running job's of the same count and a faster type,
+        """Trade a new job's GPUs for a running job's of the same count on another type,
         where the new job gains more of its best speed than the running one loses (step 3)."""
         if not fresh or not running:
             return
