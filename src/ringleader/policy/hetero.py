@@ -99,7 +99,7 @@ class TypeAware:
                 mine = sorted(d for d in job.devices if free.has(d))
                 devices = tuple(mine[: counts[job.id]]) or None
                 if devices is not None:
-                    _take(free, devices)
+                    free.take_devices(devices)
             if devices is not None:
                 placed[job.id] = devices
         if self.migrate:
@@ -222,22 +222,6 @@ class TypeAware:
                     continue
                 if left * (1.0 - now / speed) <= cost:
                     break  # the fastest type with room does not pay; slower ones pay less
-                _give(free, placed[job.id])
+                free.give_devices(placed[job.id])
                 placed[job.id] = place_one(job, want, free, (t,))
                 break
-
-
-def _take(free: FreeGPUs, devices: Sequence[Device]) -> None:
-    by_node: dict[str, list[int]] = {}
-    for d in devices:
-        by_node.setdefault(d.node, []).append(d.index)
-    for node, indices in by_node.items():
-        free.take(node, indices)
-
-
-def _give(free: FreeGPUs, devices: Sequence[Device]) -> None:
-    by_node: dict[str, list[int]] = {}
-    for d in devices:
-        by_node.setdefault(d.node, []).append(d.index)
-    for node, indices in by_node.items():
-        free.give(node, indices)

@@ -91,6 +91,16 @@ class FreeGPUs:
         if self._heaps is not None and len(gpus) != before:
             self._push(node, len(gpus))
 
+    def take_devices(self, devices: Iterable[Device]) -> None:
+        """``take`` for each node ``devices`` are on: one take per node, not per GPU."""
+        for node, indices in _by_node(devices).items():
+            self.take(node, indices)
+
+    def give_devices(self, devices: Iterable[Device]) -> None:
+        """``give`` for each node ``devices`` are on."""
+        for node, indices in _by_node(devices).items():
+            self.give(node, indices)
+
     def _top(self, heap: list[tuple[int, str]], count: int) -> tuple[int, str] | None:
         while heap and len(self.free[heap[0][1]]) != count:
             heapq.heappop(heap)
@@ -149,6 +159,13 @@ class FreeGPUs:
         for count in range(self.widest, 0, -1):
             yield from self._own_with(own, count, types)
             yield from (n for n in self._bucket(count, types) if n not in own)
+
+
+def _by_node(devices: Iterable[Device]) -> dict[str, list[int]]:
+    by_node: dict[str, list[int]] = {}
+    for d in devices:
+        by_node.setdefault(d.node, []).append(d.index)
+    return by_node
 
 
 class Place(Protocol):
@@ -215,11 +232,7 @@ def keep_held(
         current = tuple(d for d in job.devices if d.index in gpus.get(d.node, ()))
         if current and len(current) >= want:
             kept = current if len(current) == want else keep_subset(current, want)
-            by_node: dict[str, list[int]] = {}
-            for d in kept:  # one take per node, not one per GPU
-                by_node.setdefault(d.node, []).append(d.index)
-            for node, indices in by_node.items():
-                free.take(node, indices)
+            free.take_devices(kept)
             placed[job.id] = kept
         else:
             to_place.append(job)

@@ -95,8 +95,7 @@ class Sharing:
         groups, waiting = self._groups(jobs)
         free = FreeGPUs(cluster)
         for g in groups:
-            for d in g.devices:
-                free.take(d.node, (d.index,))
+            free.take_devices(g.devices)
         if self.grow_shrink and waiting:
             self._shrink(groups, free)
         for job in sorted(waiting, key=_order):
@@ -225,7 +224,7 @@ class Sharing:
                 continue  # only moves onto one node; wider jobs stay where they are
             indices = sorted(free.free[node])[: g.size]
             free.take(node, indices)
-            _release(free, g.devices)
+            free.give_devices(g.devices)
             g.devices = tuple(Device(node, i) for i in indices)
             moves += 1
 
@@ -236,7 +235,7 @@ class Sharing:
             job = g.residents[0]
             if g.size > job.requested_gpus:
                 kept = keep_subset(g.devices, job.requested_gpus)
-                _release(free, sorted(set(g.devices) - set(kept)))
+                free.give_devices(sorted(set(g.devices) - set(kept)))
                 g.devices = kept
 
     def _grow(self, groups: list[_Group], free: FreeGPUs) -> None:
@@ -383,11 +382,6 @@ def _top(g: _Group) -> int:
 
 def _running(job: JobView) -> bool:
     return job.workers > 0 and not job.suspended
-
-
-def _release(free: FreeGPUs, devices: Sequence[Device]) -> None:
-    for d in devices:
-        free.give(d.node, (d.index,))
 
 
 def _ratio(alone: float, packed: float) -> float:
