@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import replace
+from typing import Any
 
 from ringleader.policy.allocator import Doubling, FixedSize, OptimusGreedy
 from ringleader.policy.fairshare import FairShare
@@ -125,7 +126,9 @@ def policy_from_config(
             )
     if thresholds_gpu_s is not None:
         order = (
-            _with_thresholds(policy.order, thresholds_gpu_s) if isinstance(policy, Policy) else None
+            _with_queues(policy.order, thresholds_gpu_s=thresholds_gpu_s)
+            if isinstance(policy, Policy)
+            else None
         )
         if isinstance(policy, Policy) and order is not None:
             policy = replace(policy, order=order)
@@ -150,12 +153,13 @@ def policy_from_config(
     return policy
 
 
-def _with_thresholds(order: Order, thresholds_gpu_s: tuple[float, ...]) -> Order | None:
-    """``order`` with its least-attained-service queues' thresholds set; None: it has none."""
+def _with_queues(order: Order, **changes: Any) -> Order | None:
+    """``order`` with ``changes`` made to its least-attained-service queues (its
+    ``LeastAttained`` stage, however deeply wrapped); None: it has none."""
     if isinstance(order, LeastAttained):
-        return replace(order, thresholds_gpu_s=thresholds_gpu_s)
+        return replace(order, **changes)
     if isinstance(order, FairShare | Prioritised):
-        inner = _with_thresholds(order.within, thresholds_gpu_s)
+        inner = _with_queues(order.within, **changes)
         return None if inner is None else replace(order, within=inner)
     return None
 
@@ -183,18 +187,7 @@ def with_types(policy: Decider, aware: bool) -> Decider:
     if not isinstance(policy, Policy):
         return policy
     base = policy.name.removesuffix(AGNOSTIC_SUFFIX)
-    order = _with_effective(policy.order, aware) or policy.order
+    order = _with_queues(policy.order, effective=aware) or policy.order
     if aware:
         return replace(policy, name=base, place=TypeAware(), order=order)
     return replace(policy, name=base + AGNOSTIC_SUFFIX, place=FewestNodes(), order=order)
-
-
-def _with_effective(order: Order, effective: bool) -> Order | None:
-    """``order`` with its least-attained-service queues counting effective service or
-    GPU-seconds; None: it has no such queues."""
-    if isinstance(order, LeastAttained):
-        return replace(order, effective=effective)
-    if isinstance(order, FairShare | Prioritised):
-        inner = _with_effective(order.within, effective)
-        return None if inner is None else replace(order, within=inner)
-    return None
