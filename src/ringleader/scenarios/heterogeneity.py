@@ -35,7 +35,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import numpy as np
 
@@ -84,18 +84,6 @@ class Run:
     stable: bool
     measured: int
     growth: float = 0.0
-
-    def as_dict(self) -> dict[str, object]:
-        return {
-            "policy": self.policy,
-            "type_aware": self.type_aware,
-            "load": self.load,
-            "seed": self.seed,
-            "avg_jct_s": self.avg_jct_s,
-            "makespan_s": self.makespan_s,
-            "fairness": self.fairness,
-            "stable": self.stable,
-        }
 
 
 def variant(name: str, type_aware: bool) -> Decider:
@@ -235,17 +223,8 @@ class Cell:
     seeds: int
 
     def as_dict(self) -> dict[str, object]:
-        return {
-            "policy": self.policy,
-            "type_aware": self.type_aware,
-            "load": self.load,
-            "avg_jct_s": self.avg_jct_s,
-            "ci95_s": self.ci95_s,
-            "makespan_s": self.makespan_s,
-            "fairness": self.fairness,
-            "stable": self.stable,
-            "seeds": self.seeds,
-        }
+        """The cell as ``--json`` and ``bench/results/heterogeneity.json`` write it."""
+        return asdict(self)
 
 
 def _task(args: tuple[str, bool, float, int, Setup]) -> Run:
@@ -336,7 +315,3 @@ def goals(cells: Sequence[Cell]) -> dict[str, object]:
             if las is not None and las.stable and c.stable:
                 versus[str(c.load)] = c.avg_jct_s / las.avg_jct_s
     return {"gain": gain, "default_vs_las": versus}
-
-
-def mean_or_nan(values: Sequence[float]) -> float:
-    return float(np.mean(values)) if values else math.nan
