@@ -465,15 +465,15 @@ def test_a_job_waiting_for_its_gpu_type_says_so_though_other_gpus_are_free() -> 
 
 def test_the_runtime_fits_its_speed_model_to_step_times_in_the_fastest_types_terms() -> None:
     from ringleader.policy.views import Observation
-    from ringleader.runtime.gpus import observations_in_best_terms
+    from ringleader.runtime.gpus import measured_speeds, observations_in_best_terms
 
     # 2 workers: 0.1 s steps on V100s for 10 s, 0.4 s steps on K80s for 20 s. In V100
     # terms the K80 steps are 0.1 s too, so the merged profile says 0.1 s, not a mix.
     table = {"v100/2": [0.1, 10.0, 100, 16], "k80/2": [0.4, 20.0, 50, 16]}
     raw = {2: Observation(0.3, 30.0, 16), 4: Observation(0.2, 5.0, 16)}
-    merged = observations_in_best_terms(MIXED, table, raw)
+    merged = observations_in_best_terms(measured_speeds(MIXED, table), table, raw)
     assert merged[2].step_time == pytest.approx(0.1)
     assert merged[2].seconds == pytest.approx(30.0)
     assert merged[4] == raw[4]  # measured only spread over types: kept as it was
     one_type = ClusterView.uniform(1, 4)
-    assert observations_in_best_terms(one_type, table, raw) == raw
+    assert observations_in_best_terms(measured_speeds(one_type, table), table, raw) == raw

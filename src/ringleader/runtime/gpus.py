@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from ringleader.perf.gpu_types import type_speeds
@@ -216,7 +216,9 @@ def effective_weight(
 
 
 def observations_in_best_terms(
-    cluster: ClusterView, table: Mapping[str, list[float]], raw: Mapping[int, Observation]
+    speeds: Mapping[str, float] | None,
+    table: Mapping[str, list[float]],
+    raw: Mapping[int, Observation],
 ) -> dict[int, Observation]:
     """The job's step times per world size, in its fastest measured type's terms.
 
@@ -226,19 +228,17 @@ def observations_in_best_terms(
     type's step times are scaled by that type's speed (a K80 step of 4 s at
     speed 0.25 is a 1 s step on the fastest), and merged per world size by
     minibatches. A world size measured only on a gang spread over types keeps
-    its raw observation.
+    its raw observation. ``speeds``: ``measured_speeds`` of ``table`` (None on a
+    cluster of one type).
     """
-    speeds = measured_speeds(cluster, table)
     if not speeds:
         return dict(raw)
     seconds: dict[int, float] = {}
     steps: dict[int, float] = {}
     batch: dict[int, float] = {}
-    for key, entry in table.items():
-        gpu_type, _, world = key.rpartition("/")
-        if not world.isdigit() or entry[2] <= 0 or entry[0] <= 0:
+    for gpu_type, w, entry in _measured(table):
+        if entry[0] <= 0:
             continue
-        w = int(world)
         scaled = entry[0] * speeds.get(gpu_type, 1.0)
         seconds[w] = seconds.get(w, 0.0) + entry[1]
         steps[w] = steps.get(w, 0.0) + entry[1] / scaled
@@ -278,11 +278,17 @@ def type_step_times(table: Mapping[str, list[float]]) -> dict[str, float]:
     measured only at other sizes is left out, for ``perf.gpu_types.type_speeds`` to
     estimate from the others rather than compare step times of different sizes."""
     by_world: dict[int, dict[str, float]] = {}
-    for key, entry in table.items():
-        gpu_type, _, world = key.rpartition("/")
-        if gpu_type and world.isdigit() and entry[2] > 0:
-            by_world.setdefault(int(world), {})[gpu_type] = entry[0]
+    for gpu_type, world, entry in _measured(table):
+        by_world.setdefault(world, {})[gpu_type] = entry[0]
     if not by_world:
         return {}
     size = min(by_world, key=lambda w: (-len(by_world[w]), w))
     return by_world[size]
+
+
+def _measured(table: Mapping[str, list[float]]) -> Iterator[tuple[str, int, list[float]]]:
+    """``(type, world size, entry)`` of each ``"type/world"`` entry with steps in it."""
+    for key, entry in table.items():
+        gpu_type, _, world = key.rpartition("/")
+        if gpu_type and world.isdigit() and entry[2] > 0:
+            yield gpu_type, int(world), entry

@@ -7,6 +7,8 @@ is a pure function of the row, the cluster and the last plan's target.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from ringleader.perf.epochs import EpochsToConverge
 from ringleader.policy.needs import Needs
 from ringleader.policy.plan import Assignment
@@ -42,6 +44,7 @@ def row_view(
     out; ``restart_s``: the restart cost assumed until the job's own is measured."""
     spec, shape = row.spec, row.shape
     typed = cluster.heterogeneous
+    speeds = measured_speeds(cluster, row.type_observations)  # once: both below need it
     known = Known(
         shape=JobShape(
             int(shape.get("examples_per_epoch", 1)),
@@ -50,7 +53,7 @@ def row_view(
         ),
         epochs=EpochsToConverge.constant(spec.epochs),
         remaining_fraction=max(1e-3, 1.0 - row.epoch / spec.epochs),
-        observations=observations(row, cluster),
+        observations=observations(row, speeds),
         packed=profile(row.packed),
         attained_gpu_s=row.attained_gpu_s,
         # A row from before submissions set it says 0: waiting since submitted.
@@ -58,7 +61,7 @@ def row_view(
         priority=spec.priority,
         memory_gib=shape.get("memory_gib"),
         restart_s=shape.get(RESTART, restart_s),
-        type_speed=measured_speeds(cluster, row.type_observations),
+        type_speed=speeds,
         attained_effective_s=shape.get(EFFECTIVE) if typed else None,
     )
     types = tuple(spec.gpu_type or ())
@@ -76,9 +79,10 @@ def row_view(
     return job_view(submitted, known, held(row), target, capacity=capacity, needs=needs)
 
 
-def observations(row: JobRow, cluster: ClusterView) -> dict[int, Observation]:
-    """Step times per world size; on mixed types, in the fastest measured type's terms."""
+def observations(row: JobRow, speeds: Mapping[str, float] | None) -> dict[int, Observation]:
+    """Step times per world size; with the job's ``speeds`` per type (``measured_speeds``:
+    None on one type), in its fastest measured type's terms."""
     raw = {int(w): o for w, o in profile(row.observations).items()}
-    if not row.type_observations or not cluster.heterogeneous:
+    if not speeds:
         return raw
-    return observations_in_best_terms(cluster, row.type_observations, raw)
+    return observations_in_best_terms(speeds, row.type_observations, raw)
