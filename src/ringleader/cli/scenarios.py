@@ -53,7 +53,7 @@ def scenario(name: str, summary: str) -> Callable[[Runner], Runner]:
 
 @scenario("table3", "the ring-allreduce seed's Table 3: six strategies at three loads")
 def table3(req: ScenarioRequest) -> None:
-    seeds, json_path, plot, processes = req.seeds, req.json_path, req.plot, req.processes
+    seeds, processes = req.seeds, req.processes
     from ringleader.scenarios.table3 import LOADS, PAPER_HOURS, STRATEGIES, run_table3
 
     total = seeds * len(LOADS) * len(STRATEGIES)
@@ -82,10 +82,8 @@ def table3(req: ScenarioRequest) -> None:
         f"peak jobs in system: {payload['peak_concurrency']} (paper: 125 / 59 / 20); "
         "see docs/table3.md for what differs and why"
     )
-    if json_path is not None:
-        write_json("--json", json_path, payload)
-        console.print(f"wrote {json_path}")
-    if plot is not None:
+
+    def draw(path: Path) -> object:
         from ringleader.report.plots import jct_cdf_grid
 
         panels = {
@@ -93,7 +91,9 @@ def table3(req: ScenarioRequest) -> None:
             for load in LOADS
         }
         title = f"Table 3 scenario: JCT CDFs, {seeds} seeds pooled"
-        write_plot(plot, lambda: jct_cdf_grid(panels, plot, title=title))
+        return jct_cdf_grid(panels, path, title=title)
+
+    _save(req, payload, draw)
 
 
 @scenario("gandiva-cluster", "Gandiva's cluster experiment: sharing against no sharing")
@@ -107,7 +107,7 @@ def automl(req: ScenarioRequest) -> None:
 
 
 def _sharing(scenario: str, req: ScenarioRequest) -> None:
-    seeds, json_path, plot, processes = req.seeds, req.json_path, req.plot, req.processes
+    seeds, processes = req.seeds, req.processes
     from ringleader.scenarios.automl import MissingOptuna, run_automl
     from ringleader.scenarios.gandiva import ClusterSetup, run_cluster
 
@@ -140,18 +140,18 @@ def _sharing(scenario: str, req: ScenarioRequest) -> None:
             )
             console.print(f"  {name}: {shown}")
     console.print("model and what differs from the seed: docs/gandiva.md")
-    if json_path is not None:
-        write_json("--json", json_path, result)
-        console.print(f"wrote {json_path}")
-    if plot is not None:
+
+    def draw(path: Path) -> object:
         from ringleader.report.plots import sharing_plot
 
-        write_plot(plot, lambda: sharing_plot(result, plot))
+        return sharing_plot(result, path)
+
+    _save(req, result, draw)
 
 
 @scenario("tensorlights", "TensorLights: 21 parameter-server jobs, FIFO against priorities")
 def tensorlights(req: ScenarioRequest) -> None:
-    seeds, fifo_model, json_path, plot = req.seeds, req.fifo_model, req.json_path, req.plot
+    seeds, fifo_model = req.seeds, req.fifo_model
     from ringleader.scenarios.tensorlights import (
         HOSTS_PER_PLACEMENT,
         FifoModel,
@@ -200,13 +200,13 @@ def tensorlights(req: ScenarioRequest) -> None:
         )
     console.print(table)
     console.print("model and what differs from the seed: docs/tensorlights.md")
-    if json_path is not None:
-        write_json("--json", json_path, result)
-        console.print(f"wrote {json_path}")
-    if plot is not None:
+
+    def draw(path: Path) -> object:
         from ringleader.report.plots import tensorlights_plot
 
-        write_plot(plot, lambda: tensorlights_plot(result, plot))
+        return tensorlights_plot(result, path)
+
+    _save(req, result, draw)
 
 
 @scenario("heterogeneity", "Gavel's 36-GPU V100/P100/K80 cluster: type-aware against agnostic")
@@ -252,15 +252,21 @@ def heterogeneity(req: ScenarioRequest) -> None:
             "Gavel reports up to 3.5x lower)"
         )
     console.print("model and what differs from Gavel: docs/heterogeneity.md")
-    if req.json_path is not None:
-        write_json(
-            "--json",
-            req.json_path,
-            {"results": [c.as_dict() for c in cells], "goals": checks, "seeds": req.seeds},
-        )
-        console.print(f"wrote {req.json_path}")
-    if req.plot is not None:
+    results = [c.as_dict() for c in cells]
+
+    def draw(path: Path) -> object:
         from ringleader.report.plots import heterogeneity_plot
 
+        return heterogeneity_plot(results, path)
+
+    _save(req, {"results": results, "goals": checks, "seeds": req.seeds}, draw)
+
+
+def _save(req: ScenarioRequest, payload: object, draw: Callable[[Path], object]) -> None:
+    """Write ``--json`` (``payload``) and ``--plot`` (``draw(path)``), where asked for."""
+    if req.json_path is not None:
+        write_json("--json", req.json_path, payload)
+        console.print(f"wrote {req.json_path}")
+    if req.plot is not None:
         plot = req.plot
-        write_plot(plot, lambda: heterogeneity_plot([c.as_dict() for c in cells], plot))
+        write_plot(plot, lambda: draw(plot))
