@@ -6,11 +6,10 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from ringleader.cli import terminal
 from ringleader.cli.errors import fail
+from ringleader.cli.reporting import progress_bar
 
 console = terminal.console()
 
@@ -37,14 +36,7 @@ def sweep(
         * len(spec.policies)
         * len(spec.seeds)
     )
-    progress = Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=Console(stderr=True),
-        transient=True,
-    )
+    progress = progress_bar()
     with progress:
         task = progress.add_task(f"sweep: {total} simulations", total=total)
         try:
