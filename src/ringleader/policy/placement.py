@@ -44,7 +44,7 @@ class FreeGPUs:
     def __init__(self, cluster: ClusterView) -> None:
         self.free: dict[str, set[int]] = {n.name: set(range(n.gpus)) for n in cluster.nodes}
         self.order = {n.name: i for i, n in enumerate(cluster.nodes)}
-        self.type_of = {n.name: n.gpu_type for n in cluster.nodes}
+        self.type_of = cluster.node_types
         self.types = cluster.types
         self.widest = max((n.gpus for n in cluster.nodes), default=0)
         self._heaps: dict[str, list[list[tuple[int, str]]]] | None = None
@@ -71,8 +71,9 @@ class FreeGPUs:
         return sum(len(g) for n, g in self.free.items() if self.type_of[n] in types)
 
     def _push(self, node: str, count: int) -> None:
-        if self._heaps is not None:
-            heapq.heappush(self._heaps[self.type_of[node]][count], (self.order[node], node))
+        """Index ``node`` under its new free ``count`` (once the heaps exist)."""
+        assert self._heaps is not None
+        heapq.heappush(self._heaps[self.type_of[node]][count], (self.order[node], node))
 
     def take(self, node: str, indices: Iterable[int]) -> None:
         gpus = self.free[node]

@@ -78,6 +78,11 @@ class ClusterView:
         """The GPU type of ``node``'s GPUs."""
         return self._type_of[node]
 
+    @property
+    def node_types(self) -> Mapping[str, str]:
+        """Each node's GPU type, by node name (worked out once, not to be changed)."""
+        return self._type_of
+
     def capacity_of(self, gpu_type: str) -> int:
         return sum(n.gpus for n in self.nodes if n.gpu_type == gpu_type)
 

@@ -338,7 +338,7 @@ class Simulator:
         """Stop the clock here, jobs unfinished or not (their progress is in the result)."""
         self.snapshot_at = sorted(snapshot_at)
         self._widest = max((n.gpus for n in cluster.nodes), default=1)
-        self._type_of = {n.name: n.gpu_type for n in cluster.nodes}
+        self._type_of = cluster.node_types
         self._typed = any(j.type_speed for j in jobs)
         """Some job runs at different speeds on different GPU types."""
         self.driver = driver
