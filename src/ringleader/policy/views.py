@@ -22,6 +22,11 @@ class Device:
     index: int
 
 
+GPU_TYPE_PATTERN = r"^[a-z0-9][a-z0-9_.-]{0,31}$"
+"""What a GPU type may be called, wherever one is named (``--gpus``, specs, workload
+files): lower-case letters, digits, ``_ . -``; at most 32 characters."""
+
+
 @dataclass(frozen=True, slots=True)
 class Node:
     """One machine: its GPUs, all of one type (``""``: a cluster that names no types)."""

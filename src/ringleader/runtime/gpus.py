@@ -21,12 +21,11 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from ringleader.perf.gpu_types import type_speeds
-from ringleader.policy.views import ClusterView, Device, Node, Observation
+from ringleader.policy.views import GPU_TYPE_PATTERN, ClusterView, Device, Node, Observation
 
 NODE = "local"
 MAX_GPUS = 4096
-TYPE_NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,31}$")
-"""A GPU type's name: lower-case letters, digits, ``_ . -``; at most 32 characters."""
+TYPE_NAME = re.compile(GPU_TYPE_PATTERN)
 
 
 class GpuSpecError(ValueError):

@@ -23,7 +23,7 @@ from pydantic import (
 )
 
 from ringleader.inputs import field_path
-from ringleader.policy.views import ClusterView
+from ringleader.policy.views import GPU_TYPE_PATTERN, ClusterView
 
 
 class Arch(StrEnum):
@@ -77,7 +77,7 @@ class JobSpec(BaseModel):
         Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")],
         Annotated[str, Field(max_length=65536)],
     ] = {}
-    gpu_type: list[Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9_.-]{0,31}$")]] | None = Field(
+    gpu_type: list[Annotated[str, Field(pattern=GPU_TYPE_PATTERN)]] | None = Field(
         default=None, min_length=1, max_length=32
     )
     """The GPU types the job may run on, e.g. ``[v100, a100]`` (None: any). A job

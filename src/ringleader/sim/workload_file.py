@@ -19,7 +19,7 @@ from ringleader.inputs import load_yaml_model
 from ringleader.perf.allreduce import Algorithm
 from ringleader.perf.epochs import EpochsToConverge
 from ringleader.perf.errors import ModelFitError
-from ringleader.policy.views import ClusterView, JobShape
+from ringleader.policy.views import GPU_TYPE_PATTERN, ClusterView, JobShape
 from ringleader.sim.arrivals import poisson_arrivals
 from ringleader.sim.engine import DEFAULT_RESTART_DELAY_S, DEFAULT_ROUND_S, SimJob
 from ringleader.sim.profiles import PROFILES, TrueProfile
@@ -41,7 +41,7 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-TypeName = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9_.-]{0,31}$")]
+TypeName = Annotated[str, Field(pattern=GPU_TYPE_PATTERN)]
 StepTimes = dict[Workers, Annotated[float, Field(gt=0, le=DAY_S, allow_inf_nan=False)]]
 
 
