@@ -36,12 +36,6 @@ from ringleader.runtime.procs import alive, kill_group, signal_process
 from ringleader.runtime.warm import WarmLaunch, clean_env, python_entry
 
 
-def real_gpus() -> int:
-    """How many NVIDIA GPUs this machine has (0 without a driver)."""
-    layout = detect()
-    return 0 if layout is None else layout.total
-
-
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
