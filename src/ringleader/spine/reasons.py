@@ -82,6 +82,7 @@ def explain(
     # job is one binary search, not a scan (this runs at every decision).
     waiting = sorted(v.submitted_at for v in views if not plan.of(v.id).running)
     out: dict[str, Reason] = {}
+    held_of_type: dict[str, int] | None = None  # worked out once, if a job names types
     for v in views:
         a = plan.of(v.id)
         sizing = plan.sizing.get(v.id) if a.running else None
@@ -90,7 +91,11 @@ def explain(
         elif a.suspended:
             out[v.id] = _sliced(plan, v, len(a.devices), now)
         elif not a.running and v.gpu_types and cluster is not None:
-            of_types = _free_of(v.gpu_types, plan, cluster)
+            if held_of_type is None:
+                held_of_type = _held_per_type(plan, cluster)
+            of_types = sum(
+                max(cluster.capacity_of(t) - held_of_type.get(t, 0), 0) for t in v.gpu_types
+            )
             if v.min_gpus > of_types:
                 kinds = "/".join(v.gpu_types)
                 out[v.id] = Reason(
@@ -135,15 +140,14 @@ def _behind(v: JobView, free: int, waiting: Sequence[float]) -> Reason:
     )
 
 
-def _free_of(types: Sequence[str], plan: Plan, cluster: ClusterView) -> int:
-    """GPUs of ``types`` no job holds in ``plan``."""
-    held = {
-        (d.node, d.index)
-        for a in plan.assignments.values()
-        for d in a.devices
-        if cluster.type_of(d.node) in types
-    }
-    return max(sum(map(cluster.capacity_of, types)) - len(held), 0)
+def _held_per_type(plan: Plan, cluster: ClusterView) -> dict[str, int]:
+    """GPUs some job holds in ``plan``, per GPU type (a packed GPU counts once)."""
+    held = {(d.node, d.index) for a in plan.assignments.values() for d in a.devices}
+    per_type: dict[str, int] = {}
+    for node, _ in held:
+        t = cluster.type_of(node)
+        per_type[t] = per_type.get(t, 0) + 1
+    return per_type
 
 
 def _sliced(plan: Plan, v: JobView, gpus: int, now: float | None) -> Reason:
