@@ -26,15 +26,25 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 GAVEL_TYPES = ("v100", "p100", "k80")
 GAVEL_SCALES = (1, 2, 4, 8)
 
 
 @lru_cache(maxsize=1)
-def _table() -> dict[str, dict[tuple[str, int], float]]:
+def gavel_measurements() -> dict[str, Any]:
+    """The bundled table as Gavel wrote it: per GPU type (and ``*_unconsolidated``),
+    ``"('JOB TYPE', SCALE)"`` → ``{"null": steps/s alone, PARTNER: [pair]}``. Read once
+    for everyone who needs it (traces, contention, interference, type speeds)."""
     path = Path(str(resources.files("ringleader") / "data" / "throughputs"))
-    raw = json.loads((path / "gavel_simulation_throughputs.json").read_text())
+    table: dict[str, Any] = json.loads((path / "gavel_simulation_throughputs.json").read_text())
+    return table
+
+
+@lru_cache(maxsize=1)
+def _table() -> dict[str, dict[tuple[str, int], float]]:
+    raw = gavel_measurements()
     out: dict[str, dict[tuple[str, int], float]] = {}
     for gpu in GAVEL_TYPES:
         out[gpu] = {}

@@ -14,12 +14,11 @@ together (for example for lack of memory): ``fits`` is False for it.
 from __future__ import annotations
 
 import ast
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib import resources
-from pathlib import Path
+
+from ringleader.perf.gpu_types import gavel_measurements
 
 
 class UnknownJobType(KeyError):
@@ -72,8 +71,7 @@ class InterferenceModel:
 @lru_cache(maxsize=4)
 def load_interference(gpu: str = "v100") -> InterferenceModel:
     """The bundled measurements for ``gpu`` (k80, p100 or v100)."""
-    path = Path(str(resources.files("ringleader") / "data" / "throughputs"))
-    table = json.loads((path / "gavel_simulation_throughputs.json").read_text())
+    table = gavel_measurements()
     if gpu not in table:
         raise UnknownJobType(f"no measurements for GPU {gpu!r}; known: {', '.join(table)}")
     alone: dict[str, float] = {}

@@ -17,17 +17,14 @@ give fewer when that helps the cluster, never more than requested.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Sequence
 from dataclasses import replace
-from functools import lru_cache
-from importlib import resources
-from pathlib import Path
 
 from ringleader.perf.gpu_types import (
     GAVEL_SCALES,
     TYPE_FACTORS,
+    gavel_measurements,
     gavel_steps_per_s,
     gavel_type_speeds,
 )
@@ -41,18 +38,10 @@ GPUS_PER_NODE = 8
 TARGET_LOAD = 0.8
 
 
-@lru_cache(maxsize=1)
-def _gavel_all() -> dict[str, dict[str, object]]:
-    path = Path(str(resources.files("ringleader") / "data" / "throughputs"))
-    data: dict[str, dict[str, object]] = json.loads(
-        (path / "gavel_simulation_throughputs.json").read_text()
-    )
-    return data
-
-
 def gavel_table(gpu: str) -> dict[str, object]:
     """Gavel's measurements for one GPU type, keyed ``"('JOB TYPE', SCALE)"``."""
-    return _gavel_all()[gpu]
+    table: dict[str, object] = gavel_measurements()[gpu]
+    return table
 
 
 def duration_of(job: TraceJob) -> float:
