@@ -51,8 +51,8 @@ def test_three_jobs_time_sliced_on_one_device_all_progress(
 ) -> None:
     server = _server(tmp_path, 1, "time-slicing", 2.0)
     stop_after.append(server)
-    # Long enough (~10 s of compute each) that all three are under way together.
-    ids = [server.submit(tiny_job(f"slice{i}", epochs=100)) for i in range(3)]
+    # Long enough (~5 s of compute each, 2 s quanta) that all three are under way together.
+    ids = [server.submit(tiny_job(f"slice{i}", epochs=50)) for i in range(3)]
     all_going: list[bool] = []
 
     def check() -> bool:
@@ -112,10 +112,10 @@ def test_migration_keeps_the_step_count_and_loss_continuous(
     # job of the crowded device migrates there (checkpoint, stop, relaunch).
     server = _server(tmp_path, 2, "time-slicing", 2.0)
     stop_after.append(server)
-    first = server.submit(tiny_job("first", epochs=300))
+    first = server.submit(tiny_job("first", epochs=150))
     other = server.submit(tiny_job("other", epochs=3000))
     wait_for(lambda: server.job(other)["step"] > 0, 60, "the second job to start")
-    third = server.submit(tiny_job("third", epochs=300))
+    third = server.submit(tiny_job("third", epochs=150))
     wait_for(
         lambda: all(server.job(j)["step"] > 0 for j in (first, third)),
         60,

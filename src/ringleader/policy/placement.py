@@ -225,6 +225,11 @@ def keep_held(
     jobs left to place: new, growing, or whose GPUs another job kept."""
     placed: dict[str, tuple[Device, ...]] = {}
     to_place: list[JobView] = []
+    # A time-sliced group's running job keeps its GPUs before a suspended resident
+    # of the group may: moving the suspended one costs no running progress.
+    suspended = [job for job in jobs if job.suspended]
+    if suspended:
+        jobs = [job for job in jobs if not job.suspended] + suspended
     for job in jobs:
         want = counts.get(job.id, 0)
         if want == 0:

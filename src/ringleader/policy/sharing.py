@@ -35,9 +35,14 @@ from dataclasses import dataclass, field
 from ringleader.policy.needs import Needs
 from ringleader.policy.placement import FreeGPUs, keep_subset, place_one
 from ringleader.policy.plan import GROWN_IDLE, Assignment, Deferred, Note, Plan, SizingNotes, Turn
+from ringleader.policy.timeslice import (
+    DEFAULT_QUANTUM_S,
+    boundary_after,
+    queue_turns,
+    rotation,
+)
+from ringleader.policy.timeslice import running as _running
 from ringleader.policy.views import ClusterView, Device, JobView
-
-DEFAULT_QUANTUM_S = 60.0
 
 
 def _order(job: JobView) -> tuple[int, float, str]:
@@ -259,30 +264,14 @@ class Sharing:
     ) -> tuple[set[str], float | None]:
         """The ids running in ``g`` now, and when the group wants a new decision.
 
-        Quanta are aligned to the clock (multiples of ``quantum_s``), so every
-        group turns over at the same instants and a cluster of hundreds of
-        groups needs one decision per quantum, not one per group. Among the
-        group's highest-priority jobs, the one holding the GPU keeps it until
-        a boundary before which it had held it at least half a quantum; then
-        the job that has waited longest (never-run jobs first) takes over.
+        Who runs is ``timeslice.rotation``'s choice, at quanta aligned to the
+        clock; a partner may be packed beside a single-GPU runner.
         """
-        q = self.quantum_s
-        boundary = (math.floor(now / q + 1e-9) + 1) * q
         if len(g.residents) == 1:
             return {g.residents[0].id}, None
-        top = max(j.priority for j in g.residents)
-        eligible = [j for j in g.residents if j.priority == top]
-        current = [j for j in eligible if _running(j)]
-        holder = min(current, key=lambda j: (j.state_since, j.id)) if current else None
-        last = boundary - q
-        # Turn over only at a boundary, and only a holder that has had at least
-        # half a quantum before it; decisions in between change nothing.
-        if holder is not None and (holder.state_since > last - q / 2 or len(eligible) == 1):
-            runner = holder
-        else:
-            rest = [j for j in eligible if j not in current] or eligible
-            runner = min(rest, key=lambda j: (j.workers > 0, j.state_since, j.id))
-        due = boundary
+        q = self.quantum_s
+        runner = rotation(g.residents, now, q)
+        due = boundary_after(now, q)
         running = {runner.id}
         if self.packing and g.size == 1:
             partner, trial_ends = self._partner(runner, g, now, memory[g.devices[0].node])
@@ -295,36 +284,14 @@ class Sharing:
     def _queues(
         self, groups: Sequence[tuple[Sequence[JobView], set[str]]], now: float
     ) -> dict[str, Turn]:
-        """When each suspended job should run next, as ``_turns`` will rotate its group.
+        """When each suspended job should run next (``timeslice.queue_turns``), packing aside.
 
-        ``groups``: each group's residents and the ids running in it now. The
-        job running now keeps the GPUs to the first boundary at least half a
-        quantum after it started (now, if it starts at this decision); then the
-        group's top-priority jobs take a quantum each, longest waiting first,
-        and a job whose turn ends goes to the back. Jobs below the group's top
-        priority get no turn while a higher one is resident. Packing aside.
+        ``groups``: each group's residents and the ids running in it now.
         """
         turns: dict[str, Turn] = {}
         for residents, running in groups:
-            turns.update(self._queue(residents, running, now))
+            turns.update(queue_turns(residents, running, now, self.quantum_s))
         return turns
-
-    def _queue(
-        self, residents: Sequence[JobView], running: set[str], now: float
-    ) -> dict[str, Turn]:
-        top = max(j.priority for j in residents)
-        eligible = [j for j in residents if j.priority == top]
-        holders = [j for j in eligible if j.id in running]
-        waiting = [j for j in eligible if j.id not in running]
-        if not holders or not waiting:
-            return {}
-        q = self.quantum_s
-        boundary = (math.floor(now / q + 1e-9) + 1) * q
-        since = min(j.state_since if _running(j) else now for j in holders)
-        first = max(boundary, math.ceil((since + q / 2) / q - 1e-9) * q)
-        # Suspended now, a job that was running has waited since now.
-        order = sorted(waiting, key=lambda j: (now if _running(j) else j.state_since, j.id))
-        return {j.id: Turn(first + k * q, k + 1, q) for k, j in enumerate(order)}
 
     def _partner(
         self, runner: JobView, g: _Group, now: float, gpu_memory: float
@@ -378,10 +345,6 @@ class Verdict:
 
 def _top(g: _Group) -> int:
     return max((j.priority for j in g.residents), default=-(2**31))
-
-
-def _running(job: JobView) -> bool:
-    return job.workers > 0 and not job.suspended
 
 
 def _ratio(alone: float, packed: float) -> float:

@@ -31,7 +31,7 @@ left over, to anyone.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ringleader.policy.allocator import Allocator, Counts, Growth
@@ -40,8 +40,9 @@ from ringleader.policy.needs import Needs
 from ringleader.policy.objective import Candidate
 from ringleader.policy.order import Fifo, Order
 from ringleader.policy.placement import FewestNodes, Place
-from ringleader.policy.plan import PROBING, WAIT, Assignment, Plan, Sizing, SizingNotes
+from ringleader.policy.plan import PROBING, WAIT, Assignment, Plan, Sizing, SizingNotes, Turn
 from ringleader.policy.profiling import Exploratory, Precompute, Profiling
+from ringleader.policy.timeslice import Share
 from ringleader.policy.views import ClusterView, JobView
 
 MAX_RESIZES_FOR_TYPES = 8
@@ -62,6 +63,7 @@ class Policy:
     profiling: Profiling = field(default_factory=Precompute)
     order: Order = field(default_factory=Fifo)
     place: Place = field(default_factory=FewestNodes)
+    share: Share | None = None
 
     @property
     def _needs_speed(self) -> bool:
@@ -75,6 +77,7 @@ class Policy:
             true_remaining=self.size.needs_true_remaining or self.order.needs_true_remaining,
             speed_model=speed,
             profiling=speed and isinstance(self.profiling, Exploratory),
+            time_slicing=self.share is not None,
         )
 
     def decide(self, jobs: Sequence[JobView], cluster: ClusterView, now: float) -> Plan:
@@ -148,10 +151,16 @@ class Policy:
             # job that cannot grow without slowing down where it is).
             n = workers.get(job.id, 0)
             assignments[job.id] = Assignment(mine, n if n <= len(mine) else len(mine))
+        turns: Mapping[str, Turn] = {}
+        if self.share is not None:
+            shared = self.share.share(assignments, [c.job for c in known] + exploring, cluster, now)
+            assignments, turns = shared.assignments, shared.turns
+            if shared.wake_at is not None:
+                wake = shared.wake_at if wake is None else min(wake, shared.wake_at)
         notes = dict(grown.notes)
         for job_id, hold in probing.items():
             notes[job_id] = Sizing(PROBING, workers[job_id], held=hold)
-        plan = Plan(assignments, wake, SizingNotes(assignments, notes, grown.later))
+        plan = Plan(assignments, wake, SizingNotes(assignments, notes, grown.later), turns)
         return plan, unplaced
 
     def _fair_growth(

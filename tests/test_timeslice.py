@@ -1,0 +1,179 @@
+"""The share stage: the default policy time-slices long jobs when GPUs are short."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ringleader.perf.epochs import EpochsToConverge
+from ringleader.policy import policy_named
+from ringleader.policy.catalog import (
+    LONG_JOB_QUANTUM_S,
+    QUEUE_THRESHOLDS_GPU_S,
+    policy_from_config,
+)
+from ringleader.policy.plan import Plan
+from ringleader.policy.stack import Policy
+from ringleader.policy.timeslice import TimeSlice
+from ringleader.policy.views import ClusterView, Device, JobShape, JobView
+from ringleader.sim.engine import SimJob, Simulator
+from ringleader.sim.profiles import RESNET110_K40
+
+SHAPE = JobShape(50_000, 128, 1e7)
+D0, D1 = Device("node0", 0), Device("node0", 1)
+LAST_QUEUE = QUEUE_THRESHOLDS_GPU_S[-1]
+LONG = LAST_QUEUE + 3600.0
+Q = LONG_JOB_QUANTUM_S
+
+
+def default() -> Policy:
+    policy = policy_named("ringleader")
+    assert isinstance(policy, Policy)
+    return policy
+
+
+def job(
+    name: str,
+    *,
+    at: float = 0.0,
+    devices: tuple[Device, ...] = (),
+    suspended: bool = False,
+    since: float = 0.0,
+    attained: float = LONG,
+) -> JobView:
+    return JobView(
+        id=name,
+        submitted_at=at,
+        shape=SHAPE,
+        epochs=EpochsToConverge.constant(10),
+        requested_gpus=1,
+        min_gpus=1,
+        max_gpus=1,
+        elastic=False,
+        devices=devices,
+        workers=len(devices),
+        suspended=suspended,
+        state_since=since,
+        attained_gpu_s=attained,
+    )
+
+
+def decide(jobs: list[JobView], now: float, gpus: int = 1) -> Plan:
+    return default().decide(jobs, ClusterView.uniform(1, gpus), now)
+
+
+def test_the_default_time_slices_and_says_so() -> None:
+    policy = default()
+    assert isinstance(policy.share, TimeSlice)
+    assert policy.needs.time_slicing
+    assert replace(policy, share=None).needs.time_slicing is False
+
+
+def test_a_long_job_waiting_for_a_full_cluster_takes_turns_with_a_long_one_running() -> None:
+    now = 100 * Q + 10.0
+    # a started just after the last boundary: it keeps the GPU to the next one.
+    plan = decide([job("a", devices=(D0,), since=now - 100), job("b", at=1.0)], now)
+    assert plan.of("a").running and plan.of("a").devices == (D0,)
+    assert plan.of("b").suspended and plan.of("b").devices == (D0,)
+    assert plan.wake_at == 101 * Q  # the next quantum boundary
+    assert plan.turns["b"].at == 101 * Q and plan.turns["b"].ahead == 1
+
+    # At that boundary a has had its half quantum: b runs, a is suspended in place.
+    later = 101 * Q
+    swapped = decide(
+        [
+            job("a", devices=(D0,), since=now - 100),
+            job("b", at=1.0, devices=(D0,), suspended=True, since=now),
+        ],
+        later,
+    )
+    assert swapped.of("b").running and swapped.of("a").suspended
+    assert swapped.of("a").devices == (D0,)
+
+
+def test_a_job_that_has_not_reached_the_last_queue_is_not_time_sliced() -> None:
+    now = 100 * Q + 10.0
+    short = 0.5 * LAST_QUEUE
+    plan = decide(
+        [
+            job("a", devices=(D0,), since=now - 100, attained=short),
+            job("b", at=1.0, attained=short),
+        ],
+        now,
+    )
+    assert plan.of("a").running
+    assert not plan.of("b").resident  # it waits its turn in the least-attained queue
+    assert plan.turns == {}
+
+
+def test_a_newcomer_below_the_threshold_takes_the_gpu_and_the_group_dissolves() -> None:
+    now = 100 * Q + 10.0
+    jobs = [
+        job("a", devices=(D0,), since=now - 5000),
+        job("b", at=1.0, devices=(D0,), suspended=True, since=now - 5000),
+        job("c", at=now - 1, attained=0.0),
+    ]
+    plan = decide(jobs, now)
+    assert plan.of("c").running and plan.of("c").devices == (D0,)
+    assert not plan.of("a").resident and not plan.of("b").resident
+
+
+def test_a_suspended_resident_moves_to_a_gpu_that_came_free_and_the_running_one_stays() -> None:
+    now = 100 * Q + 10.0
+    jobs = [
+        job("a", at=5.0, devices=(D0,), since=now - 5000),
+        job("b", at=1.0, devices=(D0,), suspended=True, since=now - 5000),
+    ]
+    plan = decide(jobs, now, gpus=2)
+    assert plan.of("a").running and plan.of("a").devices == (D0,)  # no move for the runner
+    assert plan.of("b").running and plan.of("b").devices == (D1,)
+
+
+def test_a_group_holds_at_most_max_residents() -> None:
+    now = 100 * Q + 10.0
+    jobs = [job("a", devices=(D0,), since=now - 5000)] + [
+        job(f"w{i}", at=1.0 + i) for i in range(5)
+    ]
+    plan = decide(jobs, now)
+    resident = [j.id for j in jobs if plan.of(j.id).resident]
+    assert len(resident) == TimeSlice().max_residents
+    assert resident == ["a", "w0", "w1", "w2"]  # admitted in the order stage's order
+
+
+def test_the_quantum_and_the_threshold_are_settable() -> None:
+    policy = policy_from_config("ringleader", quantum_s=120.0, thresholds_gpu_s=(3600.0, 7200.0))
+    assert isinstance(policy, Policy) and isinstance(policy.share, TimeSlice)
+    assert policy.share.quantum_s == 120.0
+    assert policy.share.after_gpu_s == 7200.0  # the last queue takes turns
+    assert isinstance(default().share, TimeSlice)
+    assert default().share.after_gpu_s == LAST_QUEUE  # type: ignore[union-attr]
+
+
+def _sim_job(name: str, at_h: float, hours: float) -> SimJob:
+    scale = hours * 3600.0 / RESNET110_K40.seconds_alone(1)
+    return SimJob(
+        name,
+        at_h * 3600.0,
+        RESNET110_K40,
+        max_gpus=1,
+        requested_gpus=1,
+        elastic=False,
+        work_scale=scale,
+    )
+
+
+def test_in_the_simulator_a_long_job_no_longer_waits_for_a_much_longer_one_to_end() -> None:
+    # One GPU: a 300-hour job, then a 120-hour one that arrives when the first is in
+    # the last queue. Once both are there, without turns the 120-hour job waits for
+    # the 300-hour one to end.
+    jobs = [_sim_job("huge", 0.0, 300.0), _sim_job("long", 101.0, 120.0)]
+    cluster = ClusterView.uniform(1, 1)
+    jct = {}
+    for label, policy in (("turns", default()), ("fifo-queue", replace(default(), share=None))):
+        result = Simulator(policy, cluster, jobs).run()
+        jct[label] = {r.id: r.jct for r in result.records}
+        if label == "turns":
+            assert result.counts.get("suspend", 0) > 0
+    assert jct["fifo-queue"]["long"] > 300 * 3600.0
+    assert jct["turns"]["long"] < 0.6 * jct["fifo-queue"]["long"]
+    # The 300-hour job pays for it, but not past the two jobs' total work.
+    assert jct["turns"]["huge"] <= 421 * 3600.0
