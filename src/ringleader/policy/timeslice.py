@@ -235,21 +235,21 @@ class TimeSlice:
         fewest nodes); an entry whose count is stale is dropped when it surfaces.
         """
         heaps: dict[int, list[tuple[int, int, Key]]] = {}
-        for key, members in groups.items():
-            if len(members) < self.max_residents:
-                heaps.setdefault(len(key), []).append((len(members), _nodes(key), key))
-        for heap in heaps.values():
-            heapq.heapify(heap)
+        for k, residents in groups.items():
+            if len(residents) < self.max_residents:
+                heaps.setdefault(len(k), []).append((len(residents), _nodes(k), k))
+        for entries in heaps.values():
+            heapq.heapify(entries)
         for job in ordered:
             if job.id in grouped or out.get(job.id, WAIT).resident or not self._shares(job):
                 continue
             heap = heaps.get(start_size(job))
             if not heap:
                 continue
-            key = self._room(heap, groups, job, cluster)
-            if key is None:
+            room = self._room(heap, groups, job, cluster)
+            if room is None:
                 continue
-            members = groups[key]
+            key, members = room, groups[room]
             members.append(job)
             grouped.add(job.id)
             if len(members) < self.max_residents:
