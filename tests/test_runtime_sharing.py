@@ -17,9 +17,9 @@ from tests.live_server import LiveServer, tiny_job, wait_for
 pytestmark = pytest.mark.slow
 
 
-def _server(tmp_path: Path, gpus: int, policy: str, quantum_s: float) -> LiveServer:
+def _server(tmp_path: Path, gpus: int, policy: str, quantum_s: float, *more: str) -> LiveServer:
     return LiveServer(
-        tmp_path / "state", gpus, 1.0, "--policy", policy, "--quantum-s", str(quantum_s)
+        tmp_path / "state", gpus, 1.0, "--policy", policy, "--quantum-s", str(quantum_s), *more
     ).start()
 
 
@@ -75,6 +75,29 @@ def test_three_jobs_time_sliced_on_one_device_all_progress(
         for b in ids[i + 1 :]:
             shared = sum(e - s for s, e in _overlaps(server.progress(a), server.progress(b)))
             assert shared < 0.5
+
+
+def test_the_default_policy_time_slices_its_last_queue_on_real_processes(
+    tmp_path: Path, stop_after: list[LiveServer]
+) -> None:
+    # One queue (no thresholds): every job is in the default's last queue, where
+    # jobs take turns instead of waiting for the one ahead to end.
+    server = _server(tmp_path, 1, "ringleader", 2.0, "--tiresias-thresholds", "")
+    stop_after.append(server)
+    ids = [server.submit(tiny_job(f"turn{i}", epochs=40)) for i in range(2)]
+    for job_id in ids:
+        assert server.wait_state(job_id, {"succeeded", "failed"}, 180)["state"] == "succeeded"
+    for job_id in ids:
+        kinds = [e["kind"] for e in server.job(job_id)["events"]]
+        assert "suspend_requested" in kinds, kinds  # each gave way to the other
+        assert kinds.count("launched") == 1  # suspended in place, never restarted
+        steps = [r["step"] for r in _steps(server.progress(job_id))]
+        assert steps == list(range(1, len(steps) + 1))
+    shared = sum(e - s for s, e in _overlaps(server.progress(ids[0]), server.progress(ids[1])))
+    assert shared < 0.5  # turns, not packing
+    # The second job did not wait for the first to end: it trained in between.
+    first_end = _steps(server.progress(ids[0]))[-1]["t"]
+    assert _steps(server.progress(ids[1]))[0]["t"] < first_end
 
 
 def test_a_packing_that_hurts_is_reverted_within_two_windows(

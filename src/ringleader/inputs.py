@@ -113,3 +113,22 @@ def load_yaml_model(
         more = len(err.errors()) - 10
         tail = f"\n  ... and {more} more" if more > 0 else ""
         raise error(f"{path}: invalid {what}\n" + "\n".join(lines) + tail) from err
+
+
+def thresholds_problem(levels: Sequence[float]) -> str | None:
+    """What is wrong with least-attained-service queue thresholds, or None."""
+    if any(not 0 <= x < 1e12 for x in levels) or list(levels) != sorted(set(levels)):
+        return "thresholds must be distinct, rising, non-negative GPU-seconds"
+    return None
+
+
+def parse_thresholds(text: str) -> tuple[float, ...]:
+    """``"3600,36000"`` → ``(3600.0, 36000.0)``; empty: one queue. ValueError names the fix."""
+    try:
+        levels = tuple(float(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise ValueError(f"{text!r} is not comma-separated GPU-seconds") from None
+    problem = thresholds_problem(levels)
+    if problem is not None:
+        raise ValueError(problem)
+    return levels

@@ -9,10 +9,23 @@ from typing import Annotated, Any, ClassVar
 
 import typer
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from ringleader.cli.errors import fail
-from ringleader.inputs import field_path, load_yaml, read_capped
+from ringleader.inputs import (
+    field_path,
+    load_yaml,
+    parse_thresholds,
+    read_capped,
+    thresholds_problem,
+)
 
 
 def server(
@@ -61,7 +74,18 @@ def server(
     ] = 30.0,
     quantum_s: Annotated[
         float | None,
-        typer.Option(min=0.5, help="Time-slicing quantum for the gandiva policy (default 60)."),
+        typer.Option(
+            min=0.5,
+            help="Time-slicing quantum: gandiva (default 60), ringleader's last queue (600).",
+        ),
+    ] = None,
+    tiresias_thresholds: Annotated[
+        str | None,
+        typer.Option(
+            help="Least-attained-service queue thresholds in GPU-seconds for tiresias and "
+            "ringleader, comma-separated and rising, e.g. 3600,36000 (empty: one queue). "
+            "ringleader time-slices its last queue.",
+        ),
     ] = None,
     warm_start: Annotated[
         bool,
@@ -157,6 +181,11 @@ def server(
         if not env_has_ray():
             fail("--executor ray needs Ray: pip install 'ringleader[ray]'")
     settings: dict[str, Any] = {"policy": policy, "round_s": round_s, "quantum_s": quantum_s}
+    if tiresias_thresholds is not None:
+        try:
+            settings["tiresias_thresholds_gpu_s"] = list(parse_thresholds(tiresias_thresholds))
+        except ValueError as err:
+            fail(f"--tiresias-thresholds: {err}")
     if config is not None:
         try:
             loaded = load_yaml(read_capped(config, 1 << 20, "server config", ValueError))
@@ -170,7 +199,10 @@ def server(
     except ValidationError as err:
         where = f"--config {config}: " if config is not None else ""
         e = err.errors()[0]
-        fail(f"{where}{field_path(e['loc'], '(config)')}: {e['msg'].removeprefix('Value error, ')}")
+        message = e["msg"].removeprefix("Value error, ")
+        if not e["loc"]:  # a check across fields: its message names them
+            fail(f"{where}{message}")
+        fail(f"{where}{field_path(e['loc'], '(config)')}: {message}")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     cfg = ServerConfig(
         state_dir=state_dir or default_state_dir(),
@@ -181,6 +213,11 @@ def server(
         probe_window_s=chosen.probe_window_s,
         round_s=chosen.round_s,
         quantum_s=chosen.quantum_s,
+        thresholds_gpu_s=(
+            None
+            if chosen.tiresias_thresholds_gpu_s is None
+            else tuple(chosen.tiresias_thresholds_gpu_s)
+        ),
         executor=executor,
         address=address,
         warm_start=warm_start,
@@ -204,16 +241,53 @@ def server(
         fail(f"--executor ray: {err}")
 
 
+_THRESHOLDS = "tiresias_thresholds_gpu_s (--tiresias-thresholds)"
+
+
 class PolicySettings(BaseModel):
     """What ``--config`` may set; the same bounds as the flags."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
-    KEYS: ClassVar[tuple[str, ...]] = ("policy", "probe_window_s", "round_s", "quantum_s")
+    KEYS: ClassVar[tuple[str, ...]] = (
+        "policy",
+        "probe_window_s",
+        "round_s",
+        "quantum_s",
+        "tiresias_thresholds_gpu_s",
+    )
 
     policy: str
     probe_window_s: Annotated[float, Field(ge=0.5, allow_inf_nan=False)] | None = None
     round_s: Annotated[float, Field(ge=0.1, le=86_400, allow_inf_nan=False)] = 30.0
     quantum_s: Annotated[float, Field(ge=0.5, le=86_400, allow_inf_nan=False)] | None = None
+    tiresias_thresholds_gpu_s: (
+        list[Annotated[float, Field(ge=0, lt=1e12, allow_inf_nan=False)]] | None
+    ) = None
+
+    @field_validator("tiresias_thresholds_gpu_s", mode="before")
+    @classmethod
+    def _levels(cls, value: Any) -> Any:
+        if isinstance(value, list):
+            value = [
+                float(x) if isinstance(x, int) and not isinstance(x, bool) else x for x in value
+            ]
+        return value
+
+    @model_validator(mode="after")
+    def _queues(self) -> PolicySettings:
+        levels = self.tiresias_thresholds_gpu_s
+        if levels is None:
+            return self
+        problem = thresholds_problem(levels)
+        if problem is not None:
+            raise ValueError(f"{_THRESHOLDS}: {problem}")
+        from ringleader.policy.catalog import SettingNotUsed, policy_from_config
+
+        try:
+            policy_from_config(self.policy, thresholds_gpu_s=tuple(levels), strict=True)
+        except SettingNotUsed as err:
+            raise ValueError(f"{_THRESHOLDS}: {err}") from None
+        return self
 
     @field_validator("policy")
     @classmethod

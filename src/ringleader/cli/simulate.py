@@ -11,6 +11,7 @@ from rich.table import Table
 from ringleader.cli import terminal
 from ringleader.cli.errors import check_output_file, fail, write_json
 from ringleader.cli.reporting import progress_bar, write_plot
+from ringleader.inputs import parse_thresholds, thresholds_problem
 from ringleader.policy.catalog import POLICY_NAMES, UnknownPolicyError, with_types
 from ringleader.policy.plan import Decider
 from ringleader.policy.profiling import PolicyInputError
@@ -73,7 +74,9 @@ def simulate(
     quantum_s: Annotated[
         float | None,
         typer.Option(
-            min=0.1, max=86_400, help="Time-slicing quantum for gandiva/time-slicing (default 60)."
+            min=0.1,
+            max=86_400,
+            help="Time-slicing quantum: gandiva (default 60), ringleader's last queue (600).",
         ),
     ] = None,
     tiresias_thresholds: Annotated[
@@ -167,10 +170,9 @@ def _chosen(
     flagged: tuple[float, ...] | None = None
     if thresholds is not None:
         try:
-            flagged = tuple(float(x) for x in thresholds.split(",") if x.strip())
-        except ValueError:
-            fail(f"--tiresias-thresholds: {thresholds!r} is not comma-separated GPU-seconds")
-        _check_levels("--tiresias-thresholds", flagged)
+            flagged = parse_thresholds(thresholds)
+        except ValueError as err:
+            fail(f"--tiresias-thresholds: {err}")
     try:
         # A flag names a knob the policy must have; a file's settings serve every policy
         # it is run with, so they apply where they can.
@@ -226,8 +228,9 @@ def _print_users(result: Any, capacity: int, weights: dict[str, float]) -> list[
 
 
 def _check_levels(where: str, levels: tuple[float, ...]) -> None:
-    if any(not 0 <= x < 1e12 for x in levels) or list(levels) != sorted(set(levels)):
-        fail(f"{where}: thresholds must be distinct, rising, non-negative GPU-seconds")
+    problem = thresholds_problem(levels)
+    if problem is not None:
+        fail(f"{where}: {problem}")
 
 
 def _trace(

@@ -57,6 +57,7 @@ def local_server(
     round_s: float,
     policy: str | None = None,
     quantum_s: float | None = None,
+    thresholds_gpu_s: tuple[float, ...] | None = None,
 ) -> Iterator[Served]:
     """Run a server with ``gpus`` devices and state in ``state_dir``; yields where it is."""
     port = free_port()
@@ -81,6 +82,8 @@ def local_server(
         args += ["--policy", policy]
     if quantum_s is not None:
         args += ["--quantum-s", f"{quantum_s:g}"]
+    if thresholds_gpu_s is not None:
+        args += ["--tiresias-thresholds", ",".join(f"{x:g}" for x in thresholds_gpu_s)]
     with open(log, "wb") as out:
         server = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT)
         try:

@@ -57,6 +57,8 @@ class ServerConfig:
     round_s: float = 30.0
     tick_s: float = 0.5
     quantum_s: float | None = None
+    thresholds_gpu_s: tuple[float, ...] | None = None
+    """Least-attained-service queue thresholds (tiresias, ringleader); None: the policy's."""
     executor: str = "local"
     address: str = "auto"
     warm_start: bool = True
@@ -178,7 +180,9 @@ def build(config: ServerConfig) -> tuple[Store, Users, Controller]:
             executor = LocalExecutor(config.gpus, warm=config.warm_start)
         except GpuSpecError as err:
             raise ConfigError(str(err)) from None
-    chosen = policy_from_config(config.policy, config.probe_window_s, config.quantum_s)
+    chosen = policy_from_config(
+        config.policy, config.probe_window_s, config.quantum_s, config.thresholds_gpu_s
+    )
     body = (
         RUNTIME
         if config.probe_window_s is None
