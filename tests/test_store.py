@@ -108,6 +108,8 @@ def _server(*args: str) -> subprocess.CompletedProcess[str]:
         ("probe_window_s: true\n", "probe_window_s"),
         ("policy: best\n", "policy"),
         ("colour: red\n", "colour"),
+        ("tiresias_thresholds_gpu_s: [10, 5]\n", "tiresias_thresholds_gpu_s"),
+        ("policy: fifo\ntiresias_thresholds_gpu_s: [10]\n", "tiresias_thresholds_gpu_s"),
     ],
 )
 def test_server_config_gets_the_flags_checks(tmp_path: Path, config: str, field: str) -> None:
@@ -116,6 +118,23 @@ def test_server_config_gets_the_flags_checks(tmp_path: Path, config: str, field:
     out = _server("--config", str(path), "--state-dir", str(tmp_path / "state"))
     assert out.returncode == 2, out.stderr
     assert field in out.stderr and "Traceback" not in out.stderr
+
+
+@pytest.mark.parametrize(
+    ("flags", "says"),
+    [
+        (("--tiresias-thresholds", "1h"), "not comma-separated"),
+        (("--tiresias-thresholds", "20,10"), "rising"),
+        (("--policy", "fifo", "--tiresias-thresholds", "10"), "no attained-service queues"),
+    ],
+)
+def test_server_queue_thresholds_are_checked_before_start(
+    tmp_path: Path, flags: tuple[str, ...], says: str
+) -> None:
+    out = _server(*flags, "--state-dir", str(tmp_path / "state"))
+    assert out.returncode == 2 and "--tiresias-thresholds" in out.stderr, out.stderr
+    assert says in out.stderr and "Traceback" not in out.stderr
+    assert not (tmp_path / "state" / "ringleader.db").exists()
 
 
 def test_server_refuses_a_bad_state_dir_or_database_in_one_line(tmp_path: Path) -> None:
