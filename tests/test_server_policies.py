@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,17 +22,6 @@ WIDTH = {"two": 2, "four": 4, "eight": 8}
 """Fixed-size policies run every job at their size: the server needs that many devices."""
 
 
-@pytest.fixture
-def server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[LiveServer]:
-    name: str = request.param
-    live = LiveServer(tmp_path / name, WIDTH.get(name, 2), 1.0, "--policy", name)
-    try:
-        yield live.start()
-    finally:
-        live.stop()
-        live.kill_workers()
-
-
 def test_only_oracles_are_refused() -> None:
     assert "srtf-oracle" in REFUSED
     assert all(policy_named(name).needs.oracle for name in REFUSED)
@@ -41,13 +29,27 @@ def test_only_oracles_are_refused() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("server", SERVED, indirect=True)
-def test_each_served_policy_runs_a_real_job_to_success(server: LiveServer) -> None:
-    job_id = server.submit(tiny_job("small", epochs=1, elastic=True, max_gpus=2))
-    job = server.wait_state(job_id, {"succeeded", "failed", "cancelled"}, timeout=120)
-    assert job["state"] == "succeeded", (job["error"], job["events"][-5:])
-    assert job["epoch"] >= 1.0
-    assert job["counts"].get("start") == 1
+def test_each_served_policy_runs_a_real_job_to_success(tmp_path: Path) -> None:
+    # One server per policy, all at once: their jobs overlap instead of queueing
+    # one test after another (the runtime path is the same, only the policy differs).
+    servers: dict[str, LiveServer] = {}
+    try:
+        for name in SERVED:
+            servers[name] = LiveServer(tmp_path / name, WIDTH.get(name, 2), 1.0, "--policy", name)
+            servers[name].start()
+        ids = {
+            name: s.submit(tiny_job("small", epochs=1, elastic=True, max_gpus=2))
+            for name, s in servers.items()
+        }
+        for name, s in servers.items():
+            job = s.wait_state(ids[name], {"succeeded", "failed", "cancelled"}, timeout=240)
+            assert job["state"] == "succeeded", (name, job["error"], job["events"][-5:])
+            assert job["epoch"] >= 1.0, name
+            assert job["counts"].get("start") == 1, name
+    finally:
+        for s in servers.values():
+            s.stop()
+            s.kill_workers()
 
 
 @pytest.mark.parametrize("name", REFUSED)
