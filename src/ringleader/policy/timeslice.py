@@ -157,6 +157,11 @@ class TimeSlice:
         now: float,
     ) -> Shared:
         """``ordered``: every job in the snapshot, in the order stage's order."""
+        if not any(
+            job.suspended or (self._shares(job) and not assignments.get(job.id, WAIT).resident)
+            for job in ordered
+        ):
+            return Shared(dict(assignments), None, {})  # no group, and no one to join one
         out = dict(assignments)
         groups = self._hosts(out, ordered)
         grouped = {j.id for members in groups.values() for j in members}
