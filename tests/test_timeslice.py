@@ -177,3 +177,22 @@ def test_in_the_simulator_a_long_job_no_longer_waits_for_a_much_longer_one_to_en
     assert jct["turns"]["long"] < 0.6 * jct["fifo-queue"]["long"]
     # The 300-hour job pays for it, but not past the two jobs' total work.
     assert jct["turns"]["huge"] <= 421 * 3600.0
+
+
+def test_on_mixed_types_the_queue_that_takes_turns_counts_service_like_the_order() -> None:
+    from ringleader.policy.catalog import with_types
+
+    aware, agnostic = with_types(default(), True), with_types(default(), False)
+    assert isinstance(aware, Policy) and isinstance(agnostic, Policy)
+    assert isinstance(aware.share, TimeSlice) and aware.share.effective
+    assert isinstance(agnostic.share, TimeSlice) and not agnostic.share.effective
+    # b held 101 GPU-hours, 50.5 of them in its best type's terms: counted that way it
+    # is not in the last queue, so it goes ahead of a rather than taking turns with it.
+    slow = replace(job("b", at=1.0), attained_effective_s=0.5 * LONG)
+    now = 100 * Q + 10.0
+    running = job("a", devices=(D0,), since=now - 100)
+    cluster = ClusterView.uniform(1, 1)
+    typed = aware.decide([running, slow], cluster, now)
+    assert typed.of("b").running and not typed.of("a").resident
+    blind = agnostic.decide([running, slow], cluster, now)
+    assert blind.of("a").running and blind.of("b").suspended

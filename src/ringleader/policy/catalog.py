@@ -211,6 +211,11 @@ def with_types(policy: Decider, aware: bool) -> Decider:
         return policy
     base = policy.name.removesuffix(AGNOSTIC_SUFFIX)
     order = _with_queues(policy.order, effective=aware) or policy.order
+    share = policy.share
+    if isinstance(share, TimeSlice):
+        share = replace(share, effective=aware)
     if aware:
-        return replace(policy, name=base, place=TypeAware(), order=order)
-    return replace(policy, name=base + AGNOSTIC_SUFFIX, place=FewestNodes(), order=order)
+        return replace(policy, name=base, place=TypeAware(), order=order, share=share)
+    return replace(
+        policy, name=base + AGNOSTIC_SUFFIX, place=FewestNodes(), order=order, share=share
+    )

@@ -139,9 +139,15 @@ class TimeSlice:
     """Jobs per group: suspended jobs wait in host memory, which is finite."""
     after_gpu_s: float = 0.0
     """Only jobs that have attained this much service (GPU-seconds) host or join a group."""
+    effective: bool = False
+    """Count service as ``LeastAttained(effective=True)`` does, in the job's best GPU
+    type's terms, so the queue that takes turns is the order stage's last one."""
 
     def _shares(self, job: JobView) -> bool:
-        return job.attained_gpu_s >= self.after_gpu_s
+        got = job.attained_gpu_s
+        if self.effective and job.attained_effective_s is not None:
+            got = job.attained_effective_s
+        return got >= self.after_gpu_s
 
     def __post_init__(self) -> None:
         if not self.quantum_s > 0:
