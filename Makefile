@@ -39,23 +39,15 @@ chromium:
 	    exit 1; \
 	  fi; }
 
-# Every tier; what CI runs. Beside the rest, which run in order, a second pytest
-# runs what mostly waits: the Ray harness (a 3-node cluster in its own network
-# namespace, ~100 s) and then the time-slicing runtime tests (~90 s of jobs taking
-# turns on one device). The one of those with a tight timing check (packing judged
-# within two windows) stays in the main run. Then the benchmark regression check
-# (bench/regress.py, ~15 s): it fails on a slowdown beyond 2x the committed
-# figures, measured against a calibration loop.
-BESIDE_K := not packing
+# Every tier; what CI runs. The Ray harness (a 3-node cluster in its own network
+# namespace, ~70 s, mostly waiting) runs beside the rest, which run in order.
+# Then the benchmark regression check (bench/regress.py, ~15 s): it fails on a
+# slowdown beyond 2x the committed figures, measured against a calibration loop.
 test: lint chromium
-	@{ $(BIN)/python -m pytest -q -p no:cacheprovider tests/test_ray.py; r=$$?; \
-	  $(BIN)/python -m pytest -q -p no:cacheprovider tests/test_runtime_sharing.py -k "$(BESIDE_K)"; \
-	  s=$$?; test $$r -eq 0 -a $$s -eq 0; } > .ray-tests.log 2>&1 & beside=$$!; \
-	$(BIN)/python -m pytest -q --durations=15 --ignore=tests/test_ray.py \
-	  -k "not test_runtime_sharing or not ($(BESIDE_K))"; rest=$$?; \
-	wait $$beside; besides=$$?; \
-	echo "--- tests/test_ray.py, then tests/test_runtime_sharing.py -k '$(BESIDE_K)' (ran beside the rest):"; \
-	cat .ray-tests.log; test $$rest -eq 0 -a $$besides -eq 0
+	@$(BIN)/python -m pytest -q -p no:cacheprovider tests/test_ray.py > .ray-tests.log 2>&1 & ray=$$!; \
+	$(BIN)/python -m pytest -q --durations=15 --ignore=tests/test_ray.py; rest=$$?; \
+	wait $$ray; rayed=$$?; echo "--- tests/test_ray.py (ran beside the rest):"; cat .ray-tests.log; \
+	test $$rest -eq 0 -a $$rayed -eq 0
 	$(BIN)/python bench/regress.py
 
 # Your own loop: skips tests marked slow.
