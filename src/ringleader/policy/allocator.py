@@ -113,9 +113,16 @@ def start_size(job: JobView) -> int:
     return job.max_gpus
 
 
-def _elastic_start(c: Candidate) -> int:
-    job = c.job
+def least_size(job: JobView) -> int:
+    """The fewest GPUs ``job`` runs on: its minimum if elastic, else its request.
+
+    What the elastic allocators' ``base`` gives each job in order, and so the
+    size time-slicing groups jobs by when GPUs are short."""
     return job.min_gpus if job.elastic else job.requested_gpus
+
+
+def _elastic_start(c: Candidate) -> int:
+    return least_size(c.job)
 
 
 @dataclass(frozen=True, slots=True)

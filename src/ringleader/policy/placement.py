@@ -162,6 +162,11 @@ class FreeGPUs:
             yield from (n for n in self._bucket(count, types) if n not in own)
 
 
+def nodes_spanned(devices: Iterable[Device]) -> int:
+    """How many nodes ``devices`` are on."""
+    return len({d.node for d in devices})
+
+
 def _by_node(devices: Iterable[Device]) -> dict[str, list[int]]:
     by_node: dict[str, list[int]] = {}
     for d in devices:

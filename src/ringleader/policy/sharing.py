@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ringleader.policy.needs import Needs
-from ringleader.policy.placement import FreeGPUs, keep_subset, place_one
+from ringleader.policy.placement import FreeGPUs, keep_subset, nodes_spanned, place_one
 from ringleader.policy.plan import GROWN_IDLE, Assignment, Deferred, Note, Plan, SizingNotes, Turn
 from ringleader.policy.timeslice import (
     DEFAULT_QUANTUM_S,
@@ -47,10 +47,6 @@ from ringleader.policy.views import ClusterView, Device, JobView
 
 def _order(job: JobView) -> tuple[int, float, str]:
     return (-job.priority, job.submitted_at, job.id)
-
-
-def _nodes(devices: Sequence[Device]) -> int:
-    return len({d.node for d in devices})
 
 
 @dataclass(slots=True)
@@ -173,7 +169,7 @@ class Sharing:
                 key=lambda g: (
                     _top(g) >= job.priority,
                     len(g.residents),
-                    _nodes(g.devices),
+                    nodes_spanned(g.devices),
                     g.devices,
                 ),
             )
@@ -222,7 +218,7 @@ class Sharing:
                 moves += 1
         # De-fragment: a group on more nodes than it needs, onto one node that fits.
         for g in sorted(groups, key=lambda g: (-g.size, g.devices)):
-            if moves >= self.max_migrations or _nodes(g.devices) == 1:
+            if moves >= self.max_migrations or nodes_spanned(g.devices) == 1:
                 continue
             node = free.best_fit(g.size, set())
             if node is None:
@@ -249,7 +245,7 @@ class Sharing:
             if not job.elastic or g.size >= job.max_gpus:
                 continue
             node = g.devices[0].node
-            if _nodes(g.devices) != 1:
+            if nodes_spanned(g.devices) != 1:
                 continue
             room = sorted(free.free[node])
             extra = min(len(room), job.max_gpus - g.size, g.size)  # doubling

@@ -35,6 +35,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple, Protocol
 
+from ringleader.policy.allocator import least_size
+from ringleader.policy.placement import nodes_spanned
 from ringleader.policy.plan import WAIT, Assignment, Deferred, Turn
 from ringleader.policy.views import ClusterView, Device, JobView
 
@@ -99,11 +101,6 @@ def queue_turns(
     # Suspended now, a job that was running has waited since now.
     order = sorted(waiting, key=lambda j: (now if running(j) else j.state_since, j.id))
     return {j.id: Turn(first + k * q, k + 1, q) for k, j in enumerate(order)}
-
-
-def start_size(job: JobView) -> int:
-    """The size a job is started at under oversubscription: its minimum if elastic."""
-    return job.min_gpus if job.elastic else job.requested_gpus
 
 
 class Shared(NamedTuple):
@@ -205,7 +202,7 @@ class TimeSlice:
             a = out.get(job.id)
             if a is None or not a.running or a.workers != len(a.devices):
                 continue
-            if a.workers == start_size(job) and self._shares(job):
+            if a.workers == least_size(job) and self._shares(job):
                 groups[tuple(sorted(a.devices))] = [job]
         return groups
 
@@ -228,7 +225,7 @@ class TimeSlice:
             for job in members:
                 if job is group[0] or out.get(job.id, WAIT).resident:
                     continue
-                if len(group) < self.max_residents and start_size(job) == len(key):
+                if len(group) < self.max_residents and least_size(job) == len(key):
                     group.append(job)
                     grouped.add(job.id)
 
@@ -248,13 +245,13 @@ class TimeSlice:
         heaps: dict[int, list[tuple[int, int, Key]]] = {}
         for k, residents in groups.items():
             if len(residents) < self.max_residents:
-                heaps.setdefault(len(k), []).append((len(residents), _nodes(k), k))
+                heaps.setdefault(len(k), []).append((len(residents), nodes_spanned(k), k))
         for entries in heaps.values():
             heapq.heapify(entries)
         for job in ordered:
             if job.id in grouped or out.get(job.id, WAIT).resident or not self._shares(job):
                 continue
-            heap = heaps.get(start_size(job))
+            heap = heaps.get(least_size(job))
             if not heap:
                 continue
             room = self._room(heap, groups, job, cluster)
@@ -264,7 +261,7 @@ class TimeSlice:
             members.append(job)
             grouped.add(job.id)
             if len(members) < self.max_residents:
-                heapq.heappush(heap, (len(members), _nodes(key), key))
+                heapq.heappush(heap, (len(members), nodes_spanned(key), key))
 
     def _room(
         self,
@@ -292,7 +289,3 @@ class TimeSlice:
             if count == len(groups[key]):
                 return key
         return None
-
-
-def _nodes(devices: Sequence[Device]) -> int:
-    return len({d.node for d in devices})
