@@ -151,16 +151,17 @@ class Policy:
             # job that cannot grow without slowing down where it is).
             n = workers.get(job.id, 0)
             assignments[job.id] = Assignment(mine, n if n <= len(mine) else len(mine))
+        final: Mapping[str, Assignment] = assignments
         turns: Mapping[str, Turn] = {}
         if self.share is not None:
             shared = self.share.share(assignments, [c.job for c in known] + exploring, cluster, now)
-            assignments, turns = shared.assignments, shared.turns
+            final, turns = shared.assignments, shared.turns
             if shared.wake_at is not None:
                 wake = shared.wake_at if wake is None else min(wake, shared.wake_at)
         notes = dict(grown.notes)
         for job_id, hold in probing.items():
             notes[job_id] = Sizing(PROBING, workers[job_id], held=hold)
-        plan = Plan(assignments, wake, SizingNotes(assignments, notes, grown.later), turns)
+        plan = Plan(final, wake, SizingNotes(final, notes, grown.later), turns)
         return plan, unplaced
 
     def _fair_growth(

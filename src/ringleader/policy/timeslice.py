@@ -107,7 +107,7 @@ class Shared(NamedTuple):
     """A share stage's result: the plan's assignments with residents added and
     rotated, when it wants to be asked again, and each suspended job's turn."""
 
-    assignments: dict[str, Assignment]
+    assignments: Mapping[str, Assignment]
     wake_at: float | None
     turns: Mapping[str, Turn]
 
@@ -164,34 +164,32 @@ class TimeSlice:
             job.suspended or (self._shares(job) and not assignments.get(job.id, WAIT).resident)
             for job in ordered
         ):
-            return Shared(dict(assignments), None, {})  # no group, and no one to join one
+            return Shared(assignments, None, {})  # no group, and no one to join one
         out = dict(assignments)
         groups = self._hosts(out, ordered)
         grouped = {j.id for members in groups.values() for j in members}
         self._keep_residents(groups, grouped, out, ordered)
         if self.max_residents > 1:
             self._admit(groups, grouped, out, ordered, cluster)
-        wake: float | None = None
+        q = self.quantum_s
         sliced: list[tuple[list[JobView], set[str]]] = []
         for key, members in groups.items():
             if len(members) < 2:
                 continue
-            runner = rotation(members, now, self.quantum_s)
+            runner = rotation(members, now, q)
             for job in members:
                 out[job.id] = Assignment(key, len(key), job is not runner)
             sliced.append((members, {runner.id}))
-            wake = boundary_after(now, self.quantum_s)
-        q = self.quantum_s
-        turns: Mapping[str, Turn] = {}
-        if sliced:
-            turns = Deferred(
-                lambda: {
-                    k: t
-                    for members, ids in sliced
-                    for k, t in queue_turns(members, ids, now, q).items()
-                }
-            )
-        return Shared(out, wake, turns)
+        if not sliced:
+            return Shared(out, None, {})
+        turns = Deferred(
+            lambda: {
+                k: t
+                for members, ids in sliced
+                for k, t in queue_turns(members, ids, now, q).items()
+            }
+        )
+        return Shared(out, boundary_after(now, q), turns)
 
     def _hosts(
         self, out: Mapping[str, Assignment], ordered: Sequence[JobView]
