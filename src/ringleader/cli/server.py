@@ -264,15 +264,6 @@ class PolicySettings(BaseModel):
         list[Annotated[float, Field(ge=0, lt=1e12, allow_inf_nan=False)]] | None
     ) = None
 
-    @field_validator("tiresias_thresholds_gpu_s", mode="before")
-    @classmethod
-    def _levels(cls, value: Any) -> Any:
-        if isinstance(value, list):
-            value = [
-                float(x) if isinstance(x, int) and not isinstance(x, bool) else x for x in value
-            ]
-        return value
-
     @model_validator(mode="after")
     def _queues(self) -> PolicySettings:
         levels = self.tiresias_thresholds_gpu_s
@@ -306,10 +297,14 @@ class PolicySettings(BaseModel):
             raise ValueError(str(err)) from None
         return value
 
-    @field_validator("probe_window_s", "round_s", "quantum_s", mode="before")
+    @field_validator(
+        "probe_window_s", "round_s", "quantum_s", "tiresias_thresholds_gpu_s", mode="before"
+    )
     @classmethod
     def _number(cls, value: Any) -> Any:
         # Strict mode refuses ints for floats; YAML writes "30" for 30 seconds.
+        if isinstance(value, list):
+            return [cls._number(x) for x in value]
         if isinstance(value, int) and not isinstance(value, bool):
             return float(value)
         return value
