@@ -57,6 +57,11 @@ def test_every_rank_gets_its_own_share_and_a_resume_skips_what_was_seen() -> Non
     seen = order[:40] + [i for r in rest for i in r]
     assert len(seen) == len(set(seen))  # nothing twice
     assert len(seen) == 40 + 60 // 12 * 12  # all but the tail that fills no whole step
+    # What is left is counted for the world that resumes: a checkpoint after 96 of 100
+    # examples leaves one step for one rank and none for two (then the epoch is done).
+    assert loader.steps_left(96, 1) == 1 and loader.steps_left(96, 2) == 0
+    assert [len(loader.indices(0, 96, r, 2)) for r in (0, 1)] == [0, 0]
+    assert loader.steps_left(0, 3) == 100 // 12
     assert lr_factor("linear", 4) == 4 and lr_factor("sqrt", 4, base_world=1) == 2
     with pytest.raises(ValueError, match="none, linear, sqrt"):
         lr_factor("cubic", 2)

@@ -163,6 +163,10 @@ class DataLoader:
         """Steps in a whole epoch at the current world size."""
         return len(self.dataset) // (self.batch_size * _job.world)
 
+    def steps_left(self, consumed: int, world: int) -> int:
+        """Whole steps of ``world`` ranks left in an epoch of which ``consumed`` are done."""
+        return max(len(self.dataset) - consumed, 0) // (self.batch_size * world)
+
     def indices(self, epoch: int, consumed: int, rank: int, world: int) -> list[int]:
         """This rank's examples for the rest of ``epoch``, in the order it trains on them."""
         import torch
@@ -174,7 +178,7 @@ class DataLoader:
         else:
             order = torch.arange(count)
         rest = order[consumed:]
-        steps = len(rest) // (self.batch_size * world)
+        steps = self.steps_left(consumed, world)
         mine = rest[: steps * self.batch_size * world].view(steps, world, self.batch_size)
         return [int(i) for i in mine[:, rank, :].reshape(-1)]
 
@@ -208,6 +212,16 @@ def epochs(count: int, start: int = 1) -> Iterator[int]:
         return
     session = _start(count)
     position = _job.position
+    loader = _job.loader
+    if (
+        position.consumed
+        and loader is not None
+        and not loader.steps_left(position.consumed, _job.world)
+    ):
+        # Checkpointed after the last whole step this world can take: that epoch is
+        # done. Yielding it again would run a loop body zero times, and a script that
+        # reads the epoch's last loss after its loop would find none.
+        position.epoch, position.consumed = position.epoch + 1, 0
     for index in range(position.epoch, count):
         position.epoch = index
         yield start + index
