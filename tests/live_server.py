@@ -109,16 +109,24 @@ class LiveServer:
         round_s: float = 2.0,
         *extra: str,
         isolated: bool = False,
+        netns: str | None = None,
+        host: str = "127.0.0.1",
     ) -> None:
         """``isolated``: run jobs as their users' uids (the default of a root server). Off
         here, as on a one-user machine: pytest's temporary directories are 0700 root's,
-        so no other uid could run a job whose workdir is one of them."""
+        so no other uid could run a job whose workdir is one of them.
+
+        ``netns``: run the server (and so its jobs) in that network namespace,
+        serving on ``host``, an address of it the test can reach."""
         self.state_dir = state_dir
         self.gpus = gpus
         self.round_s = round_s
         self.extra = extra if isolated else (*extra, "--no-isolate-jobs")
+        self.wrap = ["ip", "netns", "exec", netns] if netns else []
+        if host != "127.0.0.1":
+            self.extra = (*self.extra, "--host", host, "--insecure-http")
         self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
+        self.url = f"http://{host}:{self.port}"
         self.proc: subprocess.Popen[bytes] | None = None
         self.token = ""
         self.http = httpx.Client(timeout=10)
@@ -134,6 +142,7 @@ class LiveServer:
         log = open(self.state_dir / "server.log", "ab")  # noqa: SIM115
         self.proc = subprocess.Popen(
             [
+                *self.wrap,
                 sys.executable,
                 "-m",
                 "ringleader",

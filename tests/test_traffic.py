@@ -3,14 +3,27 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
+import sys
 from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
 
 import pytest
 
 from ringleader.net.agent import TrafficAgent
 from ringleader.net.tc import NetCommandError, have_net_admin, run
-from ringleader.policy.traffic import TrafficPolicy, traffic_priorities
+from ringleader.perf.epochs import EpochsToConverge
+from ringleader.policy import policy_named
+from ringleader.policy.stack import Policy
+from ringleader.policy.traffic import Priorities, TrafficPolicy, traffic_priorities
+from ringleader.policy.views import ClusterView, JobShape, JobView
+from ringleader.runtime.executor.local import free_port
+from ringleader.runtime.traffic import device_mbit, merged_ranks, ps_ports
+from ringleader.spine.needs import RUNTIME, serve_policy
+from tests.live_server import LiveServer, wait_for
 
 CAN, WHY = have_net_admin()
 needs_net_admin = pytest.mark.skipif(not CAN, reason=f"netlab tests: {WHY}")
@@ -159,3 +172,253 @@ def test_fair_fifo_model_lets_round_robin_trail_one_as_in_the_seed() -> None:
     rr = mean_jct(TrafficPolicy.ROUND_ROBIN, 1, cal, seeds=2)
     assert one < rr < fifo
     assert rr - one > 0.03 * fifo
+
+
+# -- the traffic stage in a Policy ------------------------------------------------
+
+
+def _ps(name: str, *, at: float = 0.0, gpus: int = 2, ps: bool = True, **kw: Any) -> JobView:
+    return JobView(
+        id=name,
+        submitted_at=at,
+        shape=JobShape(50_000, 128, 1e7),
+        epochs=EpochsToConverge.constant(10),
+        requested_gpus=gpus,
+        min_gpus=gpus,
+        max_gpus=gpus,
+        elastic=False,
+        parameter_server=ps,
+        **kw,
+    )
+
+
+def _default() -> Policy:
+    policy = policy_named("ringleader")
+    assert isinstance(policy, Policy)
+    return policy
+
+
+def test_the_default_ranks_parameter_servers_that_share_a_node_in_its_own_order() -> None:
+    jobs = [
+        _ps("early", at=0.0),
+        _ps("late", at=10.0),
+        _ps("urgent", at=20.0, priority=5),  # the order stage puts priority first
+        _ps("allreduce", at=30.0, ps=False),  # not a PS: never ranked
+    ]
+    plan = _default().decide(jobs, ClusterView.uniform(1, 8), now=100.0)
+    assert all(plan.of(j.id).running for j in jobs)
+    assert plan.traffic == {"node0": {"urgent": 0, "early": 1, "late": 2}}
+    # Each PS alone on its node: nothing to rank.
+    apart = _default().decide(jobs[:2], ClusterView.uniform(2, 2), now=100.0)
+    assert {apart.of(j).devices[0].node for j in ("early", "late")} == {"node0", "node1"}
+    assert apart.traffic == {}
+
+
+def test_a_policy_without_the_stage_or_a_fifo_stage_sets_no_ranks() -> None:
+    cluster = ClusterView.uniform(1, 4)
+    jobs = [_ps("a"), _ps("b", at=1.0)]
+    assert _default().decide(jobs, cluster, 0.0).traffic == {"node0": {"a": 0, "b": 1}}
+    assert replace(_default(), traffic=None).decide(jobs, cluster, 0.0).traffic == {}
+    fifo = replace(_default(), traffic=Priorities(TrafficPolicy.FIFO))
+    assert fifo.decide(jobs, cluster, 0.0).traffic == {}
+    # A suspended or waiting PS sends nothing: only running jobs are ranked.
+    waiting = [_ps("a"), _ps("b", at=1.0), _ps("c", at=2.0)]
+    plan = _default().decide(waiting, cluster, 0.0)
+    assert not plan.of("c").running
+    assert plan.traffic == {"node0": {"a": 0, "b": 1}}
+
+
+def test_round_robin_rotates_the_ranks_and_asks_to_decide_again_at_the_turn() -> None:
+    cluster = ClusterView.uniform(1, 4)
+    jobs = [_ps("a"), _ps("b", at=1.0)]
+    rr = replace(_default(), traffic=Priorities(TrafficPolicy.ROUND_ROBIN, interval_s=20.0))
+    first, second = rr.decide(jobs, cluster, 5.0), rr.decide(jobs, cluster, 25.0)
+    assert first.traffic == {"node0": {"a": 0, "b": 1}}
+    assert second.traffic == {"node0": {"a": 1, "b": 0}}
+    assert first.wake_at == 20.0 and second.wake_at == 40.0
+    with pytest.raises(ValueError, match="interval_s"):
+        Priorities(TrafficPolicy.ROUND_ROBIN, interval_s=0.0)
+
+
+def test_a_body_that_cannot_shape_runs_the_default_without_ranks() -> None:
+    policy = _default()
+    assert policy.needs.traffic
+    served = serve_policy(policy, RUNTIME)
+    assert isinstance(served, Policy) and served.traffic is None and not served.needs.traffic
+    assert served.order == policy.order and served.share == policy.share
+    shaping = serve_policy(policy, replace(RUNTIME, traffic=True))
+    assert isinstance(shaping, Policy) and shaping.traffic == policy.traffic
+
+
+# -- finding a parameter server's ports --------------------------------------------
+
+LISTENER = """
+import os, socket, subprocess, sys, time
+a = socket.socket(); a.bind(("127.0.0.1", 0)); a.listen()
+b = socket.socket(socket.AF_INET6); b.bind(("::1", 0)); b.listen()
+c = socket.create_connection(a.getsockname())  # not listening: not a PS port
+child = subprocess.Popen([sys.executable, "-c",
+    "import socket, time; s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen();"
+    "print(s.getsockname()[1], flush=True); time.sleep(60)"], stdout=subprocess.PIPE)
+print(a.getsockname()[1], b.getsockname()[1], child.stdout.readline().decode().strip(),
+      flush=True)
+time.sleep(60)
+"""
+
+
+def test_a_parameter_servers_ports_are_the_ones_its_process_group_listens_on() -> None:
+    leader = subprocess.Popen(
+        [sys.executable, "-c", LISTENER],
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    outsider = subprocess.Popen([sys.executable, "-c", LISTENER], stdout=subprocess.PIPE, text=True)
+    try:
+        assert leader.stdout is not None and outsider.stdout is not None
+        ports = {int(p) for p in leader.stdout.readline().split()}
+        outside = {int(p) for p in outsider.stdout.readline().split()}
+        assert len(ports) == 3  # IPv4, IPv6, and the child's, in the same group
+        assert ps_ports(leader.pid) == ports
+        # Another process's sockets are not the PS's; and a pid that leads no group
+        # (this one runs in pytest's) is not a gang rank: nothing is found for it.
+        assert outside.isdisjoint(ports) and len(outside) == 3
+        assert ps_ports(outsider.pid) == set()
+    finally:
+        for proc in (leader, outsider):
+            os.killpg(proc.pid, signal.SIGKILL) if proc is leader else proc.kill()
+            proc.wait()
+    assert ps_ports(leader.pid) == set()  # gone: nothing to shape
+
+
+def test_every_node_here_is_one_host_so_ranks_merge_and_speeds_come_from_sysfs(
+    tmp_path: Path,
+) -> None:
+    assert merged_ranks({"n0": {"a": 0, "b": 1}, "n1": {"c": 0, "a": 1}}) == {
+        "a": 0,
+        "b": 1,
+        "c": 0,
+    }
+    (tmp_path / "eth0").mkdir()
+    (tmp_path / "eth0" / "speed").write_text("10000\n")
+    (tmp_path / "veth0").mkdir()
+    (tmp_path / "veth0" / "speed").write_text("-1\n")
+    assert device_mbit("eth0", tmp_path) == 10000.0
+    assert device_mbit("veth0", tmp_path) is None
+    assert device_mbit("nosuch", tmp_path) is None
+
+
+# -- the runtime applies the ranks -----------------------------------------------
+
+PS_JOB = (
+    "python -m ringleader.workloads.ps --epochs 1 --hidden 256 --examples-per-epoch 1024 "
+    "--checkpoint-every-s 60"
+)
+
+
+@pytest.fixture
+def reachable_netns() -> Iterator[tuple[str, str]]:
+    """A namespace with its own loopback and a veth the test reaches it by: (name, address)."""
+    tag = os.getpid() % 100000
+    name, outside = f"rlsrv{tag}", f"rlh{tag}"
+    subnet = f"10.252.{tag % 250}"
+    run(["ip", "netns", "add", name])
+    try:
+        run(["ip", "link", "add", outside, "type", "veth", "peer", "name", "eth0", "netns", name])
+        run(["ip", "addr", "add", f"{subnet}.1/30", "dev", outside])
+        run(["ip", "link", "set", outside, "up"])
+        run(["ip", "-n", name, "addr", "add", f"{subnet}.2/30", "dev", "eth0"])
+        run(["ip", "-n", name, "link", "set", "eth0", "up"])
+        run(["ip", "-n", name, "link", "set", "lo", "up"])
+        yield name, f"{subnet}.2"
+    finally:
+        subprocess.run(["ip", "link", "del", outside], capture_output=True)
+        subprocess.run(["ip", "netns", "del", name], capture_output=True)
+
+
+def _listening(state_dir: Path, job_id: str) -> set[int]:
+    """The ports job ``job_id``'s PS listens on (none before its rank 0 has started)."""
+    pid_files = list((state_dir / "jobs" / job_id / "run").glob("gen*/rank0.pid"))
+    if len(pid_files) != 1:
+        return set()
+    return ps_ports(int(pid_files[0].read_text().split()[0]))
+
+
+@needs_net_admin
+def test_the_server_puts_real_parameter_servers_on_the_nic_in_the_policys_order(
+    tmp_path: Path, reachable_netns: tuple[str, str]
+) -> None:
+    netns, address = reachable_netns
+    state = tmp_path / "state"
+    server = LiveServer(
+        state,
+        6,
+        1.0,
+        "--policy",
+        "ringleader",
+        "--traffic-device",
+        "lo",  # the namespace's own: where the local executor's PS traffic flows
+        "--traffic-mbit",
+        "50",
+        netns=netns,
+        host=address,
+    ).start()
+    agent = TrafficAgent("lo", 50, netns=netns)
+    try:
+        assert agent.installed()
+        first = server.submit({"name": "first", "command": PS_JOB, "arch": "ps", "gpus": 3})
+        second = server.submit({"name": "second", "command": PS_JOB, "arch": "ps", "gpus": 3})
+
+        def ranked_as_listening() -> bool:
+            # The ports are what each job's PS listens on, found in the kernel, ranked
+            # in submission order (the same queue, the same priority). Looked up at
+            # every tick: a PS opens its gloo listener only once its group is up.
+            filters = agent.filters()
+            return all(
+                {p for p, c in filters.items() if c == leaf} == _listening(state, job) != set()
+                for job, leaf in ((first, "1:10"), (second, "1:11"))
+            )
+
+        wait_for(ranked_as_listening, 60, "both jobs' PS ports ranked as they listen")
+        for job in (first, second):
+            assert server.wait_state(job, {"succeeded", "failed"}, 120)["state"] == "succeeded"
+        # One PS left, then none: nothing to rank, every filter gone.
+        wait_for(lambda: agent.filters() == {}, 10, "the filters to be removed")
+    finally:
+        server.stop()
+        server.kill_workers()
+    assert not agent.installed()  # the server takes its tree off at exit
+    assert "traffic ranks on lo: first" in (state / "server.log").read_text()
+
+
+@needs_net_admin
+def test_a_traffic_device_that_cannot_be_shaped_is_refused_naming_the_flag(
+    tmp_path: Path,
+) -> None:
+    for device, said in (
+        ("../x", "not a network device name"),
+        ("rlnosuch0", "Cannot find device"),
+    ):
+        out = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "ringleader",
+                "server",
+                "--state-dir",
+                str(tmp_path),
+                "--port",
+                str(free_port()),
+                "--traffic-device",
+                device,
+                "--traffic-mbit",
+                "100",
+                "--no-isolate-jobs",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert out.returncode == 2, out.stderr
+        assert f"--traffic-device {device}" in out.stderr or repr(device) in out.stderr
+        assert said in out.stderr and "Traceback" not in out.stderr

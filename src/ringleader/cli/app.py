@@ -50,7 +50,9 @@ def policies() -> None:
 
     "needs" is what the policy relies on; "server" says whether `ringleader
     server` runs it as is, with a measured profiling phase standing in for
-    the speed models the simulator gives it, or not at all (an oracle).
+    the speed models the simulator gives it, or not at all (an oracle); a
+    policy's traffic priorities are applied where the server has
+    `--traffic-device`.
     """
     from rich.console import Console
     from rich.table import Table
@@ -67,7 +69,12 @@ def policies() -> None:
         policy = policy_named(name)
         try:
             served = serve_policy(policy, RUNTIME)
-            server = "yes" if served is policy else "yes, measured profiling"
+            server = ", ".join(
+                ["yes"]
+                + ["measured profiling"] * (served.needs.profiling and not policy.needs.profiling)
+                + ["traffic with --traffic-device"]
+                * (policy.needs.traffic and not served.needs.traffic)
+            )
         except PolicyNotServed:
             server = "no (oracle)" if policy.needs.oracle else "no"
         table.add_row(name, describe(name), policy.needs.describe(), server)

@@ -110,6 +110,22 @@ def server(
             help="Rotate a job's progress.jsonl to .1 past this many MiB (0: never).",
         ),
     ] = 16,
+    traffic_device: Annotated[
+        str | None,
+        typer.Option(
+            help="Apply the policy's traffic ranks (ringleader: parameter-server jobs that "
+            "share this host send in its order) with tc on this NIC's egress, e.g. eth0. "
+            "Needs root and the local executor; the tree is removed at exit.",
+        ),
+    ] = None,
+    traffic_mbit: Annotated[
+        float | None,
+        typer.Option(
+            min=1,
+            max=1e7,
+            help="--traffic-device's rate in Mbit/s (default: the speed the kernel reports).",
+        ),
+    ] = None,
     tls_cert: Annotated[
         Path | None, typer.Option(help="PEM certificate: serve HTTPS (with --tls-key).")
     ] = None,
@@ -228,6 +244,8 @@ def server(
         insecure_http=insecure_http,
         allow_hosts=tuple(allow_host or ()),
         isolate_jobs=isolate_jobs,
+        traffic_device=traffic_device,
+        traffic_mbit=traffic_mbit,
         header_timeout_s=header_timeout_s,
         body_timeout_s=body_timeout_s,
     )

@@ -16,6 +16,7 @@ from ringleader.policy.profiling import Exploratory, Online, Precompute
 from ringleader.policy.sharing import Sharing
 from ringleader.policy.stack import Policy
 from ringleader.policy.timeslice import TimeSlice
+from ringleader.policy.traffic import Priorities, TrafficPolicy
 
 STARVE_AFTER_S = 7 * 86_400.0
 """The default's starvation guard: a job kept waiting a week goes ahead of every queue.
@@ -61,7 +62,8 @@ _BUILDERS: dict[str, tuple[str, Callable[[], Decider]]] = {
         "fair share between users, then priority, then least-attained-service queues "
         "(10 and 100 GPU-hours; a job waiting a week goes first) pick who runs; doubling "
         "picks how wide; jobs past 100 GPU-hours take turns in 10-minute quanta when "
-        "GPUs are short; models learned online; no durations",
+        "GPUs are short; parameter servers sharing a host send in that order; models "
+        "learned online; no durations",
         lambda: Policy(
             "ringleader",
             Doubling(backfill=True, per_epoch=True),
@@ -70,6 +72,7 @@ _BUILDERS: dict[str, tuple[str, Callable[[], Decider]]] = {
                 Prioritised(LeastAttained(QUEUE_THRESHOLDS_GPU_S, starve_after_s=STARVE_AFTER_S))
             ),
             share=TimeSlice(LONG_JOB_QUANTUM_S, after_gpu_s=QUEUE_THRESHOLDS_GPU_S[-1]),
+            traffic=Priorities(TrafficPolicy.ONE),
         ),
     ),
     "tiresias": (

@@ -212,13 +212,19 @@ class Plan:
 
     ``sizing`` and ``turns`` are the policy's account of the plan, for people:
     why each running job has its size, and when each time-sliced-out job
-    should run next. Bodies carry out ``assignments`` only.
+    should run next. Bodies carry out ``assignments``, and ``traffic`` where
+    they can shape a NIC.
+
+    ``traffic``: per node, the priority rank (0 first) of each running job
+    whose parameter server sends from that node, where two or more do
+    (TensorLights; ``ringleader.policy.traffic``). Empty: no priorities.
     """
 
     assignments: Mapping[str, Assignment]
     wake_at: float | None = None
     sizing: Mapping[str, Sizing] = field(default_factory=dict)
     turns: Mapping[str, Turn] = field(default_factory=dict)
+    traffic: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
 
     def of(self, job_id: str) -> Assignment:
         return self.assignments.get(job_id, WAIT)

@@ -8,7 +8,11 @@ small pure protocol (``docs/policies.md`` shows a user-written one):
   least attained service, priority, fair share between users;
 * **size** (``ringleader.policy.allocator``): how many GPUs each gets — its
   request, or elastic growth by marginal gain (doubling, Optimus);
-* **place** (``ringleader.policy.placement``): which GPUs — fewest nodes.
+* **place** (``ringleader.policy.placement``): which GPUs — fewest nodes;
+* **share** (``ringleader.policy.timeslice``): jobs the plan left waiting take
+  turns on GPUs that are held (time-slicing);
+* **traffic** (``ringleader.policy.traffic``): priority ranks for parameter
+  servers that send through one host's NIC (TensorLights).
 
 Profiling sits between order and size: with exploratory profiling, GPUs are
 claimed in this order, which is the explore/optimise trade-off the seed
@@ -43,6 +47,7 @@ from ringleader.policy.placement import FewestNodes, Place
 from ringleader.policy.plan import PROBING, WAIT, Assignment, Plan, Sizing, SizingNotes, Turn
 from ringleader.policy.profiling import Exploratory, Precompute, Profiling
 from ringleader.policy.timeslice import Share
+from ringleader.policy.traffic import Traffic
 from ringleader.policy.views import ClusterView, JobView
 
 MAX_RESIZES_FOR_TYPES = 8
@@ -64,6 +69,7 @@ class Policy:
     order: Order = field(default_factory=Fifo)
     place: Place = field(default_factory=FewestNodes)
     share: Share | None = None
+    traffic: Traffic | None = None
 
     @property
     def _needs_speed(self) -> bool:
@@ -78,6 +84,7 @@ class Policy:
             speed_model=speed,
             profiling=speed and isinstance(self.profiling, Exploratory),
             time_slicing=self.share is not None,
+            traffic=self.traffic is not None,
         )
 
     def decide(self, jobs: Sequence[JobView], cluster: ClusterView, now: float) -> Plan:
@@ -153,15 +160,20 @@ class Policy:
             assignments[job.id] = Assignment(mine, n if n <= len(mine) else len(mine))
         final: Mapping[str, Assignment] = assignments
         turns: Mapping[str, Turn] = {}
-        if self.share is not None:
-            shared = self.share.share(assignments, [c.job for c in known] + exploring, cluster, now)
-            final, turns = shared.assignments, shared.turns
-            if shared.wake_at is not None:
-                wake = shared.wake_at if wake is None else min(wake, shared.wake_at)
+        traffic: Mapping[str, Mapping[str, int]] = {}
+        if self.share is not None or self.traffic is not None:
+            in_order = [c.job for c in known] + exploring
+            if self.share is not None:
+                shared = self.share.share(assignments, in_order, cluster, now)
+                final, turns = shared.assignments, shared.turns
+                wake = _earliest(wake, shared.wake_at)
+            if self.traffic is not None:
+                traffic = self.traffic.ranks(final, in_order, now)
+                wake = _earliest(wake, self.traffic.wake_at(traffic, now))
         notes = dict(grown.notes)
         for job_id, hold in probing.items():
             notes[job_id] = Sizing(PROBING, workers[job_id], held=hold)
-        plan = Plan(final, wake, SizingNotes(final, notes, grown.later), turns)
+        plan = Plan(final, wake, SizingNotes(final, notes, grown.later), turns, traffic)
         return plan, unplaced
 
     def _fair_growth(
@@ -191,6 +203,10 @@ class Policy:
         counts.update(late)
         free -= sum(late.values())
         return self.size.grow(known, counts, free)
+
+
+def _earliest(a: float | None, b: float | None) -> float | None:
+    return b if a is None else a if b is None else min(a, b)
 
 
 def _within_shares(ordered: Sequence[Candidate], shares: dict[str, int]) -> list[Candidate]:

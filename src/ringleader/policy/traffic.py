@@ -12,12 +12,24 @@ the others' transfers.
   takes its turn at the front.
 
 Pure: the rotation comes from ``now``, not from a timer.
+
+``Priorities`` is the traffic stage of a ``Policy``: after the plan is made it
+ranks, on every node where the parameter servers of two or more running jobs
+send, those jobs in the order stage's order — so the job the policy would
+serve first also gets the NIC first. A body that can shape a NIC applies the
+ranks (``ringleader.runtime.traffic``); the others run the plan without them.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from enum import StrEnum
+from typing import Protocol
+
+from ringleader.policy.plan import Assignment
+from ringleader.policy.views import JobView
 
 
 class TrafficPolicy(StrEnum):
@@ -49,3 +61,58 @@ def traffic_priorities(
             raise ValueError(f"interval_s must be positive, got {interval_s}")
         shift = int(now // interval_s) % n
     return {job: (i - shift) % n for i, job in enumerate(jobs_on_host)}
+
+
+HostRanks = Mapping[str, Mapping[str, int]]
+"""Per node, the rank (0 first) of each job whose parameter server sends from it."""
+
+
+class Traffic(Protocol):
+    """The traffic stage: priorities for parameter servers that share a host's NIC."""
+
+    def ranks(
+        self, assignments: Mapping[str, Assignment], ordered: Sequence[JobView], now: float
+    ) -> HostRanks:
+        """Ranks per node for the running jobs of ``assignments``; ``ordered`` is the
+        order stage's order (first: most favoured)."""
+        ...
+
+    def wake_at(self, ranks: HostRanks, now: float) -> float | None:
+        """When the ranks change with no event (a rotation), or None."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Priorities:
+    """TensorLights as a stage: one ``TrafficPolicy`` on every node where PSes meet."""
+
+    policy: TrafficPolicy = TrafficPolicy.ONE
+    interval_s: float = DEFAULT_ROTATION_S
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.interval_s) and self.interval_s > 0):
+            raise ValueError(f"interval_s must be positive, got {self.interval_s}")
+
+    def ranks(
+        self, assignments: Mapping[str, Assignment], ordered: Sequence[JobView], now: float
+    ) -> HostRanks:
+        if self.policy is TrafficPolicy.FIFO:
+            return {}
+        senders: dict[str, list[str]] = {}
+        for job in ordered:
+            if not job.parameter_server:
+                continue
+            a = assignments.get(job.id)
+            if a is not None and a.running:
+                # Rank 0, the PS, runs on the first of the job's devices.
+                senders.setdefault(a.devices[0].node, []).append(job.id)
+        return {
+            node: traffic_priorities(jobs, self.policy, now, self.interval_s)
+            for node, jobs in senders.items()
+            if len(jobs) > 1
+        }
+
+    def wake_at(self, ranks: HostRanks, now: float) -> float | None:
+        if self.policy is not TrafficPolicy.ROUND_ROBIN or not ranks:
+            return None
+        return (math.floor(now / self.interval_s) + 1) * self.interval_s

@@ -166,6 +166,9 @@ class JobView:
     """Who submitted it, for fair share between users ("" where a body has no users)."""
     gpu_types: tuple[str, ...] = ()
     """The GPU types the job may run on (empty: any); every placement honours it."""
+    parameter_server: bool = False
+    """Rank 0 is a parameter server: every step it sends the model to each worker,
+    through its host's NIC, where a traffic stage may rank it against other jobs'."""
     type_speed: Mapping[str, float] = field(default_factory=dict)
     """The job's speed on each GPU type, relative to the speed its model and observations
     describe (1.0). A type missing here is taken as 1.0; a gang on mixed types runs at

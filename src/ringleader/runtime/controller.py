@@ -51,6 +51,7 @@ from ringleader.job.control import (
     write_control,
 )
 from ringleader.job.records import read_regular
+from ringleader.net.tc import NetCommandError
 from ringleader.policy.plan import Assignment, Decider, Plan
 from ringleader.policy.views import Device, JobView
 from ringleader.runtime.bounded import LOG_CAP_BYTES, PROGRESS_CAP_BYTES, cap_log
@@ -70,6 +71,7 @@ from ringleader.runtime.progress import (
 from ringleader.runtime.rowview import held, row_view
 from ringleader.runtime.store import JobRow, State, Store, disk_full
 from ringleader.runtime.telemetry import Telemetry
+from ringleader.runtime.traffic import TrafficControl, merged_ranks
 from ringleader.spine import quota, reasons
 from ringleader.spine.actions import Kind, Launch, Resume, Stop, Suspend, diff_one
 from ringleader.spine.observe import co_runners
@@ -104,6 +106,8 @@ class ControllerConfig:
     """Each user's GPU quota, read at every decision (``ringleader.spine.quota``)."""
     run_as: Callable[[str], int | None] | None = None
     """The uid a user's jobs run as (None: unknown user); None: as the server's own user."""
+    traffic: TrafficControl | None = None
+    """Applies the plan's traffic ranks on this host's NIC (None: no ``--traffic-device``)."""
 
 
 def log_tail(job_dir: Path, lines: int = 20) -> str:
@@ -238,6 +242,8 @@ class Controller:
         if self._need_decision or due or woken:
             self._decide(now, rows)
         self._apply(now, rows)
+        if self.config.traffic is not None and self._plan is not None:
+            self._shape(self.config.traffic, self._plan, rows)
 
     # -- observing -----------------------------------------------------------
     def _observe_one(self, row: JobRow, now: float) -> bool:
@@ -611,6 +617,19 @@ class Controller:
                     self._no_room.discard(row.id)  # what the full disk stopped has been done
                     self.reasons.pop(row.id, None)  # the next decision says any other
                     log.info("job %s: the disk has room again", row.id)
+
+    def _shape(self, traffic: TrafficControl, plan: Plan, rows: Sequence[JobRow]) -> None:
+        """Keep the NIC's filters on the plan's ranks, for the PSes that run now."""
+        ranks = merged_ranks(plan.traffic)
+        running = {
+            r.id: (self.job_dir(r.id), r.generation)
+            for r in rows
+            if r.id in ranks and r.state is State.RUNNING
+        }
+        try:
+            traffic.carry_out(ranks, running)
+        except (OSError, NetCommandError):
+            log.exception("cannot apply traffic ranks on %s", traffic.agent.device)
 
     def _wait_for_room(self, row: JobRow, err: OSError | sqlite3.Error) -> None:
         """A full disk stopped an action on ``row`` (its control file, its record, its

@@ -15,6 +15,7 @@ from ringleader.policy.plan import Assignment
 from ringleader.policy.views import ClusterView, Device, JobShape, JobView, Observation
 from ringleader.runtime.gpus import EFFECTIVE, measured_speeds, observations_in_best_terms
 from ringleader.runtime.progress import RESTART, profile
+from ringleader.runtime.spec import Arch
 from ringleader.runtime.store import JobRow, State
 from ringleader.spine.actions import Held
 from ringleader.spine.views import Known, Submitted, job_view
@@ -74,6 +75,7 @@ def row_view(
         spec.elastic,
         spec.user,
         types,
+        parameter_server=spec.arch is Arch.PS,
     )
     capacity = sum(map(cluster.capacity_of, types)) if types else cluster.capacity
     return job_view(submitted, known, held(row), target, capacity=capacity, needs=needs)

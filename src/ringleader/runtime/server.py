@@ -8,6 +8,7 @@ import fcntl
 import ipaddress
 import logging
 import os
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -16,6 +17,8 @@ from typing import IO
 import uvicorn
 
 from ringleader.credentials import forget_server, record_server
+from ringleader.net.agent import TrafficAgent
+from ringleader.net.tc import NetCommandError, have_net_admin
 from ringleader.policy.catalog import policy_from_config
 from ringleader.policy.views import ClusterView
 from ringleader.runtime.access import known_names
@@ -28,6 +31,7 @@ from ringleader.runtime.gpus import GpuLayout, GpuSpecError
 from ringleader.runtime.identity import can_switch, interpreter_paths, not_reachable
 from ringleader.runtime.store import Store, StoreError
 from ringleader.runtime.timeouts import BODY_S, HEADERS_S, BodyDeadline, with_deadlines
+from ringleader.runtime.traffic import TrafficControl, device_mbit
 from ringleader.runtime.usage import keep_sampling
 from ringleader.runtime.users import Users
 from ringleader.spine.needs import RUNTIME, serve_policy
@@ -76,6 +80,10 @@ class ServerConfig:
     """A request's body must arrive within this after its headers (408 otherwise)."""
     isolate_jobs: bool = True
     """As root, run each user's jobs as their own uid (``ringleader.runtime.identity``)."""
+    traffic_device: str | None = None
+    """The NIC whose egress the plan's traffic ranks shape (None: no ranks applied)."""
+    traffic_mbit: float | None = None
+    """Its rate in Mbit/s (None: the device's own speed, from sysfs)."""
 
     @property
     def scheme(self) -> str:
@@ -183,13 +191,20 @@ def build(config: ServerConfig) -> tuple[Store, Users, Controller]:
     chosen = policy_from_config(
         config.policy, config.probe_window_s, config.quantum_s, config.thresholds_gpu_s
     )
-    body = (
-        RUNTIME
-        if config.probe_window_s is None
-        else replace(RUNTIME, probe_window_s=config.probe_window_s)
+    traffic = traffic_control(config, executor)
+    body = replace(
+        RUNTIME,
+        probe_window_s=config.probe_window_s or RUNTIME.probe_window_s,
+        traffic=traffic is not None,
     )
     # Refused here, before a job is accepted, if this body cannot run it.
     policy = serve_policy(chosen, body)
+    if chosen.needs.traffic and traffic is None:
+        logging.getLogger("ringleader").info(
+            "policy %s ranks the traffic of parameter servers that share a host; give "
+            "--traffic-device (as root) to apply the ranks with tc",
+            chosen.name,
+        )
     controller = Controller(
         store,
         executor,
@@ -202,9 +217,42 @@ def build(config: ServerConfig) -> tuple[Store, Users, Controller]:
             progress_cap_bytes=config.progress_cap_bytes,
             quotas=users.quotas,
             run_as=users.run_uid if config.isolate_jobs and can_switch() else None,
+            traffic=traffic,
         ),
     )
     return store, users, controller
+
+
+def traffic_control(config: ServerConfig, executor: Executor) -> TrafficControl | None:
+    """The tc agent for ``--traffic-device``, its tree installed; None without the flag."""
+    device = config.traffic_device
+    if device is None:
+        return None
+    if not re.fullmatch(r"[A-Za-z0-9_.:@-]{1,15}", device) or device in (".", ".."):
+        raise ConfigError(
+            f"--traffic-device {device!r}: not a network device name (at most 15 letters, "
+            "digits and _.:@-; `ip link` lists them)"
+        )
+    if not isinstance(executor, LocalExecutor):
+        raise ConfigError(
+            "--traffic-device shapes this host's NIC, where the local executor's parameter "
+            "servers send from; with --executor ray they run on other hosts: leave it out"
+        )
+    ok, why = have_net_admin()
+    if not ok:
+        raise ConfigError(f"--traffic-device {device}: {why}")
+    mbit = config.traffic_mbit or device_mbit(device)
+    if mbit is None:
+        raise ConfigError(
+            f"--traffic-device {device}: its speed is not known (no /sys/class/net/{device}"
+            "/speed): give it with --traffic-mbit"
+        )
+    control = TrafficControl(TrafficAgent(device, mbit), executor.leader)
+    try:
+        control.start()
+    except NetCommandError as err:
+        raise ConfigError(f"--traffic-device {device}: {err.stderr or err}") from None
+    return control
 
 
 def keep_private(state_dir: Path) -> None:
@@ -335,6 +383,9 @@ async def serve(config: ServerConfig) -> None:
         # Once nothing writes any more: a missing file's last state is copied out.
         lost = store.lost()
         rescued = store.rescue() if lost is not None else None
+        if controller.config.traffic is not None:
+            with contextlib.suppress(OSError, NetCommandError):
+                controller.config.traffic.close()
         users.close()
         store.close()
         lock.close()

@@ -36,6 +36,7 @@ class Supplies:
     suspend: bool = True
     packing: bool = True
     traffic: bool = False
+    """A ``tc`` agent that applies the plan's traffic ranks on the host's NIC."""
     probe_window_s: float = MEASURED_WINDOW_S
 
 
@@ -57,10 +58,22 @@ def serve_policy(policy: Decider, body: Supplies) -> Decider:
     if needs.packing and not body.packing:
         raise PolicyNotServed(f"policy {policy.name!r} packs jobs on a GPU; {body.name} cannot")
     if needs.traffic and not body.traffic:
-        raise PolicyNotServed(f"policy {policy.name!r} sets traffic priority; {body.name} cannot")
+        policy = without_traffic(policy, body)
     if needs.true_model and not body.truth:
         return measured(policy, body.probe_window_s)
     return policy
+
+
+def without_traffic(policy: Decider, body: Supplies) -> Decider:
+    """``policy`` without its traffic stage, for a body that cannot shape a NIC.
+
+    Traffic ranks change no assignment, only the order of packets on a NIC,
+    so the rest of the plan stands without them (``ringleader server`` says at
+    start-up that they are off, and how to turn them on).
+    """
+    if isinstance(policy, Policy):
+        return replace(policy, traffic=None)
+    raise PolicyNotServed(f"policy {policy.name!r} sets traffic priority; {body.name} cannot")
 
 
 def measured(policy: Decider, window_s: float = MEASURED_WINDOW_S) -> Decider:

@@ -40,6 +40,7 @@ class Submitted:
     elastic: bool
     user: str = ""
     gpu_types: tuple[str, ...] = ()
+    parameter_server: bool = False
 
 
 @dataclass(slots=True)
@@ -107,6 +108,7 @@ def job_view(
         restart_s=known.restart_s,
         user=job.user,
         gpu_types=job.gpu_types,
+        parameter_server=job.parameter_server,
         type_speed=known.type_speed or NO_SPEEDS,
         attained_effective_s=known.attained_effective_s,
     )

@@ -145,6 +145,11 @@ class LocalExecutor:
             if not sent:
                 spawn_worker(w, command, env)
 
+    def leader(self, job_dir: Path, generation: int, rank: int = 0) -> int | None:
+        """The pid leading ``rank``'s process group, while it lives (traffic ranks)."""
+        found = self._pids(job_dir, generation).get(rank)
+        return found[0] if found is not None and alive(*found) else None
+
     @staticmethod
     def _pids(job_dir: Path, generation: int) -> dict[int, tuple[int, int]]:
         out: dict[int, tuple[int, int]] = {}

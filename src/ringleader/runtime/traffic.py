@@ -1,0 +1,163 @@
+"""A plan's traffic ranks on this host's NIC: TensorLights in the runtime.
+
+The policy's traffic stage ranks, per node, the running jobs whose parameter
+servers send from it (``Plan.traffic``). ``TrafficControl`` carries the ranks
+out with the per-host ``tc`` agent (``ringleader.net.agent``) on the device
+the server was given (``ringleader server --traffic-device``).
+
+**Which packets are a job's.** A parameter server serves its workers from a
+listening socket — gloo's pairs under ``torch.distributed``, a gRPC server,
+any framework's — so every model update it sends leaves with that socket's
+port as its source port. The ports are read from the kernel (the TCP sockets
+the PS's process group holds open in ``LISTEN``), so jobs need no change and
+no port is fixed in advance; the agent points one ``u32`` filter per port at
+the class of the job's rank. Ports are looked up again at every tick, since a
+job opens them only once its process group is up, and again after a restart.
+
+All of the local executor's nodes are this one host: their ranks meet on one
+device, and two jobs of the same rank on different nodes share a class.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ringleader.net.agent import TrafficAgent
+
+log = logging.getLogger(__name__)
+
+LISTEN = "0A"
+"""A TCP socket's state in ``/proc/net/tcp`` while it listens."""
+
+
+def group_members(leader: int, proc: Path = Path("/proc")) -> list[int]:
+    """Every live process in ``leader``'s process group (a gang rank's wrapper leads one)."""
+    members = []
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue  # ended meanwhile, or not ours to read
+        # Fields after the command name, which may hold spaces and parentheses.
+        fields = stat[stat.rfind(")") + 2 :].split()
+        if len(fields) > 2 and int(fields[2]) == leader:
+            members.append(int(entry.name))
+    return members
+
+
+def socket_inodes(pids: Iterable[int], proc: Path = Path("/proc")) -> set[int]:
+    """Inodes of the sockets the processes ``pids`` hold open."""
+    inodes: set[int] = set()
+    for pid in pids:
+        fd_dir = proc / str(pid) / "fd"
+        try:
+            names = os.listdir(fd_dir)
+        except OSError:
+            continue
+        for name in names:
+            try:
+                target = os.readlink(fd_dir / name)
+            except OSError:
+                continue
+            if target.startswith("socket:["):
+                inodes.add(int(target[8:-1]))
+    return inodes
+
+
+def listening_ports(pid: int, inodes: set[int], proc: Path = Path("/proc")) -> set[int]:
+    """The local TCP ports (IPv4 and IPv6) on which the sockets ``inodes`` listen, in
+    the network namespace of process ``pid``."""
+    ports: set[int] = set()
+    if not inodes:
+        return ports
+    for table in ("tcp", "tcp6"):
+        try:
+            lines = (proc / str(pid) / "net" / table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            cols = line.split()
+            # sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode
+            if len(cols) > 9 and cols[3] == LISTEN and int(cols[9]) in inodes:
+                ports.add(int(cols[1].rsplit(":", 1)[1], 16))
+    return ports
+
+
+def ps_ports(leader: int, proc: Path = Path("/proc")) -> set[int]:
+    """The ports a parameter server led by ``leader`` sends its updates from."""
+    return listening_ports(leader, socket_inodes(group_members(leader, proc), proc), proc)
+
+
+def device_mbit(device: str, sys_net: Path = Path("/sys/class/net")) -> float | None:
+    """A NIC's link speed in Mbit/s as the kernel reports it (None: unknown, as for
+    virtual devices)."""
+    try:
+        speed = int((sys_net / device / "speed").read_text())
+    except (OSError, ValueError):
+        return None
+    return float(speed) if speed > 0 else None
+
+
+def merged_ranks(traffic: Mapping[str, Mapping[str, int]]) -> dict[str, int]:
+    """One rank per job from the plan's per-node ranks (every node here is this host)."""
+    ranks: dict[str, int] = {}
+    for per_node in traffic.values():
+        for job, rank in per_node.items():
+            ranks[job] = min(rank, ranks.get(job, rank))
+    return ranks
+
+
+Leader = Callable[[Path, int], "int | None"]
+"""The pid leading rank 0's process group of a job's generation (its job dir, generation)."""
+
+
+@dataclass
+class TrafficControl:
+    """Keeps the agent's filters equal to the plan's ranks, port by port."""
+
+    agent: TrafficAgent
+    leader: Leader
+    applied: dict[int, int] = field(default_factory=dict)
+    """Port → rank as installed now."""
+    ports: dict[str, set[int]] = field(default_factory=dict)
+    """Each ranked job's PS ports, as last found."""
+
+    def start(self) -> None:
+        """Install the agent's tree (refusing a root qdisc ringleader did not make)."""
+        self.agent.install()
+
+    def carry_out(self, ranks: Mapping[str, int], running: Mapping[str, tuple[Path, int]]) -> None:
+        """Point each ranked job's PS ports at its rank's class; drop every other filter.
+
+        ``running``: each running job's directory and generation.
+        """
+        wanted: dict[int, int] = {}
+        self.ports = {}
+        for job, rank in ranks.items():
+            where = running.get(job)
+            leader = None if where is None else self.leader(*where)
+            if leader is None:
+                continue
+            found = ps_ports(leader)
+            self.ports[job] = found
+            for port in found:
+                wanted[port] = min(rank, wanted.get(port, rank))
+        if wanted != self.applied:
+            self.agent.apply(wanted)
+            log.info("traffic ranks on %s: %s", self.agent.device, self._describe(ranks))
+            self.applied = wanted
+
+    def _describe(self, ranks: Mapping[str, int]) -> str:
+        shown = sorted((rank, job) for job, rank in ranks.items() if self.ports.get(job))
+        return ", ".join(f"{job} {sorted(self.ports[job])} rank {r}" for r, job in shown) or "-"
+
+    def close(self) -> None:
+        """Take the tree off the device: with no server, no job is favoured."""
+        self.agent.remove()
+        self.applied = {}
