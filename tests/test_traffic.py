@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from ringleader.net.agent import TrafficAgent
+from ringleader.net.netns import reachable_namespace
 from ringleader.net.tc import NetCommandError, have_net_admin, run
 from ringleader.perf.epochs import EpochsToConverge
 from ringleader.policy import policy_named
@@ -86,6 +87,17 @@ def test_agent_installs_once_repoints_filters_and_removes_everything(netns: str)
     agent.apply({5001: 9})  # beyond htb's 8 levels: the lowest class
     assert agent.filters() == {5001: "1:17"}
     agent.remove()
+    both = TrafficAgent("eth0", 100, netns=netns, both_ways=True)
+    both.apply({5001: 0, 5002: 1})
+    shown = run(["tc", "filter", "show", "dev", "eth0", "parent", "1:"], netns=netns)
+    # 5001 = 0x1389: from the port (high half) and to it (low half), into one class.
+    assert "match 13890000/ffff0000 at 20" in shown and "match 00001389/0000ffff at 20" in shown
+    assert shown.count("flowid 1:10") == 2 and shown.count("flowid 1:11") == 2
+    assert both.filters() == {5001: "1:10", 5002: "1:11"}
+    both.apply({5002: 0})
+    shown = run(["tc", "filter", "show", "dev", "eth0", "parent", "1:"], netns=netns)
+    assert shown.count("flowid") == 2 and "1389" not in shown
+    both.remove()
     assert "htb" not in run(["tc", "qdisc", "show", "dev", "eth0"], netns=netns)
 
 
@@ -318,22 +330,8 @@ PS_JOB = (
 
 @pytest.fixture
 def reachable_netns() -> Iterator[tuple[str, str]]:
-    """A namespace with its own loopback and a veth the test reaches it by: (name, address)."""
-    tag = os.getpid() % 100000
-    name, outside = f"rlsrv{tag}", f"rlh{tag}"
-    subnet = f"10.252.{tag % 250}"
-    run(["ip", "netns", "add", name])
-    try:
-        run(["ip", "link", "add", outside, "type", "veth", "peer", "name", "eth0", "netns", name])
-        run(["ip", "addr", "add", f"{subnet}.1/30", "dev", outside])
-        run(["ip", "link", "set", outside, "up"])
-        run(["ip", "-n", name, "addr", "add", f"{subnet}.2/30", "dev", "eth0"])
-        run(["ip", "-n", name, "link", "set", "eth0", "up"])
-        run(["ip", "-n", name, "link", "set", "lo", "up"])
-        yield name, f"{subnet}.2"
-    finally:
-        subprocess.run(["ip", "link", "del", outside], capture_output=True)
-        subprocess.run(["ip", "netns", "del", name], capture_output=True)
+    with reachable_namespace() as ns:
+        yield ns.name, ns.address
 
 
 def _listening(state_dir: Path, job_id: str) -> set[int]:

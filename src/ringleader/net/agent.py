@@ -52,7 +52,11 @@ class TrafficAgent:
     device: str
     link_mbit: float
     netns: str | None = None
-    _handles: dict[int, int] = field(default_factory=dict)
+    both_ways: bool = False
+    """Also classify packets *to* each port: on a loopback the PS's workers on this host
+    push their gradients through the same device, and at the lowest class they would
+    hold back the very job ranked first (``ringleader.runtime.traffic``)."""
+    _handles: dict[tuple[int, str], int] = field(default_factory=dict)
 
     def _tc(self, *args: str, check: bool = True) -> str:
         return run(["tc", *args], netns=self.netns, check=check)
@@ -147,16 +151,20 @@ class TrafficAgent:
         again with the same or new ranks: filters are replaced, never rebuilt.
         """
         self.install()
-        for port in sorted(set(self._handles) - set(priorities)):
-            self._filter("del", self._handles.pop(port))
-        for port, rank in sorted(priorities.items()):
+        for port in priorities:
             if not 0 < port < 65536:
                 raise ValueError(f"not a TCP port: {port}")
-            if port not in self._handles:
-                # Never reuse a live handle: take one past the highest in use.
-                self._handles[port] = max(self._handles.values(), default=0xFF) + 1
-            match = ("match", "ip", "sport", str(port), "0xffff", "flowid", _leaf(rank))
-            self._filter("replace", self._handles[port], *match)
+        ways = ("sport", "dport") if self.both_ways else ("sport",)
+        wanted = {(port, way) for port in priorities for way in ways}
+        for key in sorted(set(self._handles) - wanted):
+            self._filter("del", self._handles.pop(key))
+        for port, rank in sorted(priorities.items()):
+            for way in ways:
+                if (port, way) not in self._handles:
+                    # Never reuse a live handle: take one past the highest in use.
+                    self._handles[port, way] = max(self._handles.values(), default=0xFF) + 1
+                match = ("match", "ip", way, str(port), "0xffff", "flowid", _leaf(rank))
+                self._filter("replace", self._handles[port, way], *match)
 
     def _filter(self, verb: str, handle: int, *rest: str) -> None:
         """One u32 filter of ours, addressed by its stable handle ``800::handle``."""
@@ -186,8 +194,9 @@ class TrafficAgent:
             if "flowid" in line:
                 flow = line.split("flowid")[1].split()[0]
             elif "match" in line and flow is not None:
-                word = line.split()[1].split("/")[0]
-                found[int(word, 16) >> 16] = flow
+                value, mask = (int(w, 16) for w in line.split()[1].split("/"))
+                # Source port in the high half of the word at offset 20, destination low.
+                found[value >> 16 if mask == 0xFFFF0000 else value & 0xFFFF] = flow
                 flow = None
         return found
 

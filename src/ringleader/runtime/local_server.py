@@ -11,7 +11,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,11 +58,20 @@ def local_server(
     policy: str | None = None,
     quantum_s: float | None = None,
     thresholds_gpu_s: tuple[float, ...] | None = None,
+    netns: str | None = None,
+    host: str = "127.0.0.1",
+    extra: Sequence[str] = (),
 ) -> Iterator[Served]:
-    """Run a server with ``gpus`` devices and state in ``state_dir``; yields where it is."""
+    """Run a server with ``gpus`` devices and state in ``state_dir``; yields where it is.
+
+    ``netns``: in that network namespace, serving on ``host`` (an address of it
+    this process reaches, over plain HTTP: ``ringleader.net.netns``); ``extra``:
+    more ``ringleader server`` flags.
+    """
     port = free_port()
-    url = f"http://127.0.0.1:{port}"
+    url = f"http://{host}:{port}"
     args = [
+        *(["ip", "netns", "exec", netns] if netns else []),
         sys.executable,
         "-m",
         "ringleader",
@@ -84,6 +93,9 @@ def local_server(
         args += ["--quantum-s", f"{quantum_s:g}"]
     if thresholds_gpu_s is not None:
         args += ["--tiresias-thresholds", ",".join(f"{x:g}" for x in thresholds_gpu_s)]
+    if host != "127.0.0.1":
+        args += ["--host", host, "--insecure-http"]
+    args += extra
     with open(log, "wb") as out:
         server = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT)
         try:

@@ -247,7 +247,9 @@ def traffic_control(config: ServerConfig, executor: Executor) -> TrafficControl 
             f"--traffic-device {device}: its speed is not known (no /sys/class/net/{device}"
             "/speed): give it with --traffic-mbit"
         )
-    control = TrafficControl(TrafficAgent(device, mbit), executor.leader)
+    # Both ways: the local executor's workers are on this host, and their gradients to
+    # a PS pass the same device when it is the loopback.
+    control = TrafficControl(TrafficAgent(device, mbit, both_ways=True), executor.leader)
     try:
         control.start()
     except NetCommandError as err:
