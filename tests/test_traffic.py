@@ -268,17 +268,17 @@ LISTENER = """
 import os, socket, subprocess, sys, time
 a = socket.socket(); a.bind(("127.0.0.1", 0)); a.listen()
 b = socket.socket(socket.AF_INET6); b.bind(("::1", 0)); b.listen()
-c = socket.create_connection(a.getsockname())  # not listening: not a PS port
+c = socket.create_connection(b.getsockname()[:2])  # a connection it opened: its end
 child = subprocess.Popen([sys.executable, "-c",
     "import socket, time; s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen();"
     "print(s.getsockname()[1], flush=True); time.sleep(60)"], stdout=subprocess.PIPE)
-print(a.getsockname()[1], b.getsockname()[1], child.stdout.readline().decode().strip(),
-      flush=True)
+print(a.getsockname()[1], b.getsockname()[1], c.getsockname()[1],
+      child.stdout.readline().decode().strip(), flush=True)
 time.sleep(60)
 """
 
 
-def test_a_parameter_servers_ports_are_the_ones_its_process_group_listens_on() -> None:
+def test_a_parameter_servers_ports_are_the_ones_its_process_group_holds() -> None:
     leader = subprocess.Popen(
         [sys.executable, "-c", LISTENER],
         stdout=subprocess.PIPE,
@@ -290,11 +290,13 @@ def test_a_parameter_servers_ports_are_the_ones_its_process_group_listens_on() -
         assert leader.stdout is not None and outsider.stdout is not None
         ports = {int(p) for p in leader.stdout.readline().split()}
         outside = {int(p) for p in outsider.stdout.readline().split()}
-        assert len(ports) == 3  # IPv4, IPv6, and the child's, in the same group
+        # Listening on IPv4 and IPv6, the local end of a connection it opened, and a
+        # child's listener (the same process group).
+        assert len(ports) == 4
         assert ps_ports(leader.pid) == ports
         # Another process's sockets are not the PS's; and a pid that leads no group
         # (this one runs in pytest's) is not a gang rank: nothing is found for it.
-        assert outside.isdisjoint(ports) and len(outside) == 3
+        assert outside.isdisjoint(ports) and len(outside) == 4
         assert ps_ports(outsider.pid) == set()
     finally:
         for proc in (leader, outsider):
@@ -335,7 +337,7 @@ def reachable_netns() -> Iterator[tuple[str, str]]:
 
 
 def _listening(state_dir: Path, job_id: str) -> set[int]:
-    """The ports job ``job_id``'s PS listens on (none before its rank 0 has started)."""
+    """The ports job ``job_id``'s PS sends from (none before its rank 0 has started)."""
     pid_files = list((state_dir / "jobs" / job_id / "run").glob("gen*/rank0.pid"))
     if len(pid_files) != 1:
         return set()

@@ -5,14 +5,18 @@ servers send from it (``Plan.traffic``). ``TrafficControl`` carries the ranks
 out with the per-host ``tc`` agent (``ringleader.net.agent``) on the device
 the server was given (``ringleader server --traffic-device``).
 
-**Which packets are a job's.** A parameter server serves its workers from a
-listening socket — gloo's pairs under ``torch.distributed``, a gRPC server,
-any framework's — so every model update it sends leaves with that socket's
-port as its source port. The ports are read from the kernel (the TCP sockets
-the PS's process group holds open in ``LISTEN``), so jobs need no change and
-no port is fixed in advance; the agent points one ``u32`` filter per port at
-the class of the job's rank. Ports are looked up again at every tick, since a
-job opens them only once its process group is up, and again after a restart.
+**Which packets are a job's.** Every model update a parameter server sends
+leaves from one of its own TCP sockets, so its source port is one that
+socket is bound to: a port the PS listens on, or the local end of a
+connection it opened (gloo decides per pair of ranks which side connects,
+by comparing their addresses, so a PS under ``torch.distributed`` has
+both). The ports are read from the kernel — the local ports of the TCP
+sockets the PS's process group holds open — so jobs need no change and no
+port is fixed in advance; the agent points a ``u32`` filter per port at the
+class of the job's rank, for packets from the port and, on a loopback, to
+it (its workers' gradients). Ports are looked up again at every tick, since
+a job opens them only once its process group is up, and again after a
+restart.
 
 All of the local executor's nodes are this one host: their ranks meet on one
 device, and two jobs of the same rank on different nodes share a class.
@@ -30,8 +34,8 @@ from ringleader.net.agent import TrafficAgent
 
 log = logging.getLogger(__name__)
 
-LISTEN = "0A"
-"""A TCP socket's state in ``/proc/net/tcp`` while it listens."""
+TIME_WAIT = "06"
+"""A closed connection's state: it belongs to no process any more."""
 
 
 def group_members(leader: int, proc: Path = Path("/proc")) -> list[int]:
@@ -70,9 +74,9 @@ def socket_inodes(pids: Iterable[int], proc: Path = Path("/proc")) -> set[int]:
     return inodes
 
 
-def listening_ports(pid: int, inodes: set[int], proc: Path = Path("/proc")) -> set[int]:
-    """The local TCP ports (IPv4 and IPv6) on which the sockets ``inodes`` listen, in
-    the network namespace of process ``pid``."""
+def local_ports(pid: int, inodes: set[int], proc: Path = Path("/proc")) -> set[int]:
+    """The local TCP ports (IPv4 and IPv6) the sockets ``inodes`` are bound to,
+    listening or connected, in the network namespace of process ``pid``."""
     ports: set[int] = set()
     if not inodes:
         return ports
@@ -84,14 +88,14 @@ def listening_ports(pid: int, inodes: set[int], proc: Path = Path("/proc")) -> s
         for line in lines:
             cols = line.split()
             # sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode
-            if len(cols) > 9 and cols[3] == LISTEN and int(cols[9]) in inodes:
+            if len(cols) > 9 and cols[3] != TIME_WAIT and int(cols[9]) in inodes:
                 ports.add(int(cols[1].rsplit(":", 1)[1], 16))
     return ports
 
 
 def ps_ports(leader: int, proc: Path = Path("/proc")) -> set[int]:
     """The ports a parameter server led by ``leader`` sends its updates from."""
-    return listening_ports(leader, socket_inodes(group_members(leader, proc), proc), proc)
+    return local_ports(leader, socket_inodes(group_members(leader, proc), proc), proc)
 
 
 def device_mbit(device: str, sys_net: Path = Path("/sys/class/net")) -> float | None:
