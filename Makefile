@@ -62,6 +62,8 @@ bench: $(STAMP)
 	$(BIN)/python bench/suspend.py
 	$(BIN)/python bench/ray_executor.py
 	$(BIN)/python bench/tensorlights_models.py
+	$(BIN)/python bench/netlab.py
+	$(BIN)/python bench/traffic_runtime.py
 	$(BIN)/python bench/store_history.py
 	$(BIN)/python bench/control_plane.py
 	$(BIN)/python bench/scale.py

@@ -4,7 +4,7 @@
 workers each, ``--steps`` synchronous steps of a 52k-parameter MLP, so 210 KB
 each way per worker and step) are submitted together to a ``ringleader
 server`` run in a network namespace of its own. Its loopback, where the local
-executor's PS traffic flows, is shaped to ``--mbit`` by the server's tc agent
+executor's PS traffic flows, is shaped to ``--mbit`` (20) by the server's tc agent
 (``--traffic-device lo``) in both arms:
 
 * ``ranks``: ``--policy ringleader``, whose traffic stage ranks the PSes in its
@@ -85,7 +85,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--steps", type=int, default=48)
-    parser.add_argument("--mbit", type=float, default=50.0)
+    parser.add_argument("--mbit", type=float, default=20.0)
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
     ok, why = have_net_admin()
