@@ -87,14 +87,15 @@ def test_the_default_policy_time_slices_its_last_queue_on_real_processes(
     ids = [server.submit(tiny_job(f"turn{i}", epochs=40)) for i in range(2)]
     for job_id in ids:
         assert server.wait_state(job_id, {"succeeded", "failed"}, 180)["state"] == "succeeded"
+    kinds = {job_id: [e["kind"] for e in server.job(job_id)["events"]] for job_id in ids}
+    # The first gave way to the second's first turn (suspended in place); once both
+    # are measured alone the default may also run them packed on trial
+    # (policy.packing). Either way no process is ever restarted.
+    assert "suspend_requested" in kinds[ids[0]], kinds
     for job_id in ids:
-        kinds = [e["kind"] for e in server.job(job_id)["events"]]
-        assert "suspend_requested" in kinds, kinds  # each gave way to the other
-        assert kinds.count("launched") == 1  # suspended in place, never restarted
+        assert kinds[job_id].count("launched") == 1, kinds
         steps = [r["step"] for r in _steps(server.progress(job_id))]
         assert steps == list(range(1, len(steps) + 1))
-    shared = sum(e - s for s, e in _overlaps(server.progress(ids[0]), server.progress(ids[1])))
-    assert shared < 0.5  # turns, not packing
     # The second job did not wait for the first to end: it trained in between.
     first_end = _steps(server.progress(ids[0]))[-1]["t"]
     assert _steps(server.progress(ids[1]))[0]["t"] < first_end

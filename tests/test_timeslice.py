@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 from ringleader.perf.epochs import EpochsToConverge
 from ringleader.policy import policy_named
@@ -14,7 +15,7 @@ from ringleader.policy.catalog import (
 from ringleader.policy.plan import Plan
 from ringleader.policy.stack import Policy
 from ringleader.policy.timeslice import TimeSlice
-from ringleader.policy.views import ClusterView, Device, JobShape, JobView
+from ringleader.policy.views import ClusterView, Device, JobShape, JobView, Observation
 from ringleader.sim.engine import SimJob, Simulator
 from ringleader.sim.profiles import RESNET110_K40
 
@@ -196,3 +197,52 @@ def test_on_mixed_types_the_queue_that_takes_turns_counts_service_like_the_order
     assert typed.of("b").running and not typed.of("a").resident
     blind = agnostic.decide([running, slow], cluster, now)
     assert blind.of("a").running and blind.of("b").suspended
+
+
+def _measured(
+    name: str, *, packed_with: dict[str, tuple[float, float]] | None = None, **kw: Any
+) -> JobView:
+    """A long job measured alone at 1 s a minibatch; ``packed_with``: per partner, its
+    (minibatch time, seconds) packed."""
+    packed = {o: Observation(t, s, 128) for o, (t, s) in (packed_with or {}).items()}
+    return replace(job(name, **kw), observations={1: Observation(1.0, 600.0, 128)}, packed=packed)
+
+
+def test_two_measured_long_jobs_on_one_gpu_are_packed_on_trial_and_judged_at_its_end() -> None:
+    now = 100 * Q + 10.0
+    policy = default()
+    assert policy.needs.packing and isinstance(policy.share, TimeSlice)
+    assert policy.share.packing is not None
+    window = policy.share.packing.trial_window_s
+    a = _measured("a", devices=(D0,), since=now - 100)
+    b = _measured("b", at=1.0, devices=(D0,), suspended=True, since=now - 100)
+    trial = decide([a, b], now)
+    assert trial.of("a").running and trial.of("b").running  # packed: both on D0
+    assert trial.of("b").devices == (D0,)
+    assert trial.wake_at == now + window  # asked again when the trial can be judged
+    # Unmeasured alone, a pair has nothing to be judged against: turns only.
+    plain = decide([job("a", devices=(D0,), since=now - 100), job("b", at=1.0)], now)
+    assert plain.of("b").suspended
+
+
+def test_a_pair_is_kept_only_where_it_beat_taking_turns_and_never_retried_otherwise() -> None:
+    now = 100 * Q + 10.0
+    window = 45.0
+
+    def pair(step_s: float) -> Plan:
+        return decide(
+            [
+                _measured("a", devices=(D0,), since=now - 100, packed_with={"b": (step_s, window)}),
+                _measured(
+                    "b", at=1.0, devices=(D0,), since=now - 100, packed_with={"a": (step_s, window)}
+                ),
+            ],
+            now,
+        )
+
+    kept = pair(1.5)  # each at 1/1.5 of its speed alone: 1.33 together, over turns' 1.0
+    assert kept.of("a").running and kept.of("b").running
+    assert kept.wake_at == 101 * Q  # judged: no trial to wait for
+    reverted = pair(2.5)  # 0.8 together: worse than turns
+    assert [reverted.of(j).running for j in ("a", "b")].count(True) == 1
+    assert [reverted.of(j).suspended for j in ("a", "b")].count(True) == 1

@@ -10,6 +10,7 @@ from ringleader.policy.allocator import Doubling, FixedSize, OptimusGreedy
 from ringleader.policy.fairshare import FairShare
 from ringleader.policy.hetero import TypeAware
 from ringleader.policy.order import LeastAttained, Order, Prioritised, ShortestRemaining
+from ringleader.policy.packing import Packing
 from ringleader.policy.placement import FewestNodes
 from ringleader.policy.plan import Decider
 from ringleader.policy.profiling import Exploratory, Online, Precompute
@@ -62,7 +63,8 @@ _BUILDERS: dict[str, tuple[str, Callable[[], Decider]]] = {
         "fair share between users, then priority, then least-attained-service queues "
         "(10 and 100 GPU-hours; a job waiting a week goes first) pick who runs; doubling "
         "picks how wide; jobs past 100 GPU-hours take turns in 10-minute quanta when "
-        "GPUs are short; parameter servers sharing a host send in that order; models "
+        "GPUs are short, two on one GPU where measured to beat turns; parameter servers "
+        "sharing a host send in that order; models "
         "learned online; no durations",
         lambda: Policy(
             "ringleader",
@@ -71,7 +73,9 @@ _BUILDERS: dict[str, tuple[str, Callable[[], Decider]]] = {
             order=FairShare(
                 Prioritised(LeastAttained(QUEUE_THRESHOLDS_GPU_S, starve_after_s=STARVE_AFTER_S))
             ),
-            share=TimeSlice(LONG_JOB_QUANTUM_S, after_gpu_s=QUEUE_THRESHOLDS_GPU_S[-1]),
+            share=TimeSlice(
+                LONG_JOB_QUANTUM_S, after_gpu_s=QUEUE_THRESHOLDS_GPU_S[-1], packing=Packing()
+            ),
             traffic=Priorities(TrafficPolicy.ONE),
         ),
     ),

@@ -33,6 +33,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ringleader.policy.needs import Needs
+from ringleader.policy.packing import (
+    DEFAULT_KEEP_GAIN,
+    DEFAULT_TRIAL_WINDOW_S,
+    Packing,
+    Verdict,
+)
 from ringleader.policy.placement import FreeGPUs, keep_subset, nodes_spanned, place_one
 from ringleader.policy.plan import GROWN_IDLE, Assignment, Deferred, Note, Plan, SizingNotes, Turn
 from ringleader.policy.timeslice import (
@@ -71,9 +77,9 @@ class Sharing:
     quantum_s: float = DEFAULT_QUANTUM_S
     max_residents: int = 4
     """Jobs per group: suspended jobs wait in host memory, which is finite."""
-    trial_window_s: float = 0.75 * DEFAULT_QUANTUM_S
+    trial_window_s: float = DEFAULT_TRIAL_WINDOW_S
     """Packed running time before a trial is judged (at the next quantum boundary)."""
-    keep_gain: float = 1.05
+    keep_gain: float = DEFAULT_KEEP_GAIN
     max_migrations: int = 8
     """Per decision, so a burst of moves never stalls the cluster at once."""
 
@@ -82,6 +88,15 @@ class Sharing:
             raise ValueError("quantum_s and trial_window_s must be positive")
         if self.max_residents < 1:
             raise ValueError("max_residents must be at least 1")
+
+    @property
+    def packer(self) -> Packing:
+        """Packing's judgment at this stack's trial window and gain (``policy.packing``)."""
+        return Packing(self.trial_window_s, self.keep_gain)
+
+    def verdict(self, a: JobView, b: JobView) -> Verdict:
+        """What introspection knows about packing ``a`` with ``b`` (``Packing.verdict``)."""
+        return self.packer.verdict(a, b)
 
     @property
     def needs(self) -> Needs:
@@ -270,7 +285,9 @@ class Sharing:
         due = boundary_after(now, q)
         running = {runner.id}
         if self.packing and g.size == 1:
-            partner, trial_ends = self._partner(runner, g, now, memory[g.devices[0].node])
+            partner, trial_ends = self.packer.partner(
+                runner, g.residents, now, memory[g.devices[0].node]
+            )
             if partner is not None:
                 running.add(partner.id)
                 if trial_ends is not None and trial_ends > due:
@@ -289,67 +306,6 @@ class Sharing:
             turns.update(queue_turns(residents, running, now, self.quantum_s))
         return turns
 
-    def _partner(
-        self, runner: JobView, g: _Group, now: float, gpu_memory: float
-    ) -> tuple[JobView | None, float | None]:
-        """A job to pack beside ``runner``: the best proven pair, else one on trial."""
-        best: tuple[float, JobView] | None = None
-        trial: tuple[JobView, float] | None = None
-        for other in g.residents:
-            if other is runner or other.priority > runner.priority:
-                continue
-            if not _memory_fits(runner, other, gpu_memory):
-                continue
-            verdict = self.verdict(runner, other)
-            if verdict.gain is not None:
-                if verdict.keep and (best is None or verdict.gain > best[0]):
-                    best = (verdict.gain, other)
-            elif verdict.seconds_left is not None and (trial is None or _running(other)):
-                trial = (other, now + verdict.seconds_left)
-        if best is not None:
-            return best[1], None
-        if trial is not None:
-            return trial
-        return None, None
-
-    def verdict(self, a: JobView, b: JobView) -> Verdict:
-        """What introspection knows about packing ``a`` with ``b`` (see ``Verdict``)."""
-        alone_a = a.observations.get(a.requested_gpus)
-        alone_b = b.observations.get(b.requested_gpus)
-        if alone_a is None or alone_b is None:
-            return Verdict()  # nothing to compare a trial against yet
-        pa, pb = a.packed.get(b.id), b.packed.get(a.id)
-        measured = min(pa.seconds if pa else 0.0, pb.seconds if pb else 0.0)
-        if measured < self.trial_window_s or pa is None or pb is None:
-            return Verdict(seconds_left=self.trial_window_s - measured)
-        gain = _ratio(alone_a.step_time, pa.step_time) + _ratio(alone_b.step_time, pb.step_time)
-        return Verdict(gain=gain, keep=gain >= self.keep_gain)
-
-
-@dataclass(frozen=True, slots=True)
-class Verdict:
-    """A packing trial's state: untestable, under way (``seconds_left``), or judged.
-
-    ``gain`` is the pair's summed progress rate packed, relative to each alone
-    (time-slicing the two gives 1.0); the pair is kept when ``keep``.
-    """
-
-    seconds_left: float | None = None
-    gain: float | None = None
-    keep: bool = False
-
 
 def _top(g: _Group) -> int:
     return max((j.priority for j in g.residents), default=-(2**31))
-
-
-def _ratio(alone: float, packed: float) -> float:
-    if not math.isfinite(packed) or packed <= 0:
-        return 0.0
-    return alone / packed
-
-
-def _memory_fits(a: JobView, b: JobView, gpu_memory: float) -> bool:
-    if a.memory_gib is None or b.memory_gib is None:
-        return True  # unknown: the trial will show it
-    return a.memory_gib + b.memory_gib <= gpu_memory

@@ -23,8 +23,13 @@ The plan itself stays in charge of who holds GPUs: a resident the plan
 places elsewhere leaves its group (GPUs came free), and a group whose GPUs
 the plan gives to someone else dissolves, its residents waiting again. Only
 jobs at their start size host or join a group, so a grown elastic job is
-never shared. Gandiva's packing and its own placement are in
-``policy.sharing``, which shares ``rotation`` and ``queue_turns`` with this.
+never shared.
+
+With ``packing``, a one-GPU group's runner may have a second resident run
+beside it — on trial first, then only where the pair's measured progress
+beats taking turns (``policy.packing``, Gandiva's introspection). Gandiva's
+own placement and grow-shrink are in ``policy.sharing``, which shares
+``rotation``, ``queue_turns`` and ``Packing`` with this.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ from dataclasses import dataclass
 from typing import NamedTuple, Protocol
 
 from ringleader.policy.allocator import least_size
+from ringleader.policy.packing import Packing
 from ringleader.policy.placement import nodes_spanned
 from ringleader.policy.plan import WAIT, Assignment, Deferred, Turn
 from ringleader.policy.views import ClusterView, Device, JobView
@@ -139,6 +145,9 @@ class TimeSlice:
     effective: bool = False
     """Count service as ``LeastAttained(effective=True)`` does, in the job's best GPU
     type's terms, so the queue that takes turns is the order stage's last one."""
+    packing: Packing | None = None
+    """Pack a second resident beside a one-GPU group's runner where measurement says
+    the pair beats taking turns (``policy.packing``); None: turns only."""
 
     def _shares(self, job: JobView) -> bool:
         got = job.attained_gpu_s
@@ -172,14 +181,27 @@ class TimeSlice:
         if self.max_residents > 1:
             self._admit(groups, grouped, out, ordered, cluster)
         q = self.quantum_s
+        wake = boundary_after(now, q)
         sliced: list[tuple[list[JobView], set[str]]] = []
+        memory: dict[str, float] | None = None
         for key, members in groups.items():
             if len(members) < 2:
                 continue
             runner = rotation(members, now, q)
+            runs = {runner.id}
+            if self.packing is not None and len(key) == 1:
+                if memory is None:
+                    memory = {n.name: n.gpu_memory_gib for n in cluster.nodes}
+                partner, trial_ends = self.packing.partner(
+                    runner, members, now, memory[key[0].node]
+                )
+                if partner is not None:
+                    runs.add(partner.id)
+                    if trial_ends is not None:  # judged as soon as the window is up
+                        wake = min(wake, trial_ends)
             for job in members:
-                out[job.id] = Assignment(key, len(key), job is not runner)
-            sliced.append((members, {runner.id}))
+                out[job.id] = Assignment(key, len(key), job.id not in runs)
+            sliced.append((members, runs))
         if not sliced:
             return Shared(out, None, {})
         turns = Deferred(
@@ -189,7 +211,7 @@ class TimeSlice:
                 for k, t in queue_turns(members, ids, now, q).items()
             }
         )
-        return Shared(out, boundary_after(now, q), turns)
+        return Shared(out, wake, turns)
 
     def _hosts(
         self, out: Mapping[str, Assignment], ordered: Sequence[JobView]
