@@ -38,9 +38,12 @@ TIME_WAIT = "06"
 """A closed connection's state: it belongs to no process any more."""
 
 
-def group_members(leader: int, proc: Path = Path("/proc")) -> list[int]:
-    """Every live process in ``leader``'s process group (a gang rank's wrapper leads one)."""
-    members = []
+def group_members(leaders: set[int], proc: Path = Path("/proc")) -> dict[int, list[int]]:
+    """Every live process in each of ``leaders``' process groups (a gang rank's wrapper
+    leads one), from one pass over ``/proc``."""
+    members: dict[int, list[int]] = {leader: [] for leader in leaders}
+    if not leaders:
+        return members
     for entry in proc.iterdir():
         if not entry.name.isdigit():
             continue
@@ -50,8 +53,8 @@ def group_members(leader: int, proc: Path = Path("/proc")) -> list[int]:
             continue  # ended meanwhile, or not ours to read
         # Fields after the command name, which may hold spaces and parentheses.
         fields = stat[stat.rfind(")") + 2 :].split()
-        if len(fields) > 2 and int(fields[2]) == leader:
-            members.append(int(entry.name))
+        if len(fields) > 2 and (group := int(fields[2])) in members:
+            members[group].append(int(entry.name))
     return members
 
 
@@ -95,7 +98,16 @@ def local_ports(pid: int, inodes: set[int], proc: Path = Path("/proc")) -> set[i
 
 def ps_ports(leader: int, proc: Path = Path("/proc")) -> set[int]:
     """The ports a parameter server led by ``leader`` sends its updates from."""
-    return local_ports(leader, socket_inodes(group_members(leader, proc), proc), proc)
+    return all_ps_ports({leader}, proc)[leader]
+
+
+def all_ps_ports(leaders: set[int], proc: Path = Path("/proc")) -> dict[int, set[int]]:
+    """``ps_ports`` of each of ``leaders``, reading ``/proc``'s process list once."""
+    groups = group_members(leaders, proc)
+    return {
+        leader: local_ports(leader, socket_inodes(pids, proc), proc)
+        for leader, pids in groups.items()
+    }
 
 
 def device_mbit(device: str, sys_net: Path = Path("/sys/class/net")) -> float | None:
@@ -141,17 +153,18 @@ class TrafficControl:
 
         ``running``: each running job's directory and generation.
         """
-        wanted: dict[int, int] = {}
-        self.ports = {}
-        for job, rank in ranks.items():
+        leaders: dict[str, int] = {}
+        for job in ranks:
             where = running.get(job)
             leader = None if where is None else self.leader(*where)
-            if leader is None:
-                continue
-            found = ps_ports(leader)
-            self.ports[job] = found
-            for port in found:
-                wanted[port] = min(rank, wanted.get(port, rank))
+            if leader is not None:
+                leaders[job] = leader
+        found = all_ps_ports(set(leaders.values()))
+        self.ports = {job: found[leader] for job, leader in leaders.items()}
+        wanted: dict[int, int] = {}
+        for job, ports in self.ports.items():
+            for port in ports:
+                wanted[port] = min(ranks[job], wanted.get(port, ranks[job]))
         if wanted != self.applied:
             self.agent.apply(wanted)
             log.info("traffic ranks on %s: %s", self.agent.device, self._describe(ranks))
