@@ -219,7 +219,9 @@ def test_two_measured_long_jobs_on_one_gpu_are_packed_on_trial_and_judged_at_its
     trial = decide([a, b], now)
     assert trial.of("a").running and trial.of("b").running  # packed: both on D0
     assert trial.of("b").devices == (D0,)
-    assert trial.wake_at == now + window  # asked again when the trial can be judged
+    # Judged at the first decision after the window: the next quantum boundary at
+    # the latest, when the groups turn over anyway.
+    assert window < Q and trial.wake_at == 101 * Q
     # Unmeasured alone, a pair has nothing to be judged against: turns only.
     plain = decide([job("a", devices=(D0,), since=now - 100), job("b", at=1.0)], now)
     assert plain.of("b").suspended

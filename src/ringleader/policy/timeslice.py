@@ -192,13 +192,12 @@ class TimeSlice:
             if self.packing is not None and len(key) == 1:
                 if memory is None:
                     memory = {n.name: n.gpu_memory_gib for n in cluster.nodes}
-                partner, trial_ends = self.packing.partner(
-                    runner, members, now, memory[key[0].node]
-                )
+                # A trial is judged at the first decision after its window: at the
+                # latest the next quantum boundary, when every group turns over
+                # anyway (a wake per trial's end cost 1.6x the decisions' time).
+                partner, _ = self.packing.partner(runner, members, now, memory[key[0].node])
                 if partner is not None:
                     runs.add(partner.id)
-                    if trial_ends is not None:  # judged as soon as the window is up
-                        wake = min(wake, trial_ends)
             for job in members:
                 out[job.id] = Assignment(key, len(key), job.id not in runs)
             sliced.append((members, runs))
