@@ -424,3 +424,56 @@ def test_a_traffic_device_that_cannot_be_shaped_is_refused_naming_the_flag(
         assert out.returncode == 2, out.stderr
         assert f"--traffic-device {device}" in out.stderr or repr(device) in out.stderr
         assert said in out.stderr and "Traceback" not in out.stderr
+
+
+class _Agent:
+    """Records what a ``TrafficControl`` asks of its agent (``tc`` itself is tested above)."""
+
+    device = "lo"
+
+    def __init__(self) -> None:
+        self.applied: list[dict[int, int]] = []
+
+    def apply(self, priorities: dict[int, int]) -> None:
+        self.applied.append(dict(priorities))
+
+
+HOARDER = """
+import socket, sys, time
+held = []
+for _ in range(int(sys.argv[1])):
+    s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(); held.append(s)
+print("ready", flush=True)
+time.sleep(60)
+"""
+
+
+def test_a_job_that_holds_too_many_ports_is_not_ranked(caplog: pytest.LogCaptureFixture) -> None:
+    from ringleader.runtime.traffic import MAX_PORTS_PER_JOB, TrafficControl
+
+    procs = {
+        n: subprocess.Popen(
+            [sys.executable, "-c", HOARDER, str(n)],
+            stdout=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
+        for n in (3, MAX_PORTS_PER_JOB + 1)
+    }
+    try:
+        for proc in procs.values():
+            assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+        fair, hoarder = procs[3].pid, procs[MAX_PORTS_PER_JOB + 1].pid
+        agent = _Agent()
+        control = TrafficControl(agent, lambda job_dir, gen: int(job_dir.name))  # type: ignore[arg-type]
+        running = {"fair": (Path(str(fair)), 1), "hoarder": (Path(str(hoarder)), 1)}
+        control.carry_out({"fair": 0, "hoarder": 1}, running)
+        control.carry_out({"fair": 0, "hoarder": 1}, running)  # unchanged: not applied again
+        assert agent.applied == [dict.fromkeys(ps_ports(fair), 0)]
+        assert len(agent.applied[0]) == 3
+        warned = [r for r in caplog.records if "holds" in r.getMessage()]
+        assert len(warned) == 1 and "hoarder" in warned[0].getMessage()
+    finally:
+        for proc in procs.values():
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()

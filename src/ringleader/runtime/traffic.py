@@ -37,6 +37,11 @@ log = logging.getLogger(__name__)
 TIME_WAIT = "06"
 """A closed connection's state: it belongs to no process any more."""
 
+MAX_PORTS_PER_JOB = 256
+"""More ports than a PS needs (one per worker it connected to, and its listeners):
+a job holding more is not ranked, so no job can make the server run thousands of
+``tc`` commands a tick by opening sockets."""
+
 
 def group_members(leaders: set[int], proc: Path = Path("/proc")) -> dict[int, list[int]]:
     """Every live process in each of ``leaders``' process groups (a gang rank's wrapper
@@ -143,6 +148,8 @@ class TrafficControl:
     """Port → rank as installed now."""
     ports: dict[str, set[int]] = field(default_factory=dict)
     """Each ranked job's PS ports, as last found."""
+    too_many: set[str] = field(default_factory=set)
+    """Jobs left unranked for holding too many ports (warned about once)."""
 
     def start(self) -> None:
         """Install the agent's tree (refusing a root qdisc ringleader did not make)."""
@@ -160,7 +167,18 @@ class TrafficControl:
             if leader is not None:
                 leaders[job] = leader
         found = all_ps_ports(set(leaders.values()))
-        self.ports = {job: found[leader] for job, leader in leaders.items()}
+        self.ports = {}
+        for job, leader in leaders.items():
+            if len(found[leader]) <= MAX_PORTS_PER_JOB:
+                self.ports[job] = found[leader]
+            elif job not in self.too_many:
+                self.too_many.add(job)
+                log.warning(
+                    "job %s holds %d TCP ports (over %d): its traffic is not ranked",
+                    job,
+                    len(found[leader]),
+                    MAX_PORTS_PER_JOB,
+                )
         wanted: dict[int, int] = {}
         for job, ports in self.ports.items():
             for port in ports:
