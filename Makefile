@@ -39,15 +39,21 @@ chromium:
 	    exit 1; \
 	  fi; }
 
-# Every tier; what CI runs. The Ray harness (a 3-node cluster in its own network
-# namespace, ~70 s, mostly waiting) runs beside the rest, which run in order.
-# Then the benchmark regression check (bench/regress.py, ~15 s): it fails on a
-# slowdown beyond 2x the committed figures, measured against a calibration loop.
-test: lint chromium
-	@$(BIN)/python -m pytest -q -p no:cacheprovider tests/test_ray.py > .ray-tests.log 2>&1 & ray=$$!; \
+# Every tier; what CI runs. ruff first (seconds); then the type check (mypy, ~30 s
+# from a fresh clone) and the Ray harness (a 3-node cluster in its own network
+# namespace, ~70 s, mostly waiting) run beside the rest of the tests, which run in
+# order, and any of the three failing fails the target. Then the benchmark
+# regression check (bench/regress.py, ~15 s): it fails on a slowdown beyond 2x the
+# committed figures, measured against a calibration loop.
+test: $(STAMP) chromium
+	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff format --check src tests bench
+	@$(BIN)/mypy src > .mypy.log 2>&1 & typed=$$!; \
+	$(BIN)/python -m pytest -q -p no:cacheprovider tests/test_ray.py > .ray-tests.log 2>&1 & ray=$$!; \
 	$(BIN)/python -m pytest -q --durations=15 --ignore=tests/test_ray.py; rest=$$?; \
+	wait $$typed; mypyed=$$?; echo "--- mypy src (ran beside the tests):"; cat .mypy.log; \
 	wait $$ray; rayed=$$?; echo "--- tests/test_ray.py (ran beside the rest):"; cat .ray-tests.log; \
-	test $$rest -eq 0 -a $$rayed -eq 0
+	test $$rest -eq 0 -a $$rayed -eq 0 -a $$mypyed -eq 0
 	$(BIN)/python bench/regress.py
 
 # Your own loop: skips tests marked slow.

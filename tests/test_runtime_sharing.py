@@ -84,7 +84,7 @@ def test_the_default_policy_time_slices_its_last_queue_on_real_processes(
     # jobs take turns instead of waiting for the one ahead to end.
     server = _server(tmp_path, 1, "ringleader", 2.0, "--tiresias-thresholds", "")
     stop_after.append(server)
-    ids = [server.submit(tiny_job(f"turn{i}", epochs=40)) for i in range(2)]
+    ids = [server.submit(tiny_job(f"turn{i}", epochs=20)) for i in range(2)]
     for job_id in ids:
         assert server.wait_state(job_id, {"succeeded", "failed"}, 180)["state"] == "succeeded"
     kinds = {job_id: [e["kind"] for e in server.job(job_id)["events"]] for job_id in ids}
