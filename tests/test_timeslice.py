@@ -208,7 +208,7 @@ def _measured(
     return replace(job(name, **kw), observations={1: Observation(1.0, 600.0, 128)}, packed=packed)
 
 
-def test_two_measured_long_jobs_on_one_gpu_are_packed_on_trial_and_judged_at_its_end() -> None:
+def test_two_measured_long_jobs_on_one_gpu_are_packed_on_trial() -> None:
     now = 100 * Q + 10.0
     policy = default()
     assert policy.needs.packing and isinstance(policy.share, TimeSlice)
