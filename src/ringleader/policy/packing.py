@@ -82,7 +82,7 @@ class Packing:
             if verdict.gain is not None:
                 if verdict.keep and (best is None or verdict.gain > best[0]):
                     best = (verdict.gain, other)
-            elif verdict.seconds_left is not None and (trial is None or _running(other)):
+            elif verdict.seconds_left is not None and (trial is None or other.running):
                 trial = (other, now + verdict.seconds_left)
         if best is not None:
             return best[1], None
@@ -96,11 +96,6 @@ def memory_fits(a: JobView, b: JobView, gpu_memory: float) -> bool:
     if a.memory_gib is None or b.memory_gib is None:
         return True
     return a.memory_gib + b.memory_gib <= gpu_memory
-
-
-def _running(job: JobView) -> bool:
-    # As ``timeslice.running``, which imports this module.
-    return job.workers > 0 and not job.suspended
 
 
 def _ratio(alone: float, packed: float) -> float:

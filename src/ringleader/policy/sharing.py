@@ -47,7 +47,6 @@ from ringleader.policy.timeslice import (
     queue_turns,
     rotation,
 )
-from ringleader.policy.timeslice import running as _running
 from ringleader.policy.views import ClusterView, Device, JobView
 
 
@@ -226,7 +225,7 @@ class Sharing:
             while len(g.residents) > 1 and moves < self.max_migrations:
                 if free.total < g.size:
                     break
-                mover = max(g.residents, key=lambda j: (not _running(j), *_order(j)))
+                mover = max(g.residents, key=lambda j: (not j.running, *_order(j)))
                 target = place_one(mover, g.size, free)
                 g.residents.remove(mover)
                 groups.append(_Group(target, [mover]))

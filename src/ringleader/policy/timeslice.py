@@ -49,11 +49,6 @@ from ringleader.policy.views import ClusterView, Device, JobView
 DEFAULT_QUANTUM_S = 60.0
 
 
-def running(job: JobView) -> bool:
-    """Whether the snapshot shows ``job`` running (resident and not suspended)."""
-    return job.workers > 0 and not job.suspended
-
-
 def boundary_after(now: float, quantum_s: float) -> float:
     """The first quantum boundary after ``now``: quanta are aligned to the clock, so
     every group turns over at the same instants and a cluster of hundreds of groups
@@ -74,7 +69,7 @@ def rotation(residents: Sequence[JobView], now: float, quantum_s: float) -> JobV
     q = quantum_s
     top = max(j.priority for j in residents)
     eligible = [j for j in residents if j.priority == top]
-    current = [j for j in eligible if running(j)]
+    current = [j for j in eligible if j.running]
     holder = min(current, key=lambda j: (j.state_since, j.id)) if current else None
     last = boundary_after(now, q) - q
     if holder is not None and (holder.state_since > last - q / 2 or len(eligible) == 1):
@@ -102,10 +97,10 @@ def queue_turns(
     if not holders or not waiting:
         return {}
     q = quantum_s
-    since = min(j.state_since if running(j) else now for j in holders)
+    since = min(j.state_since if j.running else now for j in holders)
     first = max(boundary_after(now, q), math.ceil((since + q / 2) / q - 1e-9) * q)
     # Suspended now, a job that was running has waited since now.
-    order = sorted(waiting, key=lambda j: (now if running(j) else j.state_since, j.id))
+    order = sorted(waiting, key=lambda j: (now if j.running else j.state_since, j.id))
     return {j.id: Turn(first + k * q, k + 1, q) for k, j in enumerate(order)}
 
 

@@ -174,6 +174,11 @@ class JobView:
     describe (1.0). A type missing here is taken as 1.0; a gang on mixed types runs at
     its slowest type's speed (``speed_on``)."""
 
+    @property
+    def running(self) -> bool:
+        """Resident on ``devices`` and running (not time-sliced out)."""
+        return self.workers > 0 and not self.suspended
+
     def speed_on(self, types: Iterable[str]) -> float:
         """Relative speed on GPUs of ``types``: the slowest one's (a gang waits for it)."""
         speeds = self.type_speed
