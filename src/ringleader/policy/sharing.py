@@ -81,17 +81,20 @@ class Sharing:
     keep_gain: float = DEFAULT_KEEP_GAIN
     max_migrations: int = 8
     """Per decision, so a burst of moves never stalls the cluster at once."""
+    _packer: Packing = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.quantum_s <= 0 or self.trial_window_s <= 0:
             raise ValueError("quantum_s and trial_window_s must be positive")
         if self.max_residents < 1:
             raise ValueError("max_residents must be at least 1")
+        # Made once: it judges every one-GPU group at every decision.
+        object.__setattr__(self, "_packer", Packing(self.trial_window_s, self.keep_gain))
 
     @property
     def packer(self) -> Packing:
         """Packing's judgment at this stack's trial window and gain (``policy.packing``)."""
-        return Packing(self.trial_window_s, self.keep_gain)
+        return self._packer
 
     def verdict(self, a: JobView, b: JobView) -> Verdict:
         """What introspection knows about packing ``a`` with ``b`` (``Packing.verdict``)."""
