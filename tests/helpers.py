@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from ringleader.perf import Algorithm, EpochsToConverge, SpeedModel
-from ringleader.policy import JobShape, JobView
+from ringleader.policy import JobShape, JobView, policy_named
+from ringleader.policy.stack import Policy
 from ringleader.sim.profiles import RESNET110_K40
 
 SHAPE = JobShape(50_000, 128, 7e6, Algorithm.BINARY_BLOCKS)
@@ -25,6 +26,13 @@ def sized_job(
     }
     fields.update(kw)
     return JobView(**fields)  # type: ignore[arg-type]
+
+
+def default_policy() -> Policy:
+    """The default ``ringleader`` policy, as the stack its stages can be read from."""
+    policy = policy_named("ringleader")
+    assert isinstance(policy, Policy)
+    return policy
 
 
 def resnet_job(job_id: str, at: float = 0.0, remaining: float = 1.0, **kw: object) -> JobView:

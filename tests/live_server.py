@@ -49,6 +49,17 @@ def run_cli(
     )
 
 
+def server_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    """``ringleader server ARGS`` (jobs as this user), for tests of what it refuses to
+    start with: it is expected to exit, so it gets no port of its own."""
+    return subprocess.run(
+        [sys.executable, "-m", "ringleader", "server", "--no-isolate-jobs", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
 @contextmanager
 def others_can_run_python() -> Iterator[list[Path]]:
     """Let other uids run this Python, for servers that run jobs as users' own uids.

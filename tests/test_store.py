@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from ringleader.runtime.spec import parse_spec
 from ringleader.runtime.store import DamagedRow, PageQuery, State, Store, StoreError
+from tests.live_server import server_cli
 
 
 def _store_with(tmp_path: Path, names: list[str]) -> tuple[Store, list[str]]:
@@ -89,15 +88,6 @@ def test_files_that_are_no_database_of_ours_get_a_store_error(tmp_path: Path) ->
         Store(a_file / "ringleader.db")
 
 
-def _server(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "ringleader", "server", "--no-isolate-jobs", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-
-
 @pytest.mark.parametrize(
     ("config", "field"),
     [
@@ -115,7 +105,7 @@ def _server(*args: str) -> subprocess.CompletedProcess[str]:
 def test_server_config_gets_the_flags_checks(tmp_path: Path, config: str, field: str) -> None:
     path = tmp_path / "config.yaml"
     path.write_text(config)
-    out = _server("--config", str(path), "--state-dir", str(tmp_path / "state"))
+    out = server_cli("--config", str(path), "--state-dir", str(tmp_path / "state"))
     assert out.returncode == 2, out.stderr
     assert field in out.stderr and "Traceback" not in out.stderr
 
@@ -131,7 +121,7 @@ def test_server_config_gets_the_flags_checks(tmp_path: Path, config: str, field:
 def test_server_queue_thresholds_are_checked_before_start(
     tmp_path: Path, flags: tuple[str, ...], says: str
 ) -> None:
-    out = _server(*flags, "--state-dir", str(tmp_path / "state"))
+    out = server_cli(*flags, "--state-dir", str(tmp_path / "state"))
     assert out.returncode == 2 and "--tiresias-thresholds" in out.stderr, out.stderr
     assert says in out.stderr and "Traceback" not in out.stderr
     assert not (tmp_path / "state" / "ringleader.db").exists()
@@ -140,12 +130,12 @@ def test_server_queue_thresholds_are_checked_before_start(
 def test_server_refuses_a_bad_state_dir_or_database_in_one_line(tmp_path: Path) -> None:
     a_file = tmp_path / "a-file"
     a_file.write_text("")
-    out = _server("--state-dir", str(a_file))
+    out = server_cli("--state-dir", str(a_file))
     assert out.returncode == 2 and "--state-dir" in out.stderr, out.stderr
     state = tmp_path / "state"
     state.mkdir()
     (state / "ringleader.db").write_bytes(b"\x13" * 5000)
-    out = _server("--state-dir", str(state))
+    out = server_cli("--state-dir", str(state))
     assert out.returncode == 2 and "move it aside" in out.stderr, out.stderr
     assert "Traceback" not in out.stderr
 
@@ -156,7 +146,7 @@ def test_a_second_server_on_the_same_state_dir_is_refused(tmp_path: Path) -> Non
     state = tmp_path / "state"
     held = claim_state_dir(state)
     try:
-        out = _server("--state-dir", str(state), "--port", "1")
+        out = server_cli("--state-dir", str(state), "--port", "1")
         assert out.returncode == 2, out.stderr
         assert "in use by another ringleader server" in out.stderr and "Traceback" not in out.stderr
     finally:
@@ -166,7 +156,7 @@ def test_a_second_server_on_the_same_state_dir_is_refused(tmp_path: Path) -> Non
 
 def test_a_ray_address_where_nothing_listens_fails_in_one_line(tmp_path: Path) -> None:
     pytest.importorskip("ray")
-    out = _server("--executor", "ray", "--address", "127.0.0.1:1", "--state-dir", str(tmp_path))
+    out = server_cli("--executor", "ray", "--address", "127.0.0.1:1", "--state-dir", str(tmp_path))
     assert out.returncode == 2 and "nothing answers at 127.0.0.1:1" in out.stderr, out.stderr
 
 

@@ -6,7 +6,6 @@ from dataclasses import replace
 from typing import Any
 
 from ringleader.perf.epochs import EpochsToConverge
-from ringleader.policy import policy_named
 from ringleader.policy.catalog import (
     LONG_JOB_QUANTUM_S,
     QUEUE_THRESHOLDS_GPU_S,
@@ -18,18 +17,13 @@ from ringleader.policy.timeslice import TimeSlice
 from ringleader.policy.views import ClusterView, Device, JobShape, JobView, Observation
 from ringleader.sim.engine import SimJob, Simulator
 from ringleader.sim.profiles import RESNET110_K40
+from tests.helpers import default_policy as default
 
 SHAPE = JobShape(50_000, 128, 1e7)
 D0, D1 = Device("node0", 0), Device("node0", 1)
 LAST_QUEUE = QUEUE_THRESHOLDS_GPU_S[-1]
 LONG = LAST_QUEUE + 3600.0
 Q = LONG_JOB_QUANTUM_S
-
-
-def default() -> Policy:
-    policy = policy_named("ringleader")
-    assert isinstance(policy, Policy)
-    return policy
 
 
 def job(

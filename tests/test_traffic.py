@@ -16,15 +16,14 @@ import pytest
 from ringleader.net.agent import TrafficAgent
 from ringleader.net.netns import reachable_namespace
 from ringleader.net.tc import NetCommandError, have_net_admin, run
-from ringleader.perf.epochs import EpochsToConverge
-from ringleader.policy import policy_named
 from ringleader.policy.stack import Policy
 from ringleader.policy.traffic import Priorities, TrafficPolicy, traffic_priorities
-from ringleader.policy.views import ClusterView, JobShape, JobView
+from ringleader.policy.views import ClusterView, JobView
 from ringleader.runtime.executor.local import free_port
 from ringleader.runtime.traffic import device_mbit, merged_ranks, ps_ports
 from ringleader.spine.needs import RUNTIME, serve_policy
-from tests.live_server import LiveServer, wait_for
+from tests.helpers import default_policy, sized_job
+from tests.live_server import LiveServer, server_cli, wait_for
 
 CAN, WHY = have_net_admin()
 needs_net_admin = pytest.mark.skipif(not CAN, reason=f"netlab tests: {WHY}")
@@ -190,24 +189,7 @@ def test_fair_fifo_model_lets_round_robin_trail_one_as_in_the_seed() -> None:
 
 
 def _ps(name: str, *, at: float = 0.0, gpus: int = 2, ps: bool = True, **kw: Any) -> JobView:
-    return JobView(
-        id=name,
-        submitted_at=at,
-        shape=JobShape(50_000, 128, 1e7),
-        epochs=EpochsToConverge.constant(10),
-        requested_gpus=gpus,
-        min_gpus=gpus,
-        max_gpus=gpus,
-        elastic=False,
-        parameter_server=ps,
-        **kw,
-    )
-
-
-def _default() -> Policy:
-    policy = policy_named("ringleader")
-    assert isinstance(policy, Policy)
-    return policy
+    return sized_job(name, gpus, at, parameter_server=ps, **kw)
 
 
 def test_the_default_ranks_parameter_servers_that_share_a_node_in_its_own_order() -> None:
@@ -217,11 +199,11 @@ def test_the_default_ranks_parameter_servers_that_share_a_node_in_its_own_order(
         _ps("urgent", at=20.0, priority=5),  # the order stage puts priority first
         _ps("allreduce", at=30.0, ps=False),  # not a PS: never ranked
     ]
-    plan = _default().decide(jobs, ClusterView.uniform(1, 8), now=100.0)
+    plan = default_policy().decide(jobs, ClusterView.uniform(1, 8), now=100.0)
     assert all(plan.of(j.id).running for j in jobs)
     assert plan.traffic == {"node0": {"urgent": 0, "early": 1, "late": 2}}
     # Each PS alone on its node: nothing to rank.
-    apart = _default().decide(jobs[:2], ClusterView.uniform(2, 2), now=100.0)
+    apart = default_policy().decide(jobs[:2], ClusterView.uniform(2, 2), now=100.0)
     assert {apart.of(j).devices[0].node for j in ("early", "late")} == {"node0", "node1"}
     assert apart.traffic == {}
 
@@ -229,13 +211,13 @@ def test_the_default_ranks_parameter_servers_that_share_a_node_in_its_own_order(
 def test_a_policy_without_the_stage_or_a_fifo_stage_sets_no_ranks() -> None:
     cluster = ClusterView.uniform(1, 4)
     jobs = [_ps("a"), _ps("b", at=1.0)]
-    assert _default().decide(jobs, cluster, 0.0).traffic == {"node0": {"a": 0, "b": 1}}
-    assert replace(_default(), traffic=None).decide(jobs, cluster, 0.0).traffic == {}
-    fifo = replace(_default(), traffic=Priorities(TrafficPolicy.FIFO))
+    assert default_policy().decide(jobs, cluster, 0.0).traffic == {"node0": {"a": 0, "b": 1}}
+    assert replace(default_policy(), traffic=None).decide(jobs, cluster, 0.0).traffic == {}
+    fifo = replace(default_policy(), traffic=Priorities(TrafficPolicy.FIFO))
     assert fifo.decide(jobs, cluster, 0.0).traffic == {}
     # A suspended or waiting PS sends nothing: only running jobs are ranked.
     waiting = [_ps("a"), _ps("b", at=1.0), _ps("c", at=2.0)]
-    plan = _default().decide(waiting, cluster, 0.0)
+    plan = default_policy().decide(waiting, cluster, 0.0)
     assert not plan.of("c").running
     assert plan.traffic == {"node0": {"a": 0, "b": 1}}
 
@@ -243,7 +225,7 @@ def test_a_policy_without_the_stage_or_a_fifo_stage_sets_no_ranks() -> None:
 def test_round_robin_rotates_the_ranks_and_asks_to_decide_again_at_the_turn() -> None:
     cluster = ClusterView.uniform(1, 4)
     jobs = [_ps("a"), _ps("b", at=1.0)]
-    rr = replace(_default(), traffic=Priorities(TrafficPolicy.ROUND_ROBIN, interval_s=20.0))
+    rr = replace(default_policy(), traffic=Priorities(TrafficPolicy.ROUND_ROBIN, interval_s=20.0))
     first, second = rr.decide(jobs, cluster, 5.0), rr.decide(jobs, cluster, 25.0)
     assert first.traffic == {"node0": {"a": 0, "b": 1}}
     assert second.traffic == {"node0": {"a": 1, "b": 0}}
@@ -253,7 +235,7 @@ def test_round_robin_rotates_the_ranks_and_asks_to_decide_again_at_the_turn() ->
 
 
 def test_a_body_that_cannot_shape_runs_the_default_without_ranks() -> None:
-    policy = _default()
+    policy = default_policy()
     assert policy.needs.traffic
     served = serve_policy(policy, RUNTIME)
     assert isinstance(served, Policy) and served.traffic is None and not served.needs.traffic
@@ -401,25 +383,15 @@ def test_a_traffic_device_that_cannot_be_shaped_is_refused_naming_the_flag(
         ("../x", "not a network device name"),
         ("rlnosuch0", "Cannot find device"),
     ):
-        out = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "ringleader",
-                "server",
-                "--state-dir",
-                str(tmp_path),
-                "--port",
-                str(free_port()),
-                "--traffic-device",
-                device,
-                "--traffic-mbit",
-                "100",
-                "--no-isolate-jobs",
-            ],
-            capture_output=True,
-            text=True,
-            timeout=60,
+        out = server_cli(
+            "--state-dir",
+            str(tmp_path),
+            "--port",
+            str(free_port()),
+            "--traffic-device",
+            device,
+            "--traffic-mbit",
+            "100",
         )
         assert out.returncode == 2, out.stderr
         assert f"--traffic-device {device}" in out.stderr or repr(device) in out.stderr
