@@ -12,13 +12,20 @@ import signal
 from pathlib import Path
 
 
+def stat_fields(stat: str) -> list[str]:
+    """The fields of a ``/proc/PID/stat`` line after the command name (which may hold
+    spaces and parentheses): ``[0]`` is the state, ``[2]`` the process group, ``[19]``
+    the start time."""
+    return stat[stat.rfind(")") + 2 :].split()
+
+
 def start_ticks(pid: int) -> int | None:
     """The process' start time from /proc, or None if no such process."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
-    fields = stat[stat.rfind(")") + 2 :].split()
+    fields = stat_fields(stat)
     state = fields[0]
     if state in ("Z", "X"):
         return None

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ringleader.net.agent import TrafficAgent
+from ringleader.runtime.procs import stat_fields
 
 log = logging.getLogger(__name__)
 
@@ -56,8 +57,7 @@ def group_members(leaders: set[int], proc: Path = Path("/proc")) -> dict[int, li
             stat = (entry / "stat").read_text()
         except OSError:
             continue  # ended meanwhile, or not ours to read
-        # Fields after the command name, which may hold spaces and parentheses.
-        fields = stat[stat.rfind(")") + 2 :].split()
+        fields = stat_fields(stat)
         if len(fields) > 2 and (group := int(fields[2])) in members:
             members[group].append(int(entry.name))
     return members
