@@ -29,6 +29,7 @@ from enum import StrEnum
 from typing import Protocol
 
 from ringleader.policy.plan import Assignment
+from ringleader.policy.timeslice import boundary_after
 from ringleader.policy.views import JobView
 
 
@@ -115,4 +116,4 @@ class Priorities:
     def wake_at(self, ranks: HostRanks, now: float) -> float | None:
         if self.policy is not TrafficPolicy.ROUND_ROBIN or not ranks:
             return None
-        return (math.floor(now / self.interval_s) + 1) * self.interval_s
+        return boundary_after(now, self.interval_s)
