@@ -17,6 +17,7 @@ import httpx
 
 from ringleader.runtime.executor.local import free_port
 from ringleader.runtime.identity import interpreter_paths, not_reachable
+from ringleader.runtime.local_server import server_command
 
 TINY_RESNET = (
     "python -m ringleader.workloads.resnet --depth 8 --image-size 8 --batch 16 "
@@ -133,9 +134,7 @@ class LiveServer:
         self.gpus = gpus
         self.round_s = round_s
         self.extra = extra if isolated else (*extra, "--no-isolate-jobs")
-        self.wrap = ["ip", "netns", "exec", netns] if netns else []
-        if host != "127.0.0.1":
-            self.extra = (*self.extra, "--host", host, "--insecure-http")
+        self.netns, self.host = netns, host
         self.port = free_port()
         self.url = f"http://{host}:{self.port}"
         self.proc: subprocess.Popen[bytes] | None = None
@@ -152,22 +151,15 @@ class LiveServer:
         self.http.base_url = httpx.URL(self.url)  # a test may have moved the port
         log = open(self.state_dir / "server.log", "ab")  # noqa: SIM115
         self.proc = subprocess.Popen(
-            [
-                *self.wrap,
-                sys.executable,
-                "-m",
-                "ringleader",
-                "server",
-                "--gpus",
-                str(self.gpus),
-                "--state-dir",
-                str(self.state_dir),
-                "--port",
-                str(self.port),
-                "--round-s",
-                str(self.round_s),
-                *self.extra,
-            ],
+            server_command(
+                gpus=self.gpus,
+                state_dir=self.state_dir,
+                port=self.port,
+                round_s=self.round_s,
+                netns=self.netns,
+                host=self.host,
+                extra=self.extra,
+            ),
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,

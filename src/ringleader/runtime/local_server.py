@@ -48,6 +48,37 @@ class Served:
         return httpx.Client(base_url=self.url, headers=self.headers, timeout=30, **kw)
 
 
+def server_command(
+    *,
+    gpus: int,
+    state_dir: Path,
+    port: int,
+    round_s: float,
+    netns: str | None = None,
+    host: str = "127.0.0.1",
+    extra: Sequence[str] = (),
+) -> list[str]:
+    """The command line of a ``ringleader server`` on ``port``, in ``netns`` if given,
+    serving on ``host`` (plain HTTP off the loopback: a namespace's own address)."""
+    return [
+        *(["ip", "netns", "exec", netns] if netns else []),
+        sys.executable,
+        "-m",
+        "ringleader",
+        "server",
+        "--gpus",
+        str(gpus),
+        "--state-dir",
+        str(state_dir),
+        "--port",
+        str(port),
+        "--round-s",
+        f"{round_s:g}",
+        *(["--host", host, "--insecure-http"] if host != "127.0.0.1" else []),
+        *extra,
+    ]
+
+
 @contextmanager
 def local_server(
     *,
@@ -70,32 +101,23 @@ def local_server(
     """
     port = free_port()
     url = f"http://{host}:{port}"
-    args = [
-        *(["ip", "netns", "exec", netns] if netns else []),
-        sys.executable,
-        "-m",
-        "ringleader",
-        "server",
-        "--gpus",
-        str(gpus),
-        "--state-dir",
-        str(state_dir),
-        "--port",
-        str(port),
-        "--round-s",
-        f"{round_s:g}",
-        # This user's own jobs on their own machine: they run as this user.
-        "--no-isolate-jobs",
-    ]
+    # This user's own jobs on their own machine: they run as this user.
+    flags = ["--no-isolate-jobs"]
     if policy is not None:
-        args += ["--policy", policy]
+        flags += ["--policy", policy]
     if quantum_s is not None:
-        args += ["--quantum-s", f"{quantum_s:g}"]
+        flags += ["--quantum-s", f"{quantum_s:g}"]
     if thresholds_gpu_s is not None:
-        args += ["--tiresias-thresholds", ",".join(f"{x:g}" for x in thresholds_gpu_s)]
-    if host != "127.0.0.1":
-        args += ["--host", host, "--insecure-http"]
-    args += extra
+        flags += ["--tiresias-thresholds", ",".join(f"{x:g}" for x in thresholds_gpu_s)]
+    args = server_command(
+        gpus=gpus,
+        state_dir=state_dir,
+        port=port,
+        round_s=round_s,
+        netns=netns,
+        host=host,
+        extra=[*flags, *extra],
+    )
     with open(log, "wb") as out:
         server = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT)
         try:
