@@ -66,9 +66,13 @@ def test_api_latency_does_not_depend_on_decision_time(tmp_path: Path) -> None:
     finally:
         store.close()
     assert policy.decisions >= 2, "the slow policy was not deciding during the requests"
-    assert len(latencies) > 20
-    # On the event loop, a request waited for up to a whole decision (1 s).
-    assert max(latencies) < DECISION_S / 2, f"slowest request {max(latencies):.3f} s"
+    # On the event loop, a request waited for up to a whole decision (1 s): a few
+    # requests in three seconds, and most of them slow. A busy machine may stall one
+    # request now and then, so the test reads the many, not the single slowest.
+    assert len(latencies) > 40, f"only {len(latencies)} requests in {3 * DECISION_S} s"
+    slow = [t for t in latencies if t >= DECISION_S / 2]
+    assert len(slow) <= 1, f"{len(slow)} requests waited half a decision or more"
+    assert sorted(latencies)[len(latencies) * 9 // 10] < DECISION_S / 10
 
 
 def test_a_workers_exit_and_a_submission_wake_the_loop_before_its_next_tick(

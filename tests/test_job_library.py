@@ -135,7 +135,11 @@ def test_a_running_job_suspends_resumes_checkpoints_and_stops_on_request(tmp_pat
     try:
         wait(lambda: _last_step(tmp_path) >= 3, "training to start")
         write_control(tmp_path, Control(1, Action.SUSPEND))
-        time.sleep(0.5)
+        # At the next minibatch boundary, which may be a whole step away on a busy machine.
+        wait(
+            lambda: any(r.get("event") == "suspended" for r in _progress(tmp_path)),
+            "the job to say it is suspended",
+        )
         paused_at = _last_step(tmp_path)
         time.sleep(1.0)
         assert _last_step(tmp_path) == paused_at  # no minibatch while suspended
