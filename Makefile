@@ -41,10 +41,8 @@ chromium:
 
 # Every tier; what CI runs. ruff first (seconds); then the type check (mypy, ~30 s
 # from a fresh clone) and the Ray harness (a 3-node cluster in its own network
-# namespace, ~70 s, mostly waiting) run beside the rest of the tests, which run on
-# two pytest-xdist workers, a file at a time each (most tests wait on real processes:
-# one worker alone kept the two cores 60% idle), and any of the three failing fails
-# the target. Then the benchmark
+# namespace, ~70 s, mostly waiting) run beside the rest of the tests, which run in
+# order, and any of the three failing fails the target. Then the benchmark
 # regression check (bench/regress.py, ~15 s): it fails on a slowdown beyond 2x the
 # committed figures, measured against a calibration loop.
 test: $(STAMP) chromium
@@ -52,7 +50,7 @@ test: $(STAMP) chromium
 	$(BIN)/ruff format --check src tests bench
 	@$(BIN)/mypy src > .mypy.log 2>&1 & typed=$$!; \
 	$(BIN)/python -m pytest -q -p no:cacheprovider tests/test_ray.py > .ray-tests.log 2>&1 & ray=$$!; \
-	$(BIN)/python -m pytest -q -n 2 --dist loadfile --durations=15 --ignore=tests/test_ray.py; rest=$$?; \
+	$(BIN)/python -m pytest -q --durations=15 --ignore=tests/test_ray.py; rest=$$?; \
 	wait $$typed; mypyed=$$?; echo "--- mypy src (ran beside the tests):"; cat .mypy.log; \
 	wait $$ray; rayed=$$?; echo "--- tests/test_ray.py (ran beside the rest):"; cat .ray-tests.log; \
 	test $$rest -eq 0 -a $$rayed -eq 0 -a $$mypyed -eq 0

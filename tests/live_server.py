@@ -147,6 +147,12 @@ class LiveServer:
         return {"Authorization": f"Bearer {self.token}"}
 
     def start(self) -> LiveServer:
+        """Launch the server and wait until it answers."""
+        return self.launch().ready()
+
+    def launch(self) -> LiveServer:
+        """Start the server's process without waiting for it (``ready`` does), so a test
+        can start several at once."""
         self.state_dir.mkdir(parents=True, exist_ok=True)
         self.http.base_url = httpx.URL(self.url)  # a test may have moved the port
         log = open(self.state_dir / "server.log", "ab")  # noqa: SIM115
@@ -165,6 +171,10 @@ class LiveServer:
             start_new_session=True,
         )
         log.close()
+        return self
+
+    def ready(self) -> LiveServer:
+        """Wait until the launched server answers; take its admin token."""
         wait_for(self._healthy, 30, "the server to answer /health")
         self.token = (self.state_dir / "admin.token").read_text().strip()
         self.http.headers.update(self.headers)
@@ -185,13 +195,18 @@ class LiveServer:
         self.proc.wait()
 
     def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
+        self.terminate()
+        if self.proc is not None:
             try:
                 self.proc.wait(timeout=20)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+
+    def terminate(self) -> None:
+        """Ask the server to stop (SIGTERM) without waiting; ``stop`` waits."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
 
     def user(self, name: str, *flags: str) -> httpx.Client:
         """A user made with ``ringleader users add``, as a client holding their token."""
