@@ -28,9 +28,9 @@ class PolicyInputError(ValueError):
 
 
 @lru_cache(maxsize=8192)
-def _fit(shape: JobShape, samples: tuple[StepSample, ...]) -> SpeedModel:
+def _fit(shape: JobShape, measured: tuple[tuple[int, float, float], ...]) -> SpeedModel:
     return fit_speed_model(
-        samples,
+        tuple(StepSample(*m) for m in measured),
         algorithm=shape.algorithm,
         grad_bytes=shape.grad_bytes,
         examples_per_epoch=shape.examples_per_epoch,
@@ -41,8 +41,12 @@ def _fit(shape: JobShape, samples: tuple[StepSample, ...]) -> SpeedModel:
 
 def fitted_model(job: JobView) -> SpeedModel:
     """The speed model fitted from everything ``job`` has reported."""
-    samples = tuple(obs.sample(w) for w, obs in sorted(job.observations.items()))
-    return _fit(job.shape, samples)
+    # Keyed on plain tuples: they hash in C, where ``StepSample``s (dataclasses) hash
+    # in Python; the Exploratory policy asks this of every profiled job at every event.
+    measured = tuple(
+        (w, obs.step_time, obs.batch_per_worker) for w, obs in sorted(job.observations.items())
+    )
+    return _fit(job.shape, measured)
 
 
 @lru_cache(maxsize=8192)
