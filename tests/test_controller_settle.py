@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from ringleader.policy.catalog import policy_named
-from ringleader.runtime.controller import UNAWARE_AFTER_S, Controller, ControllerConfig
+from ringleader.runtime.acting import UNAWARE_AFTER_S
+from ringleader.runtime.controller import Controller, ControllerConfig
 from ringleader.runtime.executor.local import LocalExecutor
 from ringleader.runtime.spec import parse_spec
 from ringleader.runtime.store import JobRow, State, Store
@@ -81,7 +82,7 @@ def test_a_stop_that_never_comes_is_killed_and_requeued_without_charging_the_job
     job = store.add(parse_spec({"name": "deaf", "command": deaf, "stop_grace_s": 1.0}))
     row = _until(controller, store, job.id, _running, 30)
     time.sleep(1.0)  # launched for real
-    controller._request_stop(row, "preempt", time.time())
+    controller.acting.request_stop(row, "preempt", time.time())
     started = time.monotonic()
     stopped = _until(
         controller,
@@ -106,7 +107,7 @@ def test_a_command_without_the_library_is_stopped_by_sigterm_and_relaunched_not_
     job = store.add(parse_spec({"name": "short", "command": short}))
     row = _until(controller, store, job.id, _running, 30)
     time.sleep(1.0)  # launched for real
-    controller._request_stop(row, "resize", time.time())
+    controller.acting.request_stop(row, "resize", time.time())
     done = _until(controller, store, job.id, lambda r: r.state.finished, 40)
     events = store.events(job.id)
     asked = next(e for e in events if e["kind"] == "stop_requested")
@@ -125,7 +126,7 @@ def test_a_stopped_job_is_not_done_because_its_spec_said_fewer_epochs(
     command = TINY_RESNET.format(epochs=30, ckpt=1.0)
     job = store.add(parse_spec({"name": "hinted", "command": command, "epochs": 0.5}))
     row = _until(controller, store, job.id, lambda r: r.state is State.RUNNING and r.epoch > 1, 60)
-    controller._request_stop(row, "resize", time.time())
+    controller.acting.request_stop(row, "resize", time.time())
     stopped = _until(controller, store, job.id, lambda r: r.stopping is None, 60)
     assert stopped.state is not State.SUCCEEDED
     assert [e["kind"] for e in store.events(job.id)].count("stopped") == 1
@@ -139,7 +140,7 @@ def test_a_new_controller_sees_a_suspend_the_old_one_saw_confirmed(
     command = TINY_RESNET.format(epochs=30, ckpt=1.0)
     job = store.add(parse_spec({"name": "sliced", "command": command}))
     row = _until(first, store, job.id, lambda r: r.state is State.RUNNING and r.step > 2, 60)
-    first._suspend(row, time.time())
+    first.acting.suspend(row, time.time())
     deadline = time.monotonic() + 30
     while job.id not in first.progress.suspended and time.monotonic() < deadline:
         time.sleep(0.2)
@@ -192,7 +193,7 @@ def test_a_resize_is_timed_and_counted_by_the_spine(
     row = _until(controller, store, job.id, lambda r: r.state is State.RUNNING and r.step > 3, 60)
     assert controller.view(row).restart_s == controller.config.restart_s  # not measured yet
     asked = time.time()
-    controller._request_stop(row, "resize", asked)
+    controller.acting.request_stop(row, "resize", asked)
     again = _until(
         controller, store, job.id, lambda r: r.generation == 2 and "restart_s" in r.shape, 60
     )
@@ -213,10 +214,10 @@ def test_a_time_slice_turn_ends_with_sigterm_for_a_command_without_the_library(
     job = store.add(parse_spec({"name": "plain", "command": SLEEPER}))
     row = _until(controller, store, job.id, _running, 30)
     time.sleep(1.0)  # launched for real
-    controller._suspend(row, time.time())  # still starting: not known to be plain yet
+    controller.acting.suspend(row, time.time())  # still starting: not known to be plain yet
     assert [e["kind"] for e in store.events(job.id)][-1] == "launched"
     later = time.time() + UNAWARE_AFTER_S  # silent for that long: it does not use the library
-    controller._suspend(row, later)
+    controller.acting.suspend(row, later)
     stopped = _until(
         controller,
         store,
