@@ -182,20 +182,25 @@ def test_the_runtime_refuses_oracles_and_measures_what_precompute_is_given() -> 
 
 
 @pytest.mark.parametrize(
-    "body", ["src/ringleader/sim/engine.py", "src/ringleader/runtime/controller.py"]
+    "body",
+    [
+        ("src/ringleader/sim/engine.py",),
+        ("src/ringleader/runtime/controller.py", "src/ringleader/runtime/acting.py"),
+    ],
 )
-def test_bodies_diff_plans_only_through_the_spine(body: str) -> None:
+def test_bodies_diff_plans_only_through_the_spine(body: tuple[str, ...]) -> None:
     """No body compares a target's devices with what runs: that is ``diff_one``'s job."""
-    source = (pathlib.Path(__file__).parents[1] / body).read_text()
-    tree = ast.parse(source)
-    compared = [
-        node
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Compare)
-        and any(
-            isinstance(side, ast.Attribute) and side.attr == "active_devices"
-            for side in (node.left, *node.comparators)
-        )
-    ]
-    assert not compared, f"{body} diffs a plan itself at line {compared[0].lineno}"
-    assert "diff_one" in source and "job_view" in source
+    sources = [(pathlib.Path(__file__).parents[1] / path).read_text() for path in body]
+    for path, source in zip(body, sources, strict=True):
+        compared = [
+            node
+            for node in ast.walk(ast.parse(source))
+            if isinstance(node, ast.Compare)
+            and any(
+                isinstance(side, ast.Attribute) and side.attr == "active_devices"
+                for side in (node.left, *node.comparators)
+            )
+        ]
+        assert not compared, f"{path} diffs a plan itself at line {compared[0].lineno}"
+    whole = "\n".join(sources)
+    assert "diff_one" in whole and "job_view" in whole
