@@ -100,7 +100,7 @@ def test_an_unaware_elastic_script_is_resized_through_sigterm_and_resumes_its_ch
     workdir = _script(tmp_path, "elastic_torchrun.py")
     spec = {
         "name": "unaware",
-        "command": ["python", "elastic_torchrun.py", "150"],
+        "command": ["python", "elastic_torchrun.py", "60"],
         "elastic": True,
         "min_gpus": 1,
         "max_gpus": 2,
@@ -125,7 +125,7 @@ def test_an_unaware_elastic_script_is_resized_through_sigterm_and_resumes_its_ch
     kinds = _kinds(server, job_id)
     assert "stopped" in kinds and "failed" not in kinds and job["attempts"] == 0
     seen = rows()
-    assert [r["step"] for r in seen] == list(range(1, 151))  # no step lost, none repeated
+    assert [r["step"] for r in seen] == list(range(1, 61))  # no step lost, none repeated
     worlds = {(r["restart"], r["world"]) for r in seen}
     assert (0, 2) in worlds and any(restart > 0 and w == 1 for restart, w in worlds)
 
