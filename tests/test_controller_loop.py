@@ -122,3 +122,49 @@ def test_a_workers_exit_and_a_submission_wake_the_loop_before_its_next_tick(
     finally:
         executor.close()
         store.close()
+
+
+class Recording:
+    """FIFO that keeps the views of every decision it is asked for."""
+
+    name = "recording"
+    needs = Needs()
+
+    def __init__(self) -> None:
+        self.seen: list[dict[str, JobView]] = []
+
+    def decide(self, jobs: Sequence[JobView], cluster: ClusterView, now: float) -> Plan:
+        self.seen.append({j.id: j for j in jobs})
+        return policy_named("fifo").decide(jobs, cluster, now)
+
+
+def test_a_waiting_jobs_view_is_reused_until_its_row_changes(tmp_path: Path) -> None:
+    from ringleader.runtime.spec import parse_spec
+
+    store = Store(tmp_path / "ringleader.db")
+    policy = Recording()
+    config = ControllerConfig(tmp_path, policy, round_s=0.0)  # a decision at every tick
+    executor = LocalExecutor(1, warm=False)
+    controller = Controller(store, executor, config)
+    try:
+        holder = store.add(parse_spec({"name": "holder", "command": ["sleep", "60"]}))
+        controller.tick()  # the holder takes the one GPU
+        a = store.add(parse_spec({"name": "a", "command": ["true"]}))
+        b = store.add(parse_spec({"name": "b", "command": ["true"]}))
+        for _ in range(3):  # the first decision has no plan to place them by yet
+            controller.tick()
+        first, second = policy.seen[-2], policy.seen[-1]
+        assert {a.id, b.id} <= first.keys()
+        # Unchanged and still waiting: the same view, not one built again.
+        assert second[a.id] is first[a.id] and second[b.id] is first[b.id]
+        assert second[holder.id] is not first[holder.id]  # running: its row moves on
+        store.set_priority(a.id, 5)
+        controller.tick()
+        third = policy.seen[-1]
+        assert third[a.id] is not second[a.id] and third[a.id].priority == 5
+        assert third[b.id] is second[b.id]
+        assert all(v.workers == 0 for k, v in third.items() if k != holder.id)
+    finally:
+        executor.kill(tmp_path / "jobs" / holder.id, 1)
+        executor.close()
+        store.close()

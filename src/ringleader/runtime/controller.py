@@ -39,7 +39,7 @@ from ringleader.job.control import (
 )
 from ringleader.job.records import read_regular
 from ringleader.policy.plan import Assignment, Decider, Plan
-from ringleader.policy.views import Device, JobView
+from ringleader.policy.views import ClusterView, Device, JobView
 from ringleader.runtime.acting import SIGNALLED, Acting
 from ringleader.runtime.bounded import LOG_CAP_BYTES, PROGRESS_CAP_BYTES, cap_log
 from ringleader.runtime.executor.base import Executor
@@ -123,6 +123,10 @@ class Controller:
         """Each live gang's clocks and marks between ticks (``runtime.gangs``)."""
         self._plan: Plan | None = None
         self._targets: dict[str, Assignment] = {}
+        self._views: dict[str, tuple[object, Assignment | None, ClusterView, JobView]] = {}
+        """The last decision's view of each queued job, with what it was made from."""
+        self._queued_at_read: set[str] = set()
+        """Jobs this tick read as queued: left as read until the decision (``view``)."""
         self._broken: dict[str, str] = {}
         """Jobs whose files this controller cannot handle, with the last error logged."""
         self._partners: dict[str, tuple[str, ...]] = {}
@@ -196,6 +200,7 @@ class Controller:
         now = time.time() if now is None else now
         self._look_soon = False
         rows = self.store.unfinished()
+        self._queued_at_read = {r.id for r in rows if r.state is State.QUEUED}
         self._partners = co_runners(
             {
                 r.id: [Device(n, i) for n, i in r.devices]
@@ -414,14 +419,30 @@ class Controller:
 
     # -- deciding ------------------------------------------------------------
     def view(self, row: JobRow) -> JobView:
-        """The job as the policy sees it (``runtime.rowview``)."""
-        return row_view(
+        """The job as the policy sees it (``runtime.rowview``).
+
+        A queued job whose stored row has not changed since the last decision,
+        with the same target and cluster, keeps the view it had: with a long
+        queue, building every waiting job's view again was most of a decision
+        (``docs/scale.md``).
+        """
+        target = self._targets.get(row.id)
+        read = row.read_as
+        reusable = read is not None and row.state is State.QUEUED and row.id in self._queued_at_read
+        if reusable:
+            last = self._views.get(row.id)
+            if last is not None and last[:3] == (read, target, self.cluster):
+                return last[3]
+        view = row_view(
             row,
             self.cluster,
-            self._targets.get(row.id),
+            target,
             needs=self.config.policy.needs,
             restart_s=self.config.restart_s,
         )
+        if reusable:
+            self._views[row.id] = (read, target, self.cluster, view)
+        return view
 
     def _decide(self, now: float, unfinished: Sequence[JobRow] | None = None) -> None:
         """Decide a new Plan for the ``unfinished`` jobs (read from the store if not given)."""
@@ -431,13 +452,18 @@ class Controller:
             if r.state in (State.QUEUED, State.RUNNING, State.SUSPENDED) and not r.cancel_requested
         ]
         try:
-            self.cluster = self.executor.cluster()  # nodes come and go (Ray)
+            cluster = self.executor.cluster()  # nodes come and go (Ray)
+            if cluster != self.cluster:  # else the same object: views made on it still hold
+                self.cluster = cluster
         except Exception:
             log.exception("cannot list the cluster's nodes; deciding on the last known list")
         self._need_decision = False
         self._last_decision = now
         started = time.perf_counter()
         views = [self.view(r) for r in rows]
+        if len(self._views) > len(rows):  # forget the jobs that have left the queue
+            deciding = {r.id for r in rows}
+            self._views = {k: v for k, v in self._views.items() if k in deciding}
         owner = {r.id: r.spec.user for r in rows}
         quotas = self.config.quotas()
         admitted, held_back = quota.admit(views, owner, quotas)

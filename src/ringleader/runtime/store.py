@@ -162,6 +162,10 @@ class JobRow:
     type_observations: dict[str, list[float]] = field(default_factory=dict)
     """Per GPU type and world size (``"v100/2"``): like ``observations``, for gangs
     that ran on one type (``ringleader.runtime.progress``)."""
+    read_as: tuple[Any, ...] | None = field(default=None, compare=False, repr=False)
+    """The stored values ``Store.unfinished`` read this row from: the same object at
+    every read while the stored row is unchanged (None: read some other way). The
+    controller reuses a queued job's view while it is (``Controller.view``)."""
 
     def copy(self) -> JobRow:
         """A copy sharing nothing that can change (the spec is immutable).
@@ -766,6 +770,7 @@ class Store:
                         known = (values, row.copy())
                 if seen is not None and known is not None:
                     seen[row.id] = known
+                    row.read_as = known[0]
             except DamagedRow as err:
                 if err.job_id not in self.damaged:
                     log.error("%s", err)
