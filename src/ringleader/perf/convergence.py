@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from math import isfinite, sqrt
 
 import numpy as np
-from scipy.optimize import least_squares, nnls
 
 from ringleader.perf.errors import ModelFitError
 
@@ -62,6 +61,8 @@ def _linear_fit(
     With ``β2`` fixed, ``1/(l − β2) = β0·k + β1`` is linear: solve it by NNLS,
     then score the result on the loss itself.
     """
+    from scipy.optimize import nnls  # here: scipy.optimize is a third of a server's start-up
+
     gap = np.maximum(loss - floor, 1e-12)
     design = np.column_stack([k, np.ones_like(k)]) * (w * gap)[:, None]
     solution, _ = nnls(design, w * gap / gap)
@@ -117,6 +118,8 @@ def fit_convergence(
         denominator = np.maximum(beta[0] * (k / k_scale) + beta[1], 1e-12)
         out: np.ndarray = w * (1.0 / denominator + beta[2] - loss)
         return out
+
+    from scipy.optimize import least_squares  # here: see _linear_fit
 
     upper = [np.inf, np.inf, max(float(loss.min()), 1e-12)]
     x0 = np.clip(x0, 0.0, upper)

@@ -30,7 +30,6 @@ from itertools import pairwise
 from math import isfinite
 
 import numpy as np
-from scipy.optimize import nnls
 
 from ringleader.perf.allreduce import Algorithm, allreduce_cost
 from ringleader.perf.errors import ModelFitError
@@ -208,6 +207,9 @@ def fit_speed_model(
         weight = np.sqrt(_RIDGE) * float(np.linalg.norm(scaled))
         scaled = np.vstack([scaled, weight * np.eye(N_COEFFICIENTS)])
         y = np.concatenate([y, np.zeros(N_COEFFICIENTS)])
+    from scipy.optimize import nnls  # here: importing scipy.optimize takes 0.35 s, and
+    # every ``ringleader`` command and server start would pay it, fitting or not
+
     solution, _ = nnls(scaled, y)
     theta = solution / scale
     if not np.all(np.isfinite(theta)):
