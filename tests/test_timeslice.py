@@ -242,3 +242,21 @@ def test_a_pair_is_kept_only_where_it_beat_taking_turns_and_never_retried_otherw
     reverted = pair(2.5)  # 0.8 together: worse than turns
     assert [reverted.of(j).running for j in ("a", "b")].count(True) == 1
     assert [reverted.of(j).suspended for j in ("a", "b")].count(True) == 1
+
+
+class PackEveryone:
+    """A user-written share stage that says it packs: it changes nothing here, but a
+    body must then profile jobs per partner."""
+
+    packs = True
+
+    def share(self, assignments, ordered, cluster, now):  # type: ignore[no-untyped-def]
+        return TimeSlice().share(assignments, ordered, cluster, now)
+
+
+def test_a_share_stage_says_itself_whether_it_packs() -> None:
+    base = default()
+    assert replace(base, share=TimeSlice(packing=None)).needs.packing is False
+    assert replace(base, share=None).needs.packing is False
+    custom = replace(base, share=PackEveryone())
+    assert custom.needs.packing and custom.needs.time_slicing

@@ -46,7 +46,7 @@ from ringleader.policy.order import Fifo, Order
 from ringleader.policy.placement import FewestNodes, Place
 from ringleader.policy.plan import PROBING, WAIT, Assignment, Plan, Sizing, SizingNotes, Turn
 from ringleader.policy.profiling import Exploratory, Precompute, Profiling
-from ringleader.policy.timeslice import Share, TimeSlice
+from ringleader.policy.timeslice import Share
 from ringleader.policy.traffic import Traffic
 from ringleader.policy.views import ClusterView, JobView
 
@@ -84,7 +84,7 @@ class Policy:
             speed_model=speed,
             profiling=speed and isinstance(self.profiling, Exploratory),
             time_slicing=self.share is not None,
-            packing=isinstance(self.share, TimeSlice) and self.share.packing is not None,
+            packing=self.share is not None and self.share.packs,
             traffic=self.traffic is not None,
         )
 

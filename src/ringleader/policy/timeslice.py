@@ -116,6 +116,12 @@ class Shared(NamedTuple):
 class Share(Protocol):
     """The share stage: who else resides on the GPUs the plan gave out, and who runs."""
 
+    @property
+    def packs(self) -> bool:
+        """Whether it runs jobs side by side (on trial), so a body must profile each job
+        per partner as well as alone (``Needs.packing``)."""
+        ...
+
     def share(
         self,
         assignments: Mapping[str, Assignment],
@@ -155,6 +161,10 @@ class TimeSlice:
             raise ValueError(f"quantum_s must be positive, got {self.quantum_s}")
         if self.max_residents < 1:
             raise ValueError(f"max_residents must be at least 1, got {self.max_residents}")
+
+    @property
+    def packs(self) -> bool:
+        return self.packing is not None
 
     def share(
         self,
