@@ -25,7 +25,7 @@ import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 from ringleader.job.checkpoint import ON_BAD_CHECKPOINT_ENV
 from ringleader.job.control import Action, Control, write_control
@@ -54,15 +54,6 @@ SIGNALLED = "stop_signalled_at"
 """Key in a row's ``shape``: when its current stop was sent as SIGTERM (absent: by control.json)."""
 
 
-class Applied(NamedTuple):
-    """What one ``apply`` left for the loop to watch."""
-
-    switching: bool
-    """A job waits for another to leave its GPU: tick fast until it has."""
-    launched: bool
-    """A gang was launched: look again soon, so the exit watch holds its ranks' pids."""
-
-
 @dataclass(slots=True)
 class Acting:
     """Turns the spine's actions into control files, signals and launches."""
@@ -76,6 +67,9 @@ class Acting:
     """Jobs whose ranks have said they are suspended (``ProgressIngest.suspended``)."""
     no_room: set[str]
     """Jobs whose last action a full disk stopped (logged once, until it goes ahead)."""
+    launched: bool = False
+    """A gang was launched (or its launch begun) since the loop last cleared this: the
+    loop looks again soon, so the exit watch holds its ranks' pids."""
 
     def job_dir(self, job_id: str) -> Path:
         return self.config.state_dir / "jobs" / job_id
@@ -88,16 +82,17 @@ class Acting:
         targets: dict[str, Assignment],
         cluster: ClusterView,
         why: dict[str, reasons.Reason],
-    ) -> Applied:
+    ) -> bool:
         """Carry out the spine's actions for ``plan``, as far as the GPUs allow.
 
         Stops and suspends are asked for at once. A launch or a resume waits
         until its GPUs are free, and a job being stopped is left alone until
         its old generation has exited (then it is queued and diffed again).
-        ``why`` (each job's reason) learns of jobs a full disk holds up.
+        ``why`` (each job's reason) learns of jobs a full disk holds up. True while
+        a job waits for another to leave its GPU: the loop then ticks fast.
         """
         blocked = self.blocked(rows, targets)
-        switching = launched = False
+        switching = False
         for row in rows:
             if row.cancel_requested or row.stopping:
                 continue
@@ -122,7 +117,7 @@ class Acting:
                     elif isinstance(action, Resume):
                         self.resume(row, now)
                     elif isinstance(action, Launch):
-                        launched = self.launch(row, action, now, cluster) or launched
+                        self.launch(row, action, now, cluster)
             except (OSError, sqlite3.Error) as err:
                 if not disk_full(err):
                     raise
@@ -132,7 +127,7 @@ class Acting:
                     self.no_room.discard(row.id)  # what the full disk stopped has been done
                     why.pop(row.id, None)  # the next decision says any other
                     log.info("job %s: the disk has room again", row.id)
-        return Applied(switching, launched)
+        return switching
 
     def blocked(
         self, rows: Sequence[JobRow], targets: dict[str, Assignment]
@@ -224,8 +219,8 @@ class Acting:
                 self.job_dir(row.id), row.generation, skip=frozenset(done)
             )
 
-    def launch(self, row: JobRow, action: Launch, now: float, cluster: ClusterView) -> bool:
-        """Start ``action``'s new generation of ``row``; False if it cannot run at all."""
+    def launch(self, row: JobRow, action: Launch, now: float, cluster: ClusterView) -> None:
+        """Start ``action``'s new generation of ``row`` (or fail it: its owner is gone)."""
         job_dir = self.job_dir(row.id)
         devices = action.devices
         uid = None
@@ -235,7 +230,7 @@ class Acting:
                 row.state, row.finished_at = State.FAILED, now
                 row.error = f"user {row.spec.user!r} no longer exists; the job cannot run"
                 self.store.save(row, "failed", reason="owner_removed")
-                return False
+                return
         row.generation += 1
         self._count(row, action.kind)
         if action.kind is Kind.RESIZE:
@@ -261,6 +256,7 @@ class Acting:
             **types_detail(cluster, row.devices),
         )
         self.gangs.of(row.id).launched = now
+        self.launched = True  # before the executor: a launch that fails half-way is looked at too
         self.executor.launch(
             row.id,
             job_dir,
@@ -274,7 +270,6 @@ class Acting:
             uid=uid,
         )
         log.info("launched %s generation %d on %d workers", row.id, row.generation, len(devices))
-        return True
 
     def shape(self, traffic: TrafficControl, plan: Plan, rows: Sequence[JobRow]) -> None:
         """Keep the NIC's filters on the plan's ranks, for the PSes that run now."""

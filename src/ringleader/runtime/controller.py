@@ -366,9 +366,9 @@ class Controller:
         row.state_since = now
         self.progress.suspended.discard(row.id)
         row.workers, row.devices = 0, []
-        gang = self.gangs.forget(row.id)  # the next generation starts with clean clocks
         self._need_decision = True
-        done = self._ran_to_end(row, gen, reason, codes, gang.stop_killed)
+        done = self._ran_to_end(row, gen, reason, codes, self.gangs.of(row.id).stop_killed)
+        self.gangs.forget(row.id)  # the next generation starts with clean clocks
         row.shape.pop(SIGNALLED, None)
         if reason == "cancel":
             row.state, row.finished_at = State.CANCELLED, now
@@ -504,8 +504,11 @@ class Controller:
         """Carry out the latest plan (``runtime.acting``)."""
         if self._plan is None:
             return
-        applied = self.acting.apply(
-            now, rows, self._plan, self._targets, self.cluster, self.reasons
-        )
-        self._switching = applied.switching
-        self._look_soon = self._look_soon or applied.launched
+        self._switching = False  # as it stays if ``apply`` fails
+        try:
+            self._switching = self.acting.apply(
+                now, rows, self._plan, self._targets, self.cluster, self.reasons
+            )
+        finally:
+            if self.acting.launched:
+                self._look_soon, self.acting.launched = True, False
