@@ -24,7 +24,6 @@ import logging
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ringleader.job.checkpoint import ON_BAD_CHECKPOINT_ENV
@@ -70,9 +69,6 @@ class Acting:
     launched: bool = False
     """A gang was launched (or its launch begun) since the loop last cleared this: the
     loop looks again soon, so the exit watch holds its ranks' pids."""
-
-    def job_dir(self, job_id: str) -> Path:
-        return self.config.state_dir / "jobs" / job_id
 
     def apply(
         self,
@@ -167,14 +163,14 @@ class Acting:
             return
         log.info("suspending %s", row.id)
         self._count(row, Kind.SUSPEND)
-        write_control(self.job_dir(row.id), Control(row.generation, Action.SUSPEND))
+        write_control(self.config.job_dir(row.id), Control(row.generation, Action.SUSPEND))
         row.state, row.state_since = State.SUSPENDED, now
         self.store.save(row, "suspend_requested", generation=row.generation)
 
     def resume(self, row: JobRow, now: float) -> None:
         log.info("resuming %s", row.id)
         self._count(row, Kind.RESUME)
-        write_control(self.job_dir(row.id), Control(row.generation, Action.RUN))
+        write_control(self.config.job_dir(row.id), Control(row.generation, Action.RUN))
         row.state, row.state_since = State.RUNNING, now
         self.store.save(row, "resume_requested", generation=row.generation)
 
@@ -192,7 +188,7 @@ class Acting:
         self.store.save(
             row, "stop_requested", reason=reason, generation=row.generation, signal=by_signal
         )
-        write_control(self.job_dir(row.id), Control(row.generation, Action.STOP))
+        write_control(self.config.job_dir(row.id), Control(row.generation, Action.STOP))
         if by_signal:
             self.terminate(row)
 
@@ -216,12 +212,12 @@ class Acting:
         done = self.gangs.of(row.id).terminated
         if len(done) < row.workers:
             done |= self.executor.terminate(
-                self.job_dir(row.id), row.generation, skip=frozenset(done)
+                self.config.job_dir(row.id), row.generation, skip=frozenset(done)
             )
 
     def launch(self, row: JobRow, action: Launch, now: float, cluster: ClusterView) -> None:
         """Start ``action``'s new generation of ``row`` (or fail it: its owner is gone)."""
-        job_dir = self.job_dir(row.id)
+        job_dir = self.config.job_dir(row.id)
         devices = action.devices
         uid = None
         if self.config.run_as is not None:
@@ -275,7 +271,7 @@ class Acting:
         """Keep the NIC's filters on the plan's ranks, for the PSes that run now."""
         ranks = merged_ranks(plan.traffic)
         running = {
-            r.id: (self.job_dir(r.id), r.generation)
+            r.id: (self.config.job_dir(r.id), r.generation)
             for r in rows
             if r.id in ranks and r.state is State.RUNNING
         }

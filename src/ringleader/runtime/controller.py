@@ -90,6 +90,10 @@ class ControllerConfig:
     traffic: TrafficControl | None = None
     """Applies the plan's traffic ranks on this host's NIC (None: no ``--traffic-device``)."""
 
+    def job_dir(self, job_id: str) -> Path:
+        """Where a job's control file, progress, logs and checkpoints live."""
+        return self.state_dir / "jobs" / job_id
+
 
 def log_tail(job_dir: Path, lines: int = 20) -> str:
     """The last lines of every rank's log, for a failed job's error message."""
@@ -154,7 +158,7 @@ class Controller:
         """The acting half: carries out each Plan (``runtime.acting``)."""
 
     def job_dir(self, job_id: str) -> Path:
-        return self.config.state_dir / "jobs" / job_id
+        return self.config.job_dir(job_id)
 
     def poke(self) -> None:
         """Something changed outside the loop (a submission, a cancel): decide now."""
