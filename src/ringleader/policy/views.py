@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from ringleader.perf.allreduce import Algorithm
 from ringleader.perf.epochs import EpochsToConverge
-from ringleader.perf.speed import SpeedModel, StepSample
+from ringleader.perf.speed import SpeedModel
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -116,9 +116,6 @@ class Observation:
     step_time: float
     seconds: float
     batch_per_worker: float
-
-    def sample(self, workers: int) -> StepSample:
-        return StepSample(workers, self.step_time, self.batch_per_worker)
 
 
 @dataclass(frozen=True, slots=True)
