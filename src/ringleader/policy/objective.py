@@ -46,9 +46,14 @@ def solo_curve(epochs: EpochsToConverge, speed: SpeedModel) -> SoloCurve:
     return SoloCurve(epochs, speed)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, eq=False)
 class Candidate:
-    """A job with the speed model the allocator should trust for it (if any)."""
+    """A job with the speed model the allocator should trust for it (if any).
+
+    Not frozen, though no stage changes one: a decision makes one per job in the
+    system, and a frozen dataclass is built four times slower (``object.__setattr__``
+    per field), a tenth of a whole trace simulation under FIFO.
+    """
 
     job: JobView
     speed: SpeedModel | None
@@ -58,7 +63,7 @@ class Candidate:
 
     def __post_init__(self) -> None:
         if self.speed is not None:
-            object.__setattr__(self, "_solo", solo_curve(self.job.epochs, self.speed))
+            self._solo = solo_curve(self.job.epochs, self.speed)
 
     def remaining_seconds(self, workers: int) -> float:
         if self._solo is None:

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter
 
 from ringleader.policy.allocator import Allocator, Counts, Growth
 from ringleader.policy.fairshare import FairShare, claim
@@ -54,9 +55,12 @@ MAX_RESIZES_FOR_TYPES = 8
 """Times a decision sizes again without jobs their GPU types could not hold."""
 
 
+_ARRIVAL = attrgetter("submitted_at", "id")
+
+
 def fifo(jobs: Sequence[JobView]) -> list[JobView]:
     """Submission order, ties broken by id so the order is total and repeatable."""
-    return sorted(jobs, key=lambda j: (j.submitted_at, j.id))
+    return sorted(jobs, key=_ARRIVAL)
 
 
 @dataclass(frozen=True, slots=True)

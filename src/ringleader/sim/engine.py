@@ -344,6 +344,8 @@ class Simulator:
         self.driver = driver
         self._jobs_changed = False
         """A job arrived or left since the last placement: sharing must be worked out again."""
+        self._contended: list[_State] = []
+        """The jobs that ran at the last ``_contend``."""
         self.host = host
         """Shared host resources (the fidelity replay's CPU cores); None: GPUs share nothing."""
 
@@ -362,6 +364,8 @@ class Simulator:
         frozen = 0
         shares: list[ShareSample] = []
         by_user = len({j.user for j in pending}) > 1
+        running: list[_State] = []  # in ``active``'s order; changes only with a placement
+        self._contended = []
         while (nxt < len(pending) or active) and now < until:
             while nxt < len(pending) and pending[nxt].submitted_at <= now:
                 job = pending[nxt]
@@ -378,10 +382,14 @@ class Simulator:
                         active[job_id].seen = None
             capacity, needs = self.cluster.capacity, self._needs
             restart = self.restart_delay_s
-            views = [s.view(capacity, needs, restart) for s in active.values()]
+            views = [
+                s.seen if s.seen is not None else s.view(capacity, needs, restart)
+                for s in active.values()
+            ]
             plan = self.policy.decide(views, self.cluster, now)
             decisions += 1
-            self._apply(plan, active, now)
+            if self._apply(plan, active, now):
+                running = self._contend(active)
             point = UsagePoint(now, plan.busy_gpus, plan.held_gpus, len(active))
             if usage and usage[-1].time == now:
                 usage[-1] = point
@@ -393,7 +401,7 @@ class Simulator:
                 usage.append(point)
             if by_user:
                 _sample_shares(shares, now, plan, active, capacity)
-            later = min(self._next_event(plan, active, pending, nxt, now), until)
+            later = min(self._next_event(plan, running, pending, nxt, now), until)
             if marks and now < marks[0] < later and not math.isinf(later):
                 later = marks[0]
             if math.isinf(later):
@@ -412,7 +420,7 @@ class Simulator:
                     "is below the clock's resolution at this time (scale the workload's times "
                     "or work up, or submit closer to t=0)"
                 )
-            for state in active.values():
+            for state in running:  # only a running job progresses
                 state.advance(now, later)
             now = later
             while marks and marks[0] <= now:
@@ -420,7 +428,7 @@ class Simulator:
                     **{s.job.id: 1.0 for s in done},
                     **{i: 1.0 - s.remaining for i, s in active.items()},
                 }
-            for job_id in [i for i, s in active.items() if s.workers and s.remaining <= _DONE]:
+            for job_id in [s.job.id for s in running if s.remaining <= _DONE]:
                 state = active.pop(job_id)
                 self._jobs_changed = True  # its partners run alone now
                 state.finished_at = now
@@ -454,13 +462,18 @@ class Simulator:
             shares=tuple(shares),
         )
 
-    def _apply(self, plan: Plan, active: dict[str, _State], now: float) -> None:
-        """Carry out the spine's actions: time is the only effect a simulator has."""
+    def _apply(self, plan: Plan, active: dict[str, _State], now: float) -> bool:
+        """Carry out the spine's actions: time is the only effect a simulator has.
+
+        True when who runs where may have changed (a job came, left or was moved):
+        then sharing and speeds must be worked out again (``_contend``).
+        """
         changed = self._jobs_changed
         self._jobs_changed = False
+        of = plan.of
         for state in active.values():
-            target = plan.of(state.job.id)
-            if target == state.target:
+            target = of(state.job.id)
+            if target is state.target or target == state.target:
                 continue  # as it was: nothing to do, nothing changes
             changed = True
             state.seen = None
@@ -485,8 +498,7 @@ class Simulator:
             state.carry_out(target, alive)
             if state.running != was_running:
                 state.state_since = now
-        if changed:  # who shares a GPU, and so every speed, changes only with a placement
-            self._contend(active)
+        return changed
 
     def _launch_s(self, state: _State) -> float:
         """What a launch costs the job: its own measured start-up or restart, if known."""
@@ -494,21 +506,28 @@ class Simulator:
         own = job.startup_s if state.started_at is None else job.restart_s
         return self.restart_delay_s if own is None else own
 
-    def _contend(self, active: dict[str, _State]) -> None:
-        """Who shares a GPU with whom, and each running job's resulting speed factor."""
-        running = {i: s.devices[: s.workers] for i, s in active.items() if s.running}
-        partners = co_runners(running)
-        for job_id, state in active.items():
-            state.partners, state.factor = partners.get(job_id, ()), 1.0
+    def _contend(self, active: dict[str, _State]) -> list[_State]:
+        """Who shares a GPU with whom, and each running job's resulting speed factor.
+
+        Returns the running jobs. Only the jobs that ran at the last call and those
+        that run now are touched: every other job kept the neutral values (no
+        partners, full speed) that the last call left it, as who runs changes only
+        between calls.
+        """
+        running = [s for s in active.values() if s.running]
+        for state in self._contended:
+            state.partners, state.factor, state.type_factor = (), 1.0, 1.0
+        self._contended = running
+        partners = co_runners({s.job.id: s.devices[: s.workers] for s in running})
+        for state in running:
+            state.partners, state.factor = partners.get(state.job.id, ()), 1.0
         if self._typed:
-            self._type_speeds(active)
+            self._type_speeds(running)
         if self.host is not None:
-            self._share_hosts(active, self.host)
+            self._share_hosts(running, self.host)
         model = self.contention
-        for state in active.values():
+        for state in running:
             kind = state.job.kind
-            if not state.running:
-                continue
             for other in state.partners:
                 other_kind = active[other].job.kind
                 if self.host is not None and (model is None or kind is None):
@@ -526,43 +545,41 @@ class Simulator:
             extra = nodes - -(-gpus // self._widest)
             if extra > 0:
                 state.factor *= model.spread(kind, gpus, extra)
+        return running
 
-    def _type_speeds(self, active: dict[str, _State]) -> None:
+    def _type_speeds(self, running: list[_State]) -> None:
         """Each running job's speed on the types it holds: its slowest type's."""
         type_of = self._type_of
-        for state in active.values():
+        for state in running:
             state.type_factor = 1.0
             speeds = state.job.type_speed
-            if speeds and state.running:
+            if speeds:
                 state.type_factor = min(
                     speeds.get(type_of[d.node], 1.0) for d in state.devices[: state.workers]
                 )
                 state.factor = state.type_factor
 
     @staticmethod
-    def _share_hosts(active: dict[str, _State], host: Host) -> None:
+    def _share_hosts(running: list[_State], host: Host) -> None:
         """Slow every running job to the pace its most crowded resource allows."""
         load: dict[Hashable, int] = {}
-        for state in active.values():
-            if state.running:
-                for d in state.devices[: state.workers]:
-                    key = host.resource(d)
-                    load[key] = load.get(key, 0) + 1
-        for state in active.values():
-            if state.running:
-                keys = {host.resource(d) for d in state.devices[: state.workers]}
-                state.factor *= min(host.speed(load[k]) for k in keys)
+        for state in running:
+            for d in state.devices[: state.workers]:
+                key = host.resource(d)
+                load[key] = load.get(key, 0) + 1
+        for state in running:
+            keys = {host.resource(d) for d in state.devices[: state.workers]}
+            state.factor *= min(host.speed(load[k]) for k in keys)
 
     def _next_event(
         self,
         plan: Plan,
-        active: dict[str, _State],
+        running: list[_State],
         pending: Sequence[SimJob],
         nxt: int,
         now: float,
     ) -> float:
         later = pending[nxt].submitted_at if nxt < len(pending) else math.inf
-        running = [s for s in active.values() if s.running]
         if not running:
             # Nothing progresses, so only an arrival can change the plan.
             return later
