@@ -26,10 +26,13 @@ COLD = ("--no-warm-start",)
 while their one job starts: the test took 69 s with them and 56 s without on two
 cores. Warm starts are the executor's, not the policy's; ``tests/test_warm.py``
 runs them."""
-LIVE = [name for name in SERVED if name not in ("four", "eight")]
-"""The served policies run live here. ``four`` and ``eight`` are ``two``'s stage with
-another number (``FixedSize``): ``two`` runs the multi-rank fixed path, and their 12
-more ranks, each a torch process, were a third of the test's time on two cores."""
+NOT_LIVE = ("one", "four", "eight", "time-slicing")
+"""Served, but not run live here: each is another live policy with one number or flag
+changed (checked below). ``one``, ``four`` and ``eight`` are ``two``'s stage with another
+size (``FixedSize``): ``two`` runs the multi-rank fixed path, and their 13 more ranks,
+each a torch process, were a third of the test's time on two cores. ``time-slicing``
+is ``gandiva`` without packing, which a server with one job never tries."""
+LIVE = [name for name in SERVED if name not in NOT_LIVE]
 
 
 def test_only_oracles_are_refused() -> None:
@@ -38,8 +41,11 @@ def test_only_oracles_are_refused() -> None:
     assert {"precompute", "optimus", "exploratory", "gandiva", "ringleader"} <= set(SERVED)
     assert {"four", "eight"} <= set(SERVED)
     two = policy_named("two")
-    for name, n in (("four", 4), ("eight", 8)):  # run live only as ``two`` (see LIVE)
+    for name, n in (("one", 1), ("four", 4), ("eight", 8)):  # run live as ``two`` (NOT_LIVE)
         assert policy_named(name) == replace(two, name=name, size=replace(two.size, size=n))
+    gandiva = policy_named("gandiva")
+    assert policy_named("time-slicing") == replace(gandiva, name="time-slicing", packing=False)
+    assert set(NOT_LIVE) <= set(SERVED) and not set(NOT_LIVE) & set(LIVE)
 
 
 @pytest.mark.slow
