@@ -15,7 +15,8 @@ from ringleader.policy.placement import FewestNodes, place
 from ringleader.policy.views import ClusterView, Device, JobShape, JobView
 from ringleader.runtime.gpus import GpuLayout, GpuSpecError, parse_gpus, type_name, type_step_times
 from ringleader.runtime.spec import SpecError, parse_spec
-from ringleader.sim.engine import SimJob, Simulator
+from ringleader.sim.engine import Simulator
+from ringleader.sim.jobs import SimJob
 from ringleader.sim.profiles import RESNET110_K40
 from tests.live_server import LiveServer, run_cli, wait_for
 

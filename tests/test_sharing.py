@@ -13,7 +13,8 @@ from ringleader.perf.epochs import EpochsToConverge
 from ringleader.policy.plan import Plan
 from ringleader.policy.sharing import Sharing
 from ringleader.policy.views import ClusterView, Device, JobShape, JobView, Observation
-from ringleader.sim.engine import SimJob, Simulator
+from ringleader.sim.engine import Simulator
+from ringleader.sim.jobs import SimJob
 from ringleader.sim.profiles import RESNET110_K40
 
 SHAPE = JobShape(50_000, 128, 1e7)

@@ -14,7 +14,8 @@ from ringleader.policy.plan import Assignment, Plan
 from ringleader.policy.profiling import Exploratory
 from ringleader.policy.stack import Policy
 from ringleader.policy.views import ClusterView, Device, JobView, Observation
-from ringleader.sim.engine import SimJob, Simulator
+from ringleader.sim.engine import Simulator
+from ringleader.sim.jobs import SimJob
 from ringleader.sim.profiles import RESNET110_K40
 from ringleader.spine.actions import (
     Held,
@@ -184,7 +185,7 @@ def test_the_runtime_refuses_oracles_and_measures_what_precompute_is_given() -> 
 @pytest.mark.parametrize(
     "body",
     [
-        ("src/ringleader/sim/engine.py",),
+        ("src/ringleader/sim/engine.py", "src/ringleader/sim/jobs.py"),
         ("src/ringleader/runtime/controller.py", "src/ringleader/runtime/acting.py"),
     ],
 )

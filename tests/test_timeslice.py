@@ -15,7 +15,8 @@ from ringleader.policy.plan import Plan
 from ringleader.policy.stack import Policy
 from ringleader.policy.timeslice import TimeSlice
 from ringleader.policy.views import ClusterView, Device, JobShape, JobView, Observation
-from ringleader.sim.engine import SimJob, Simulator
+from ringleader.sim.engine import Simulator
+from ringleader.sim.jobs import SimJob
 from ringleader.sim.profiles import RESNET110_K40
 from tests.helpers import default_policy as default
 

@@ -42,7 +42,8 @@ from ringleader.policy.catalog import policy_named
 from ringleader.policy.plan import Decider
 from ringleader.policy.sharing import Sharing
 from ringleader.policy.views import ClusterView
-from ringleader.sim.engine import SimJob, Simulator
+from ringleader.sim.engine import Simulator
+from ringleader.sim.jobs import SimJob
 from ringleader.sim.profiles import RESNET110_K40
 from ringleader.tuning import EarlyFeedback, MissingOptuna, optuna_module
 

@@ -45,7 +45,8 @@ from ringleader.policy.catalog import policy_named, with_types
 from ringleader.policy.plan import Decider
 from ringleader.policy.stack import Policy
 from ringleader.policy.views import ClusterView
-from ringleader.sim.engine import SimJob, Simulator
+from ringleader.sim.engine import Simulator
+from ringleader.sim.jobs import SimJob
 from ringleader.sim.profiles import RESNET110_K40
 
 SCALE_MIX = ((1, 0.70), (2, 0.10), (4, 0.15), (8, 0.05))

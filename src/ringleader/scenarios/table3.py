@@ -19,7 +19,8 @@ from ringleader.metrics import mean_ci95
 from ringleader.policy.catalog import policy_named
 from ringleader.policy.views import ClusterView
 from ringleader.sim.arrivals import poisson_arrivals
-from ringleader.sim.engine import DEFAULT_RESTART_DELAY_S, DEFAULT_ROUND_S, SimJob, Simulator
+from ringleader.sim.engine import DEFAULT_RESTART_DELAY_S, DEFAULT_ROUND_S, Simulator
+from ringleader.sim.jobs import SimJob
 from ringleader.sim.profiles import RESNET110_K40
 
 STRATEGIES: tuple[str, ...] = ("precompute", "exploratory", "eight", "four", "two", "one")

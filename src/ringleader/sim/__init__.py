@@ -3,12 +3,12 @@
 from ringleader.sim.engine import (
     DEFAULT_RESTART_DELAY_S,
     DEFAULT_ROUND_S,
-    SimJob,
     SimResult,
     Simulator,
 )
 from ringleader.sim.errors import SimulationStalled
 from ringleader.sim.host import Host, SharedCores
+from ringleader.sim.jobs import SimJob
 from ringleader.sim.profiles import PROFILES, RESNET110_K40, TrueProfile
 
 __all__ = [

@@ -23,22 +23,19 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from ringleader.fairness import ShareSample
 from ringleader.metrics import JobRecord, Summary, UsagePoint, summarize
-from ringleader.perf.epochs import EpochsToConverge
-from ringleader.policy.needs import Needs
-from ringleader.policy.plan import WAIT, Assignment, Decider, Plan
-from ringleader.policy.views import ClusterView, Device, JobView, Observation
+from ringleader.policy.plan import Decider, Plan
+from ringleader.policy.views import ClusterView
 from ringleader.sim.errors import SimulationStalled
 from ringleader.sim.host import Host
-from ringleader.sim.profiles import TrueProfile
+from ringleader.sim.jobs import DONE, JobState, SimJob
 from ringleader.spine.actions import (
     EventCounts,
-    Held,
     Kind,
     Launch,
     Resume,
@@ -47,8 +44,7 @@ from ringleader.spine.actions import (
     diff_one,
 )
 from ringleader.spine.needs import SIMULATOR, serve_policy
-from ringleader.spine.observe import co_runners, fold
-from ringleader.spine.views import Known, Submitted, job_view
+from ringleader.spine.observe import co_runners
 
 # Checkpoint → stop → restart at a new world size, measured on this project's
 # 2-core CPU machine with gloo (1 → 2 ranks, ~3.8 s, 2 s of it Python and
@@ -59,8 +55,6 @@ DEFAULT_ROUND_S = 600.0
 # on the same GPU: the seed reports 50-250 ms for suspend; we charge 250 ms
 # for the pair (bench/suspend.py measures ours).
 DEFAULT_SWITCH_DELAY_S = 0.25
-FIRST_MINIBATCHES = 100
-_DONE = 1e-9
 
 
 class Driver(Protocol):
@@ -81,188 +75,6 @@ class Contention(Protocol):
     def spread(self, kind: str, gpus: int, extra_nodes: int) -> float:
         """Speed of a gang on ``extra_nodes`` more nodes than it needs, relative to packed."""
         ...
-
-
-@dataclass(frozen=True, slots=True)
-class SimJob:
-    """A job as submitted to the simulator, with its true behaviour."""
-
-    id: str
-    submitted_at: float
-    profile: TrueProfile
-    max_gpus: int = 8
-    min_gpus: int = 1
-    requested_gpus: int = 1
-    elastic: bool = True
-    work_scale: float = 1.0
-    """This job needs ``work_scale`` times the epochs of its profile."""
-    kind: str | None = None
-    """Job type for the contention model (e.g. a Gavel job type); None: no contention."""
-    minibatches: int | None = None
-    """Minibatches in the whole job, when known: then time to the first 100 is tracked."""
-    priority: int = 0
-    memory_gib: float | None = None
-    startup_s: float | None = None
-    """Launch to first minibatch of the job's first start; None: the simulator's restart delay."""
-    restart_s: float | None = None
-    """Stop to first minibatch of a later start; None: the simulator's restart delay."""
-    user: str = ""
-    """Who submitted it (fair share between users); "" for one anonymous user."""
-    type_speed: Mapping[str, float] | None = None
-    """True speed on each GPU type relative to ``profile`` (a type not named: 1.0). The
-    policy is told it (the scenario's measured table, like a workload file's step times)."""
-    gpu_types: tuple[str, ...] = ()
-    """The GPU types the job may run on (empty: any)."""
-
-
-@dataclass(slots=True)
-class _State:
-    job: SimJob
-    remaining: float = 1.0
-    devices: tuple[Device, ...] = ()
-    workers: int = 0
-    ready_at: float = 0.0
-    started_at: float | None = None
-    finished_at: float | None = None
-    counts: EventCounts = field(default_factory=EventCounts)
-    last: tuple[Device, ...] | None = None
-    """Devices of the job's latest launch."""
-    observations: dict[int, Observation] = field(default_factory=dict)
-    attained_gpu_s: float = 0.0
-    attained_effective_s: float = 0.0
-    """``attained_gpu_s`` weighted by the type held over the job's fastest type."""
-    suspended: bool = False
-    state_since: float = 0.0
-    pending_restart: bool = False
-    """No process of the job exists: it (re)starts, paying the restart, when it next runs."""
-    packed: dict[str, Observation] = field(default_factory=dict)
-    partners: tuple[str, ...] = ()
-    factor: float = 1.0
-    type_factor: float = 1.0
-    """The part of ``factor`` that is the speed of the job's slowest GPU type."""
-    first_at: float | None = None
-    """When the job finished its first ``FIRST_MINIBATCHES`` minibatches."""
-    priority: int = 0
-    epochs: EpochsToConverge = field(init=False)
-    submitted: Submitted = field(init=False)
-    seen: JobView | None = None
-    """The last view built; kept until something in it changes (a waiting job's never does)."""
-    target: Assignment = WAIT
-    """The assignment last carried out (``devices``, ``workers`` and ``suspended`` copy it)."""
-    holding: Held = field(default_factory=Held)
-    """What the job holds since the assignment was carried out (see ``held``)."""
-
-    def __post_init__(self) -> None:
-        job = self.job
-        self.epochs = job.profile.epochs.scaled(job.work_scale)
-        self.priority = job.priority
-        self.submitted = Submitted(
-            job.id,
-            job.submitted_at,
-            job.min_gpus,
-            job.max_gpus,
-            job.requested_gpus,
-            job.elastic,
-            job.user,
-            job.gpu_types,
-        )
-
-    def held(self) -> Held:
-        """What the job holds, for the spine: its devices while a process of it exists."""
-        alive = self.workers > 0 and not self.pending_restart
-        return Held(self.devices[: self.workers] if alive else (), self.suspended, self.last)
-
-    def carry_out(self, target: Assignment, alive: bool) -> None:
-        self.target = target
-        self.devices, self.workers, self.suspended = (
-            target.devices,
-            target.workers,
-            target.suspended,
-        )
-        self.pending_restart = not alive
-        self.holding = self.held()
-
-    def view(self, capacity: int, needs: Needs, restart_s: float) -> JobView:
-        if self.seen is None:
-            self.seen = self._view(capacity, needs, restart_s)
-        return self.seen
-
-    def _view(self, capacity: int, needs: Needs, restart_s: float) -> JobView:
-        job = self.job
-        known = Known(
-            shape=job.profile.shape,
-            epochs=self.epochs,
-            remaining_fraction=self.remaining,
-            # Shared, not copied: the policy reads them only while deciding.
-            observations=self.observations,
-            packed=self.packed,
-            attained_gpu_s=self.attained_gpu_s,
-            state_since=self.state_since,
-            priority=self.priority,
-            memory_gib=job.memory_gib,
-            restart_s=restart_s if job.restart_s is None else job.restart_s,
-            type_speed=job.type_speed,
-            attained_effective_s=self.attained_effective_s if job.type_speed else None,
-        )
-        placed = self.target
-        truth = job.profile.speed_model if needs.true_model else None
-        return job_view(
-            self.submitted, known, self.holding, placed, capacity=capacity, needs=needs, truth=truth
-        )
-
-    @property
-    def running(self) -> bool:
-        return self.workers > 0 and not self.suspended
-
-    def rate(self) -> float:
-        """Fraction of the job completed per second of productive time."""
-        alone = 1.0 / (self.job.work_scale * self.job.profile.seconds_alone(self.workers))
-        return alone * self.factor
-
-    def step_time(self) -> float:
-        """The minibatch time the job would report now."""
-        if self.factor <= 0:
-            return math.inf
-        if self.job.minibatches is not None:
-            return 1.0 / (self.rate() * self.job.minibatches)
-        return self.job.profile.step_time(self.workers) / self.factor
-
-    def finish_time(self, now: float) -> float:
-        if not self.running or self.factor <= 0:
-            return math.inf
-        return max(now, self.ready_at) + self.remaining / self.rate()
-
-    def advance(self, start: float, end: float) -> None:
-        if not self.running:
-            return
-        self.seen = None
-        self.attained_gpu_s += self.workers * (end - start)
-        speeds = self.job.type_speed
-        if speeds:
-            best = max(speeds.values())
-            weight = self.type_factor / best if best > 0 else 1.0
-            self.attained_effective_s += self.workers * (end - start) * weight
-        begin = max(start, self.ready_at)
-        productive = end - begin
-        if productive <= 0:
-            return
-        before = self.remaining
-        self.remaining = max(0.0, self.remaining - productive * self.rate())
-        total = self.job.minibatches
-        if self.first_at is None and total is not None:
-            goal = 1.0 - min(FIRST_MINIBATCHES, total) / total
-            if self.remaining <= goal + _DONE:
-                self.first_at = begin + (before - goal) / self.rate()
-        # Reported in the profile's terms: the type's speed is known apart (type_speed).
-        step, w = self.step_time(), self.workers
-        if 0 < self.type_factor < 1 or self.type_factor > 1:
-            step *= self.type_factor
-        batch = self.job.profile.shape.batch_at(w)
-        if self.partners:
-            for other in self.partners:
-                self.packed[other] = fold(self.packed.get(other), step, productive, batch)
-        else:
-            self.observations[w] = fold(self.observations.get(w), step, productive, batch)
 
 
 @dataclass(frozen=True, slots=True)
@@ -344,7 +156,7 @@ class Simulator:
         self.driver = driver
         self._jobs_changed = False
         """A job arrived or left since the last placement: sharing must be worked out again."""
-        self._contended: list[_State] = []
+        self._contended: list[JobState] = []
         """The jobs that ran at the last ``_contend``."""
         self.host = host
         """Shared host resources (the fidelity replay's CPU cores); None: GPUs share nothing."""
@@ -353,8 +165,8 @@ class Simulator:
         started = time.perf_counter()
         pending = self.jobs
         nxt = 0
-        active: dict[str, _State] = {}
-        done: list[_State] = []
+        active: dict[str, JobState] = {}
+        done: list[JobState] = []
         usage: list[UsagePoint] = []
         decisions = 0
         now = pending[0].submitted_at if pending else 0.0
@@ -364,12 +176,12 @@ class Simulator:
         frozen = 0
         shares: list[ShareSample] = []
         by_user = len({j.user for j in pending}) > 1
-        running: list[_State] = []  # in ``active``'s order; changes only with a placement
+        running: list[JobState] = []  # in ``active``'s order; changes only with a placement
         self._contended = []
         while (nxt < len(pending) or active) and now < until:
             while nxt < len(pending) and pending[nxt].submitted_at <= now:
                 job = pending[nxt]
-                active[job.id] = _State(job, state_since=now)
+                active[job.id] = JobState(job, state_since=now)
                 self._jobs_changed = True
                 nxt += 1
             if self.driver is not None:
@@ -428,7 +240,7 @@ class Simulator:
                     **{s.job.id: 1.0 for s in done},
                     **{i: 1.0 - s.remaining for i, s in active.items()},
                 }
-            for job_id in [s.job.id for s in running if s.remaining <= _DONE]:
+            for job_id in [s.job.id for s in running if s.remaining <= DONE]:
                 state = active.pop(job_id)
                 self._jobs_changed = True  # its partners run alone now
                 state.finished_at = now
@@ -462,7 +274,7 @@ class Simulator:
             shares=tuple(shares),
         )
 
-    def _apply(self, plan: Plan, active: dict[str, _State], now: float) -> bool:
+    def _apply(self, plan: Plan, active: dict[str, JobState], now: float) -> bool:
         """Carry out the spine's actions: time is the only effect a simulator has.
 
         True when who runs where may have changed (a job came, left or was moved):
@@ -500,13 +312,13 @@ class Simulator:
                 state.state_since = now
         return changed
 
-    def _launch_s(self, state: _State) -> float:
+    def _launch_s(self, state: JobState) -> float:
         """What a launch costs the job: its own measured start-up or restart, if known."""
         job = state.job
         own = job.startup_s if state.started_at is None else job.restart_s
         return self.restart_delay_s if own is None else own
 
-    def _contend(self, active: dict[str, _State]) -> list[_State]:
+    def _contend(self, active: dict[str, JobState]) -> list[JobState]:
         """Who shares a GPU with whom, and each running job's resulting speed factor.
 
         Returns the running jobs. Only the jobs that ran at the last call and those
@@ -547,7 +359,7 @@ class Simulator:
                 state.factor *= model.spread(kind, gpus, extra)
         return running
 
-    def _type_speeds(self, running: list[_State]) -> None:
+    def _type_speeds(self, running: list[JobState]) -> None:
         """Each running job's speed on the types it holds: its slowest type's."""
         type_of = self._type_of
         for state in running:
@@ -560,7 +372,7 @@ class Simulator:
                 state.factor = state.type_factor
 
     @staticmethod
-    def _share_hosts(running: list[_State], host: Host) -> None:
+    def _share_hosts(running: list[JobState], host: Host) -> None:
         """Slow every running job to the pace its most crowded resource allows."""
         load: dict[Hashable, int] = {}
         for state in running:
@@ -574,7 +386,7 @@ class Simulator:
     def _next_event(
         self,
         plan: Plan,
-        running: list[_State],
+        running: list[JobState],
         pending: Sequence[SimJob],
         nxt: int,
         now: float,
@@ -593,7 +405,7 @@ class Simulator:
 
 
 def _sample_shares(
-    samples: list[ShareSample], now: float, plan: Plan, active: dict[str, _State], capacity: int
+    samples: list[ShareSample], now: float, plan: Plan, active: dict[str, JobState], capacity: int
 ) -> None:
     """Append each user's running GPUs and demand from ``now`` (replacing a sample at ``now``)."""
     gpus: dict[str, int] = {}

@@ -21,7 +21,8 @@ from ringleader.perf.epochs import EpochsToConverge
 from ringleader.perf.errors import ModelFitError
 from ringleader.policy.views import GPU_TYPE_PATTERN, ClusterView, JobShape
 from ringleader.sim.arrivals import poisson_arrivals
-from ringleader.sim.engine import DEFAULT_RESTART_DELAY_S, DEFAULT_ROUND_S, SimJob
+from ringleader.sim.engine import DEFAULT_RESTART_DELAY_S, DEFAULT_ROUND_S
+from ringleader.sim.jobs import SimJob
 from ringleader.sim.profiles import PROFILES, TrueProfile
 
 MAX_FILE_BYTES = 10 * 1024 * 1024

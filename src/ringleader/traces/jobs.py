@@ -29,7 +29,7 @@ from ringleader.perf.gpu_types import (
     gavel_type_speeds,
 )
 from ringleader.policy.views import ClusterView
-from ringleader.sim.engine import SimJob
+from ringleader.sim.jobs import SimJob
 from ringleader.sim.profiles import RESNET110_K40
 from ringleader.traces.load import TraceError, TraceJob
 

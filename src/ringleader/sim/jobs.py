@@ -1,0 +1,209 @@
+"""A simulated job: what was submitted (``SimJob``) and how far it got (``JobState``).
+
+``JobState`` is the engine's record of one job between events: what it holds,
+how much work is left, what it reported, and what sharing does to its speed.
+It turns itself into the policy's view through the spine (``job_view``), the
+same way the runtime's jobs do, and advances at its true speed between events.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from ringleader.perf.epochs import EpochsToConverge
+from ringleader.policy.needs import Needs
+from ringleader.policy.plan import WAIT, Assignment
+from ringleader.policy.views import Device, JobView, Observation
+from ringleader.sim.profiles import TrueProfile
+from ringleader.spine.actions import EventCounts, Held
+from ringleader.spine.observe import fold
+from ringleader.spine.views import Known, Submitted, job_view
+
+FIRST_MINIBATCHES = 100
+"""A job's time to first progress is when it has run this many minibatches (``first_at``)."""
+DONE = 1e-9
+"""Remaining work below which a job has finished."""
+
+
+@dataclass(frozen=True, slots=True)
+class SimJob:
+    """A job as submitted to the simulator, with its true behaviour."""
+
+    id: str
+    submitted_at: float
+    profile: TrueProfile
+    max_gpus: int = 8
+    min_gpus: int = 1
+    requested_gpus: int = 1
+    elastic: bool = True
+    work_scale: float = 1.0
+    """This job needs ``work_scale`` times the epochs of its profile."""
+    kind: str | None = None
+    """Job type for the contention model (e.g. a Gavel job type); None: no contention."""
+    minibatches: int | None = None
+    """Minibatches in the whole job, when known: then time to the first 100 is tracked."""
+    priority: int = 0
+    memory_gib: float | None = None
+    startup_s: float | None = None
+    """Launch to first minibatch of the job's first start; None: the simulator's restart delay."""
+    restart_s: float | None = None
+    """Stop to first minibatch of a later start; None: the simulator's restart delay."""
+    user: str = ""
+    """Who submitted it (fair share between users); "" for one anonymous user."""
+    type_speed: Mapping[str, float] | None = None
+    """True speed on each GPU type relative to ``profile`` (a type not named: 1.0). The
+    policy is told it (the scenario's measured table, like a workload file's step times)."""
+    gpu_types: tuple[str, ...] = ()
+    """The GPU types the job may run on (empty: any)."""
+
+
+@dataclass(slots=True)
+class JobState:
+    job: SimJob
+    remaining: float = 1.0
+    devices: tuple[Device, ...] = ()
+    workers: int = 0
+    ready_at: float = 0.0
+    started_at: float | None = None
+    finished_at: float | None = None
+    counts: EventCounts = field(default_factory=EventCounts)
+    last: tuple[Device, ...] | None = None
+    """Devices of the job's latest launch."""
+    observations: dict[int, Observation] = field(default_factory=dict)
+    attained_gpu_s: float = 0.0
+    attained_effective_s: float = 0.0
+    """``attained_gpu_s`` weighted by the type held over the job's fastest type."""
+    suspended: bool = False
+    state_since: float = 0.0
+    pending_restart: bool = False
+    """No process of the job exists: it (re)starts, paying the restart, when it next runs."""
+    packed: dict[str, Observation] = field(default_factory=dict)
+    partners: tuple[str, ...] = ()
+    factor: float = 1.0
+    type_factor: float = 1.0
+    """The part of ``factor`` that is the speed of the job's slowest GPU type."""
+    first_at: float | None = None
+    """When the job finished its first ``FIRST_MINIBATCHES`` minibatches."""
+    priority: int = 0
+    epochs: EpochsToConverge = field(init=False)
+    submitted: Submitted = field(init=False)
+    seen: JobView | None = None
+    """The last view built; kept until something in it changes (a waiting job's never does)."""
+    target: Assignment = WAIT
+    """The assignment last carried out (``devices``, ``workers`` and ``suspended`` copy it)."""
+    holding: Held = field(default_factory=Held)
+    """What the job holds since the assignment was carried out (see ``held``)."""
+
+    def __post_init__(self) -> None:
+        job = self.job
+        self.epochs = job.profile.epochs.scaled(job.work_scale)
+        self.priority = job.priority
+        self.submitted = Submitted(
+            job.id,
+            job.submitted_at,
+            job.min_gpus,
+            job.max_gpus,
+            job.requested_gpus,
+            job.elastic,
+            job.user,
+            job.gpu_types,
+        )
+
+    def held(self) -> Held:
+        """What the job holds, for the spine: its devices while a process of it exists."""
+        alive = self.workers > 0 and not self.pending_restart
+        return Held(self.devices[: self.workers] if alive else (), self.suspended, self.last)
+
+    def carry_out(self, target: Assignment, alive: bool) -> None:
+        self.target = target
+        self.devices, self.workers, self.suspended = (
+            target.devices,
+            target.workers,
+            target.suspended,
+        )
+        self.pending_restart = not alive
+        self.holding = self.held()
+
+    def view(self, capacity: int, needs: Needs, restart_s: float) -> JobView:
+        if self.seen is None:
+            self.seen = self._view(capacity, needs, restart_s)
+        return self.seen
+
+    def _view(self, capacity: int, needs: Needs, restart_s: float) -> JobView:
+        job = self.job
+        known = Known(
+            shape=job.profile.shape,
+            epochs=self.epochs,
+            remaining_fraction=self.remaining,
+            # Shared, not copied: the policy reads them only while deciding.
+            observations=self.observations,
+            packed=self.packed,
+            attained_gpu_s=self.attained_gpu_s,
+            state_since=self.state_since,
+            priority=self.priority,
+            memory_gib=job.memory_gib,
+            restart_s=restart_s if job.restart_s is None else job.restart_s,
+            type_speed=job.type_speed,
+            attained_effective_s=self.attained_effective_s if job.type_speed else None,
+        )
+        placed = self.target
+        truth = job.profile.speed_model if needs.true_model else None
+        return job_view(
+            self.submitted, known, self.holding, placed, capacity=capacity, needs=needs, truth=truth
+        )
+
+    @property
+    def running(self) -> bool:
+        return self.workers > 0 and not self.suspended
+
+    def rate(self) -> float:
+        """Fraction of the job completed per second of productive time."""
+        alone = 1.0 / (self.job.work_scale * self.job.profile.seconds_alone(self.workers))
+        return alone * self.factor
+
+    def step_time(self) -> float:
+        """The minibatch time the job would report now."""
+        if self.factor <= 0:
+            return math.inf
+        if self.job.minibatches is not None:
+            return 1.0 / (self.rate() * self.job.minibatches)
+        return self.job.profile.step_time(self.workers) / self.factor
+
+    def finish_time(self, now: float) -> float:
+        if not self.running or self.factor <= 0:
+            return math.inf
+        return max(now, self.ready_at) + self.remaining / self.rate()
+
+    def advance(self, start: float, end: float) -> None:
+        if not self.running:
+            return
+        self.seen = None
+        self.attained_gpu_s += self.workers * (end - start)
+        speeds = self.job.type_speed
+        if speeds:
+            best = max(speeds.values())
+            weight = self.type_factor / best if best > 0 else 1.0
+            self.attained_effective_s += self.workers * (end - start) * weight
+        begin = max(start, self.ready_at)
+        productive = end - begin
+        if productive <= 0:
+            return
+        before = self.remaining
+        self.remaining = max(0.0, self.remaining - productive * self.rate())
+        total = self.job.minibatches
+        if self.first_at is None and total is not None:
+            goal = 1.0 - min(FIRST_MINIBATCHES, total) / total
+            if self.remaining <= goal + DONE:
+                self.first_at = begin + (before - goal) / self.rate()
+        # Reported in the profile's terms: the type's speed is known apart (type_speed).
+        step, w = self.step_time(), self.workers
+        if 0 < self.type_factor < 1 or self.type_factor > 1:
+            step *= self.type_factor
+        batch = self.job.profile.shape.batch_at(w)
+        if self.partners:
+            for other in self.partners:
+                self.packed[other] = fold(self.packed.get(other), step, productive, batch)
+        else:
+            self.observations[w] = fold(self.observations.get(w), step, productive, batch)
