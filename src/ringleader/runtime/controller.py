@@ -31,13 +31,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ringleader.job.control import (
-    CHECKPOINTS,
-    PROGRESS,
-    last_event,
-    last_record,
-)
-from ringleader.job.records import read_regular
+from ringleader.job.control import PROGRESS
 from ringleader.policy.plan import Assignment, Decider, Plan
 from ringleader.policy.views import ClusterView, Device, JobView
 from ringleader.runtime.acting import SIGNALLED, Acting
@@ -53,6 +47,7 @@ from ringleader.runtime.progress import (
     ProgressIngest,
 )
 from ringleader.runtime.rowview import row_view
+from ringleader.runtime.settling import Settling
 from ringleader.runtime.store import JobRow, State, Store
 from ringleader.runtime.telemetry import Telemetry
 from ringleader.runtime.traffic import TrafficControl
@@ -93,26 +88,6 @@ class ControllerConfig:
     def job_dir(self, job_id: str) -> Path:
         """Where a job's control file, progress, logs and checkpoints live."""
         return self.state_dir / "jobs" / job_id
-
-
-def log_tail(job_dir: Path, lines: int = 20) -> str:
-    """The last lines of every rank's log, for a failed job's error message."""
-    out = []
-    for path in sorted((job_dir / "logs").glob("rank*.log")):
-        # Only the end of each log, and only a regular file: the job wrote it.
-        try:
-            size = path.lstat().st_size
-        except OSError:
-            continue
-        raw = read_regular(path, max(0, size - LOG_TAIL_BYTES), LOG_TAIL_BYTES)
-        if raw is None:
-            continue
-        text = raw.decode(errors="replace").splitlines()
-        out.append(f"[{path.stem}] " + "\n".join(text[-lines:]))
-    return "\n".join(out)[-4000:]
-
-
-LOG_TAIL_BYTES = 64 << 10
 
 
 class Controller:
@@ -156,6 +131,8 @@ class Controller:
             store, executor, config, self.gangs, self.telemetry, self.progress.suspended, set()
         )
         """The acting half: carries out each Plan (``runtime.acting``)."""
+        self.settling = Settling(store, config, self.gangs, self.progress.suspended)
+        """Ends each gang that ended: what became of the job (``runtime.settling``)."""
 
     def job_dir(self, job_id: str) -> Path:
         return self.config.job_dir(job_id)
@@ -344,82 +321,9 @@ class Controller:
         self.progress.ingest(row, self.job_dir(row.id) / PROGRESS, partners, gpu_type)
         self.store.save_progress(row)
 
-    def _ran_to_end(
-        self, row: JobRow, generation: int, reason: str | None, codes: dict[int, int], killed: bool
-    ) -> bool:
-        """Whether a gang that exited without failing finished the job's training.
-
-        The job library says so itself: its last event is ``done`` or
-        ``stopped``. Without either (a command that does not use the library)
-        a clean exit of every rank is the command ending on its own, unless we
-        killed it (node lost, ranks that never started, ``killed`` after a stop
-        that did not come).
-        """
-        said = last_event(self.job_dir(row.id) / PROGRESS, generation, ("done", "stopped"))
-        if said is not None:
-            return said == "done"
-        if reason in ("node_lost", "placement_timeout") or killed:
-            return False
-        if SIGNALLED in row.shape:
-            return False  # it ended because we asked it to: a checkpoint, not the end
-        return bool(codes) and all(code == 0 for code in codes.values())
-
     def _settle(self, row: JobRow, *, failed: bool, codes: dict[int, int], now: float) -> None:
-        reason, gen = row.stopping, row.generation
-        row.stopping = None
-        row.state_since = now
-        self.progress.suspended.discard(row.id)
-        row.workers, row.devices = 0, []
+        self.settling.settle(row, failed=failed, codes=codes, now=now)
         self._need_decision = True
-        done = self._ran_to_end(row, gen, reason, codes, self.gangs.of(row.id).stop_killed)
-        self.gangs.forget(row.id)  # the next generation starts with clean clocks
-        row.shape.pop(SIGNALLED, None)
-        if reason == "cancel":
-            row.state, row.finished_at = State.CANCELLED, now
-            self.store.save(row, "cancelled", generation=gen)
-        elif not failed and done:
-            row.state, row.finished_at = State.SUCCEEDED, now
-            self.store.save(row, "succeeded", generation=gen, step=row.step)
-        elif not failed:
-            row.state = State.QUEUED
-            self.store.save(row, "stopped", generation=gen, reason=reason, step=row.step)
-        else:
-            row.attempts += 1
-            tail = log_tail(self.job_dir(row.id))
-            row.error = f"generation {gen} exited with codes {codes or 'unknown'}\n{tail}"
-            damaged = self._damaged_checkpoints(row.id, gen)
-            if damaged is not None:
-                # Every retry would meet the same damage: failed now, saying why.
-                row.error = f"{damaged}\n{row.error}"
-                row.state, row.finished_at = State.FAILED, now
-                self.store.save(
-                    row, "failed", generation=gen, codes=codes, reason="checkpoints_damaged"
-                )
-            elif row.attempts <= row.spec.retries:
-                row.state = State.QUEUED
-                self.store.save(
-                    row, "restarting", generation=gen, codes=codes, attempt=row.attempts
-                )
-            else:
-                row.state, row.finished_at = State.FAILED, now
-                self.store.save(row, "failed", generation=gen, codes=codes)
-
-    def _damaged_checkpoints(self, job_id: str, generation: int) -> str | None:
-        """The error for a gang that ended because every checkpoint is damaged, if it did.
-
-        The job library says so (``checkpoints_damaged``) before it exits
-        non-zero, unless the spec's ``on_bad_checkpoint`` is ``restart``.
-        """
-        job_dir = self.job_dir(job_id)
-        said = last_record(job_dir / PROGRESS, generation, ("checkpoints_damaged",))
-        if said is None:
-            return None
-        why = str(said.get("why", "no reason given"))[:300]
-        return (
-            f"every checkpoint in {job_dir / CHECKPOINTS} is damaged ({why}); failed rather "
-            "than start over from step 0. Submit the job again to start over, or give "
-            "`on_bad_checkpoint: restart` in a spec to have the job start over by itself."
-        )
 
     # -- deciding ------------------------------------------------------------
     def view(self, row: JobRow) -> JobView:
