@@ -22,6 +22,7 @@ from ringleader.policy import (
 )
 from ringleader.policy.catalog import UnknownPolicyError
 from ringleader.policy.placement import place
+from ringleader.policy.profiling import Online
 from tests.helpers import SHAPE, constant_epochs, latency_bound_model, resnet_job
 
 
@@ -277,3 +278,37 @@ def test_a_running_job_grows_only_where_the_restart_is_won_back() -> None:
     # A long job still grows: hours saved against seconds of restart.
     long = replace(ending, remaining_fraction=0.5)
     assert policy.decide([long], cluster, 0.0).of("ending").workers == grown
+
+
+def test_a_split_keeps_a_candidate_only_for_the_very_same_view() -> None:
+    # Bodies hand the policy the same view object while nothing in it changed,
+    # so the profiling stage keeps what it made for it; a changed job is a new
+    # view and must get a new candidate, with what it reported since.
+    profiling = Online()
+    waiting = resnet_job("waiting", at=0.0, speed=None)
+    running = resnet_job("running", at=1.0, speed=None)
+    first, _ = profiling.split([waiting, running])
+    again, _ = profiling.split([waiting, running])
+    assert again[0] is first[0] and again[1] is first[1]
+    # The same job, equal in every field but a new object, and one that reported.
+    copy = replace(waiting)
+    reported = replace(running, observations={1: Observation(2.0, 10.0, 1)})
+    third, _ = profiling.split([copy, reported])
+    assert third[0] is not first[0] and third[0].job is copy
+    assert third[1].job is reported and third[1].measured and not first[1].measured
+    assert third[1].speed is not None and third[1].speed.step_time(1) == pytest.approx(2.0)
+    # The memo is not part of what the stage is.
+    assert Online() == profiling and repr(Online()) == repr(profiling)
+
+
+def test_a_decision_orders_a_job_by_its_new_view_not_the_last_candidate() -> None:
+    policy = policy_named("ringleader")
+    a = resnet_job("a", at=0.0, speed=None)
+    b = resnet_job("b", at=1.0, speed=None)
+    lone = ClusterView.uniform(1, 1)
+    assert policy.decide([a, b], lone, 0.0).of("a").workers == 1  # first come
+    # b is given a priority: a new view of it, which must be ordered on at once
+    # (a candidate kept by job id alone would still carry priority 0).
+    urgent = replace(b, priority=5)
+    plan = policy.decide([a, urgent], lone, 1.0)
+    assert plan.of("b").workers == 1 and plan.of("a").workers == 0
