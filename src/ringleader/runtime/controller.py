@@ -322,8 +322,8 @@ class Controller:
         self.store.save_progress(row)
 
     def _settle(self, row: JobRow, *, failed: bool, codes: dict[int, int], now: float) -> None:
+        self._need_decision = True  # before settling: a settle that raised still counts
         self.settling.settle(row, failed=failed, codes=codes, now=now)
-        self._need_decision = True
 
     # -- deciding ------------------------------------------------------------
     def view(self, row: JobRow) -> JobView:
