@@ -235,18 +235,35 @@ def keep_held(
     suspended = [job for job in jobs if job.suspended]
     if suspended:
         jobs = [job for job in jobs if not job.suspended] + suspended
+    gpus = free.free
     for job in jobs:
         want = counts.get(job.id, 0)
         if want == 0:
             continue
-        gpus = free.free
-        current = tuple(d for d in job.devices if d.index in gpus.get(d.node, ()))
-        if current and len(current) >= want:
-            kept = current if len(current) == want else keep_subset(current, want)
+        # Which of its GPUs are still free, grouped by node as ``take`` wants them:
+        # one pass, as this runs for every running job at every decision.
+        by_node: dict[str, list[int]] = {}
+        found = 0
+        for d in job.devices:
+            on = gpus.get(d.node)
+            if on is not None and d.index in on:
+                by_node.setdefault(d.node, []).append(d.index)
+                found += 1
+        if not found or found < want:
+            to_place.append(job)
+        elif found == want:
+            placed[job.id] = (
+                job.devices
+                if found == len(job.devices)
+                else tuple(d for d in job.devices if d.index in gpus.get(d.node, ()))
+            )
+            for node, indices in by_node.items():
+                free.take(node, indices)
+        else:
+            current = tuple(d for d in job.devices if d.index in gpus.get(d.node, ()))
+            kept = keep_subset(current, want)
             free.take_devices(kept)
             placed[job.id] = kept
-        else:
-            to_place.append(job)
     return placed, to_place
 
 

@@ -357,6 +357,8 @@ class Simulator:
             extra = nodes - -(-gpus // self._widest)
             if extra > 0:
                 state.factor *= model.spread(kind, gpus, extra)
+        for state in running:
+            state.pace()
         return running
 
     def _type_speeds(self, running: list[JobState]) -> None:

@@ -82,6 +82,10 @@ class JobState:
     packed: dict[str, Observation] = field(default_factory=dict)
     partners: tuple[str, ...] = ()
     factor: float = 1.0
+    speed: float = 0.0
+    """``rate()`` as of the last placement: it holds until who runs where changes."""
+    step: float = math.inf
+    """``step_time()`` as of the last placement, likewise."""
     type_factor: float = 1.0
     """The part of ``factor`` that is the speed of the job's slowest GPU type."""
     first_at: float | None = None
@@ -171,10 +175,16 @@ class JobState:
             return 1.0 / (self.rate() * self.job.minibatches)
         return self.job.profile.step_time(self.workers) / self.factor
 
+    def pace(self) -> None:
+        """Fix ``speed`` and ``step`` for the GPUs and sharing just worked out: a running
+        job advances at every event, and these change only with a placement."""
+        self.speed = self.rate()
+        self.step = self.step_time()
+
     def finish_time(self, now: float) -> float:
         if not self.running or self.factor <= 0:
             return math.inf
-        return max(now, self.ready_at) + self.remaining / self.rate()
+        return max(now, self.ready_at) + self.remaining / self.speed
 
     def advance(self, start: float, end: float) -> None:
         if not self.running:
@@ -191,14 +201,14 @@ class JobState:
         if productive <= 0:
             return
         before = self.remaining
-        self.remaining = max(0.0, self.remaining - productive * self.rate())
+        self.remaining = max(0.0, self.remaining - productive * self.speed)
         total = self.job.minibatches
         if self.first_at is None and total is not None:
             goal = 1.0 - min(FIRST_MINIBATCHES, total) / total
             if self.remaining <= goal + DONE:
-                self.first_at = begin + (before - goal) / self.rate()
+                self.first_at = begin + (before - goal) / self.speed
         # Reported in the profile's terms: the type's speed is known apart (type_speed).
-        step, w = self.step_time(), self.workers
+        step, w = self.step, self.workers
         if 0 < self.type_factor < 1 or self.type_factor > 1:
             step *= self.type_factor
         batch = self.job.profile.shape.batch_at(w)
