@@ -249,19 +249,15 @@ def keep_held(
             if on is not None and d.index in on:
                 by_node.setdefault(d.node, []).append(d.index)
                 found += 1
-        if not found or found < want:
+        if found < want:
             to_place.append(job)
-        elif found == want:
-            placed[job.id] = (
-                job.devices
-                if found == len(job.devices)
-                else tuple(d for d in job.devices if d.index in gpus.get(d.node, ()))
-            )
+        elif found == want == len(job.devices):  # keeps all it holds: the usual case
+            placed[job.id] = job.devices
             for node, indices in by_node.items():
                 free.take(node, indices)
         else:
             current = tuple(d for d in job.devices if d.index in gpus.get(d.node, ()))
-            kept = keep_subset(current, want)
+            kept = current if found == want else keep_subset(current, want)
             free.take_devices(kept)
             placed[job.id] = kept
     return placed, to_place

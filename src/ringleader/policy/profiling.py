@@ -101,14 +101,6 @@ class LastCandidates:
         return known
 
 
-def _memo() -> LastCandidates:
-    return LastCandidates()
-
-
-_MEMO = field(default_factory=_memo, init=False, repr=False, compare=False)
-"""A profiling stage's ``LastCandidates``: not part of what the stage is, nor of its equality."""
-
-
 @dataclass(frozen=True, slots=True)
 class Probe:
     """An exploring job's next probe: the size to run at and seconds still to run."""
@@ -121,7 +113,10 @@ class Probe:
 @dataclass(frozen=True, slots=True)
 class Precompute:
     name: str = "precompute"
-    _memo: LastCandidates = _MEMO
+    _memo: LastCandidates = field(
+        default_factory=LastCandidates, init=False, repr=False, compare=False
+    )
+    """The last split's candidates: not part of what the stage is, nor of its equality."""
 
     def split(self, jobs: Sequence[JobView]) -> tuple[list[Candidate], list[JobView]]:
         return self._memo.split(jobs, self._candidate), []
@@ -191,7 +186,10 @@ class Online:
     """
 
     name: str = "online"
-    _memo: LastCandidates = _MEMO
+    _memo: LastCandidates = field(
+        default_factory=LastCandidates, init=False, repr=False, compare=False
+    )
+    """The last split's candidates: not part of what the stage is, nor of its equality."""
 
     @staticmethod
     def prior(job: JobView) -> SpeedModel:

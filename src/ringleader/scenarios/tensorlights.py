@@ -163,8 +163,10 @@ def _by_host(
 
     One pass over the few jobs transferring, instead of one over every host's jobs in
     each of the step's six questions: the fluid model's cost was in those scans."""
-    if one_host or not queue:
-        return {host_of[0]: sorted(queue)} if queue else {}
+    if not queue:
+        return {}
+    if one_host:
+        return {host_of[0]: sorted(queue)}
     active: dict[int, list[int]] = {}
     for j in sorted(queue):
         active.setdefault(host_of[j], []).append(j)

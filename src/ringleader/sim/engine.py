@@ -156,8 +156,6 @@ class Simulator:
         self.driver = driver
         self._jobs_changed = False
         """A job arrived or left since the last placement: sharing must be worked out again."""
-        self._contended: list[JobState] = []
-        """The jobs that ran at the last ``_contend``."""
         self.host = host
         """Shared host resources (the fidelity replay's CPU cores); None: GPUs share nothing."""
 
@@ -177,7 +175,6 @@ class Simulator:
         shares: list[ShareSample] = []
         by_user = len({j.user for j in pending}) > 1
         running: list[JobState] = []  # in ``active``'s order; changes only with a placement
-        self._contended = []
         while (nxt < len(pending) or active) and now < until:
             while nxt < len(pending) and pending[nxt].submitted_at <= now:
                 job = pending[nxt]
@@ -194,14 +191,11 @@ class Simulator:
                         active[job_id].seen = None
             capacity, needs = self.cluster.capacity, self._needs
             restart = self.restart_delay_s
-            views = [
-                s.seen if s.seen is not None else s.view(capacity, needs, restart)
-                for s in active.values()
-            ]
+            views = [s.view(capacity, needs, restart) for s in active.values()]
             plan = self.policy.decide(views, self.cluster, now)
             decisions += 1
             if self._apply(plan, active, now):
-                running = self._contend(active)
+                running = self._contend(active, running)
             point = UsagePoint(now, plan.busy_gpus, plan.held_gpus, len(active))
             if usage and usage[-1].time == now:
                 usage[-1] = point
@@ -318,18 +312,17 @@ class Simulator:
         own = job.startup_s if state.started_at is None else job.restart_s
         return self.restart_delay_s if own is None else own
 
-    def _contend(self, active: dict[str, JobState]) -> list[JobState]:
+    def _contend(self, active: dict[str, JobState], ran: list[JobState]) -> list[JobState]:
         """Who shares a GPU with whom, and each running job's resulting speed factor.
 
-        Returns the running jobs. Only the jobs that ran at the last call and those
-        that run now are touched: every other job kept the neutral values (no
-        partners, full speed) that the last call left it, as who runs changes only
-        between calls.
+        Returns the running jobs. Only those and the jobs that ran at the last call
+        (``ran``, what it returned) are touched: every other job kept the neutral
+        values (no partners, full speed) that the last call left it, as who runs
+        changes only between calls.
         """
         running = [s for s in active.values() if s.running]
-        for state in self._contended:
+        for state in ran:
             state.partners, state.factor, state.type_factor = (), 1.0, 1.0
-        self._contended = running
         partners = co_runners({s.job.id: s.devices[: s.workers] for s in running})
         for state in running:
             state.partners, state.factor = partners.get(state.job.id, ()), 1.0
