@@ -78,13 +78,17 @@ class LastCandidates:
     alone. So a split takes the last one's candidate for an identical view
     instead of building it, with its prior and its memoised curve, again: that
     was a fifth of a trace simulation under the default, one waiting job after
-    another at every event. Outputs are unchanged; only the last split is kept.
+    another at every event. A running job's view may be the same object with
+    its progress moved on (``spine.views.progress_view``), and its observations
+    grow as it runs, so its candidate is made afresh, and so is any job's whose
+    progress differs from the kept view's (progress moved in place). Outputs are
+    unchanged; only the last split is kept.
     """
 
     __slots__ = ("_last",)
 
     def __init__(self) -> None:
-        self._last: dict[str, tuple[JobView, Candidate]] = {}
+        self._last: dict[str, tuple[JobView, Candidate, tuple[float, float]]] = {}
 
     def split(
         self, jobs: Sequence[JobView], make: Callable[[JobView], Candidate]
@@ -94,8 +98,12 @@ class LastCandidates:
         known = []
         for job in jobs:
             hit = last.get(job.id)
-            c = hit[1] if hit is not None and hit[0] is job else make(job)
-            kept[job.id] = (job, c)
+            stamp = (job.remaining_fraction, job.attained_gpu_s)
+            if hit is not None and hit[0] is job and hit[2] == stamp and not job.running:
+                c = hit[1]
+            else:
+                c = make(job)
+            kept[job.id] = (job, c, stamp)
             known.append(c)
         self._last = kept
         return known

@@ -155,7 +155,8 @@ class Simulator:
         """Some job runs at different speeds on different GPU types."""
         self.driver = driver
         self._jobs_changed = False
-        """A job arrived or left since the last placement: sharing must be worked out again."""
+        """A job that shared a GPU or host left since the last placement: sharing must be
+        worked out again even if the plan moves nobody."""
         self.host = host
         """Shared host resources (the fidelity replay's CPU cores); None: GPUs share nothing."""
 
@@ -178,8 +179,8 @@ class Simulator:
         while (nxt < len(pending) or active) and now < until:
             while nxt < len(pending) and pending[nxt].submitted_at <= now:
                 job = pending[nxt]
+                # Nobody's sharing changes until the job is placed (``_apply`` sees that).
                 active[job.id] = JobState(job, state_since=now)
-                self._jobs_changed = True
                 nxt += 1
             if self.driver is not None:
                 steer = self.driver.steer(now, {i: 1.0 - s.remaining for i, s in active.items()})
@@ -234,13 +235,17 @@ class Simulator:
                     **{s.job.id: 1.0 for s in done},
                     **{i: 1.0 - s.remaining for i, s in active.items()},
                 }
-            for job_id in [s.job.id for s in running if s.remaining <= DONE]:
-                state = active.pop(job_id)
-                self._jobs_changed = True  # its partners run alone now
+            finished = [s for s in running if s.remaining <= DONE]
+            for state in finished:
+                del active[state.job.id]
+                if state.partners or self.host is not None:
+                    self._jobs_changed = True  # who shared with it runs faster now
                 state.finished_at = now
                 done.append(state)
                 if self.on_finish is not None:
                     self.on_finish(len(done), len(pending))
+            if finished:
+                running = [s for s in running if s.remaining > DONE]
         usage.append(UsagePoint(now, 0, 0, 0))
         progress = tuple(
             JobProgress(s.job.id, s.job.submitted_at, 1.0 - s.remaining, s.first_at, s.finished_at)

@@ -19,7 +19,7 @@ from ringleader.policy.views import Device, JobView, Observation
 from ringleader.sim.profiles import TrueProfile
 from ringleader.spine.actions import EventCounts, Held
 from ringleader.spine.observe import fold
-from ringleader.spine.views import Known, Submitted, job_view
+from ringleader.spine.views import Known, Submitted, job_view, progress_view
 
 FIRST_MINIBATCHES = 100
 """A job's time to first progress is when it has run this many minibatches (``first_at``)."""
@@ -95,6 +95,8 @@ class JobState:
     submitted: Submitted = field(init=False)
     seen: JobView | None = None
     """The last view built; kept until something in it changes (a waiting job's never does)."""
+    progressed: bool = False
+    """The job ran since ``seen`` was built: only its progress in ``seen`` is out of date."""
     target: Assignment = WAIT
     """The assignment last carried out (``devices``, ``workers`` and ``suspended`` copy it)."""
     holding: Held = field(default_factory=Held)
@@ -131,9 +133,14 @@ class JobState:
         self.holding = self.held()
 
     def view(self, capacity: int, needs: Needs, restart_s: float) -> JobView:
-        if self.seen is None:
-            self.seen = self._view(capacity, needs, restart_s)
-        return self.seen
+        seen = self.seen
+        if seen is None:
+            seen = self.seen = self._view(capacity, needs, restart_s)
+        elif self.progressed:
+            effective = self.attained_effective_s if self.job.type_speed else None
+            progress_view(seen, self.remaining, self.attained_gpu_s, effective)
+        self.progressed = False
+        return seen
 
     def _view(self, capacity: int, needs: Needs, restart_s: float) -> JobView:
         job = self.job
@@ -189,7 +196,7 @@ class JobState:
     def advance(self, start: float, end: float) -> None:
         if not self.running:
             return
-        self.seen = None
+        self.progressed = True
         self.attained_gpu_s += self.workers * (end - start)
         speeds = self.job.type_speed
         if speeds:

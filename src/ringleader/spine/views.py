@@ -112,3 +112,28 @@ def job_view(
         type_speed=known.type_speed or NO_SPEEDS,
         attained_effective_s=known.attained_effective_s,
     )
+
+
+_set = object.__setattr__
+
+
+def progress_view(
+    view: JobView,
+    remaining_fraction: float,
+    attained_gpu_s: float,
+    attained_effective_s: float | None,
+) -> None:
+    """Move a running job's ``view`` on to its progress now, in place.
+
+    Between two events a running job changes only in these three figures
+    (its observations are shared mappings, already current), so a body may
+    update the view it built instead of building all 25 fields again: that
+    was a third of a trace simulation, 80 running jobs at each of 31,000
+    events. Only the body that built ``view`` calls this, and only between
+    decisions; a policy sees a frozen view, and a stage that keeps views from
+    one decision to the next must not take a running one as unchanged
+    (``policy.profiling.LastCandidates``).
+    """
+    _set(view, "remaining_fraction", remaining_fraction)
+    _set(view, "attained_gpu_s", attained_gpu_s)
+    _set(view, "attained_effective_s", attained_effective_s)
