@@ -32,9 +32,11 @@ On a cluster of one type this is ``placement.place``, decision for decision.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from ringleader.policy.placement import FreeGPUs, keep_held, place, place_one
+from ringleader.policy.free import FreeGPUs
+from ringleader.policy.keeping import LastKept
+from ringleader.policy.placement import place, place_one
 from ringleader.policy.views import ClusterView, Device, JobView
 
 _SLOW = 1e-9
@@ -80,14 +82,15 @@ class TypeAware:
     swap_margin: float = 0.1
     """A swap must gain the new job this much more of its best speed than the running
     job loses of its own (step 3)."""
+    _kept: LastKept = field(default_factory=LastKept, init=False, repr=False, compare=False)
+    """The last decision's kept GPUs: not part of what the stage is, nor of its equality."""
 
     def place(
         self, counts: Mapping[str, int], jobs: Sequence[JobView], cluster: ClusterView
     ) -> dict[str, tuple[Device, ...]]:
         if not cluster.heterogeneous:
-            return place(counts, jobs, cluster)
-        free = FreeGPUs(cluster)
-        placed, to_place = keep_held(counts, jobs, free)
+            return place(counts, jobs, cluster, self._kept)
+        free, placed, to_place = self._kept.keep_held(counts, jobs, cluster)
         usable = {j.id: usable_types(j, cluster) for j in to_place}
         to_place.sort(
             key=lambda j: (-advantage(j, usable[j.id]), -counts[j.id], j.submitted_at, j.id)

@@ -32,6 +32,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from ringleader.policy.free import FreeGPUs
+from ringleader.policy.keeping import keep_subset
 from ringleader.policy.needs import Needs
 from ringleader.policy.packing import (
     DEFAULT_KEEP_GAIN,
@@ -39,7 +41,7 @@ from ringleader.policy.packing import (
     Packing,
     Verdict,
 )
-from ringleader.policy.placement import FreeGPUs, keep_subset, nodes_spanned, place_one
+from ringleader.policy.placement import nodes_spanned, place_one
 from ringleader.policy.plan import GROWN_IDLE, Assignment, Deferred, Note, Plan, SizingNotes, Turn
 from ringleader.policy.timeslice import (
     DEFAULT_QUANTUM_S,

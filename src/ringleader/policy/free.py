@@ -1,0 +1,160 @@
+"""The free GPUs of a cluster during one placement, indexed for best fit.
+
+Every place stage starts from one of these, takes the GPUs that running jobs
+keep (``policy.keeping``), then searches it for the rest.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Collection, Iterable, Iterator
+
+from ringleader.policy.views import ClusterView, Device
+
+
+class FreeGPUs:
+    """Free GPUs per node, indexed by GPU type and free count, for best-fit in O(GPUs per node).
+
+    One heap per (type, free count) holds (cluster order, node); entries go
+    stale when a node's count changes and are skipped lazily. The heaps are
+    built on the first search: keeping the GPUs that running jobs already
+    hold, hundreds of takes a decision, then needs no heap work at all.
+    Searches take the GPU types a job may use (None: any); a cluster of one
+    type has one set of heaps and searches exactly as an untyped one.
+    """
+
+    def __init__(self, cluster: ClusterView) -> None:
+        self.free: dict[str, set[int]] = {n.name: set(range(n.gpus)) for n in cluster.nodes}
+        self.order = {n.name: i for i, n in enumerate(cluster.nodes)}
+        self.type_of = cluster.node_types
+        self.types = cluster.types
+        self.widest = max((n.gpus for n in cluster.nodes), default=0)
+        self._heaps: dict[str, list[list[tuple[int, str]]]] | None = None
+        self.total = sum(len(gpus) for gpus in self.free.values())
+
+    def copy(self) -> FreeGPUs:
+        """The same free GPUs in sets of its own (the index is built again on first search)."""
+        new = FreeGPUs.__new__(FreeGPUs)
+        new.free = {name: set(gpus) for name, gpus in self.free.items()}
+        new.order, new.type_of, new.types = self.order, self.type_of, self.types
+        new.widest, new._heaps, new.total = self.widest, None, self.total
+        return new
+
+    @property
+    def heaps(self) -> dict[str, list[list[tuple[int, str]]]]:
+        if self._heaps is None:
+            self._heaps = {t: [[] for _ in range(self.widest + 1)] for t in self.types}
+            for name, gpus in self.free.items():
+                self._heaps[self.type_of[name]][len(gpus)].append((self.order[name], name))
+            for per_count in self._heaps.values():
+                for heap in per_count:
+                    heapq.heapify(heap)
+        return self._heaps
+
+    def has(self, device: Device) -> bool:
+        return device.index in self.free.get(device.node, ())
+
+    def of(self, types: Collection[str] | None) -> int:
+        """Free GPUs of ``types`` (None: of any type)."""
+        if types is None or (len(self.types) == 1 and self.types[0] in types):
+            return self.total
+        return sum(len(g) for n, g in self.free.items() if self.type_of[n] in types)
+
+    def _push(self, node: str, count: int) -> None:
+        """Index ``node`` under its new free ``count`` (once the heaps exist)."""
+        assert self._heaps is not None
+        heapq.heappush(self._heaps[self.type_of[node]][count], (self.order[node], node))
+
+    def take(self, node: str, indices: Iterable[int]) -> None:
+        gpus = self.free[node]
+        before = len(gpus)
+        gpus.difference_update(indices)
+        self.total -= before - len(gpus)
+        if self._heaps is not None and len(gpus) != before:  # no call until searched
+            self._push(node, len(gpus))
+
+    def give(self, node: str, indices: Iterable[int]) -> None:
+        """Return GPUs to the free pool (a job moved or shrank)."""
+        gpus = self.free[node]
+        before = len(gpus)
+        gpus.update(indices)
+        self.total += len(gpus) - before
+        if self._heaps is not None and len(gpus) != before:
+            self._push(node, len(gpus))
+
+    def take_devices(self, devices: Iterable[Device]) -> None:
+        """``take`` for each node ``devices`` are on: one take per node, not per GPU."""
+        for node, indices in by_node(devices).items():
+            self.take(node, indices)
+
+    def give_devices(self, devices: Iterable[Device]) -> None:
+        """``give`` for each node ``devices`` are on."""
+        for node, indices in by_node(devices).items():
+            self.give(node, indices)
+
+    def _top(self, heap: list[tuple[int, str]], count: int) -> tuple[int, str] | None:
+        while heap and len(self.free[heap[0][1]]) != count:
+            heapq.heappop(heap)
+        return heap[0] if heap else None
+
+    def _bucket(self, count: int, types: Collection[str] | None) -> list[str]:
+        """Nodes of ``types`` with exactly ``count`` free GPUs, in cluster order."""
+        found: set[tuple[int, str]] = set()
+        for t in self._allowed(types):
+            heap = self.heaps[t][count]
+            self._top(heap, count)
+            found.update(e for e in heap if len(self.free[e[1]]) == count)
+        return [name for _, name in sorted(found)]
+
+    def _allowed(self, types: Collection[str] | None) -> tuple[str, ...]:
+        if types is None:
+            return self.types
+        return tuple(t for t in self.types if t in types)
+
+    def _own_with(self, own: set[str], count: int, types: Collection[str] | None) -> list[str]:
+        if not own:
+            return []
+        return sorted(
+            (
+                n
+                for n in own
+                if len(self.free[n]) == count and (types is None or self.type_of[n] in types)
+            ),
+            key=self.order.__getitem__,
+        )
+
+    def best_fit(
+        self, want: int, own: set[str], types: Collection[str] | None = None
+    ) -> str | None:
+        """The node of ``types`` with the fewest free GPUs that still fits ``want``
+        (own nodes first)."""
+        allowed = self._allowed(types)
+        single = self.heaps[allowed[0]] if len(allowed) == 1 else None
+        for count in range(want, self.widest + 1):
+            owned = self._own_with(own, count, types)
+            if owned:
+                return owned[0]
+            if single is not None:  # one type: one heap per count, as before types
+                top = self._top(single[count], count)
+                if top is not None:
+                    return top[1]
+                continue
+            tops = [self._top(self.heaps[t][count], count) for t in allowed]
+            best = min((e for e in tops if e is not None), default=None)
+            if best is not None:
+                return best[1]
+        return None
+
+    def widest_first(self, own: set[str], types: Collection[str] | None = None) -> Iterator[str]:
+        """Nodes of ``types`` with free GPUs, most free first (own nodes first among equals)."""
+        for count in range(self.widest, 0, -1):
+            yield from self._own_with(own, count, types)
+            yield from (n for n in self._bucket(count, types) if n not in own)
+
+
+def by_node(devices: Iterable[Device]) -> dict[str, list[int]]:
+    """The indices of ``devices`` on each node, as ``FreeGPUs.take`` wants them."""
+    grouped: dict[str, list[int]] = {}
+    for d in devices:
+        grouped.setdefault(d.node, []).append(d.index)
+    return grouped

@@ -1,0 +1,182 @@
+"""Which jobs keep the GPUs they hold, before anyone else is placed.
+
+Jobs whose size did not change keep their GPUs, shrinking jobs keep a subset
+on the nodes where they have most, and the rest (new, growing, or whose GPUs
+another job kept) are left to the place stage. ``keep_held`` works this out
+from scratch; ``LastKept`` works out only what changed since the last
+decision, which is what a simulator or a controller asks at every event.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from ringleader.policy.free import FreeGPUs
+from ringleader.policy.views import ClusterView, Device, JobView
+
+Outcome = tuple[tuple[Device, ...], int, "tuple[Device, ...] | None"]
+"""A job's devices and GPU count as asked, and the GPUs it keeps (None: to place)."""
+
+
+def keep_subset(devices: Sequence[Device], count: int) -> tuple[Device, ...]:
+    """``count`` of ``devices``, on the nodes where the job has most (a shrink moves least)."""
+    per_node: dict[str, int] = {}
+    for d in devices:
+        per_node[d.node] = per_node.get(d.node, 0) + 1
+    ranked = sorted(devices, key=lambda d: (-per_node[d.node], d.node, d.index))
+    return tuple(sorted(ranked[:count]))
+
+
+def keep_held(
+    counts: Mapping[str, int], jobs: Sequence[JobView], free: FreeGPUs
+) -> tuple[dict[str, tuple[Device, ...]], list[JobView]]:
+    """Jobs that keep (a subset of) the GPUs they hold, taken from ``free``; and the
+    jobs left to place: new, growing, or whose GPUs another job kept."""
+    placed: dict[str, tuple[Device, ...]] = {}
+    to_place: list[JobView] = []
+    # A time-sliced group's running job keeps its GPUs before a suspended resident
+    # of the group may: moving the suspended one costs no running progress.
+    suspended = [job for job in jobs if job.suspended]
+    if suspended:
+        jobs = [job for job in jobs if not job.suspended] + suspended
+    gpus = free.free
+    for job in jobs:
+        want = counts.get(job.id, 0)
+        if want == 0:
+            continue
+        # Which of its GPUs are still free, grouped by node as ``take`` wants them:
+        # one pass, as this runs for every running job at every decision.
+        by_node: dict[str, list[int]] = {}
+        found = 0
+        for d in job.devices:
+            on = gpus.get(d.node)
+            if on is not None and d.index in on:
+                by_node.setdefault(d.node, []).append(d.index)
+                found += 1
+        if found < want:
+            to_place.append(job)
+        elif found == want == len(job.devices):  # keeps all it holds: the usual case
+            placed[job.id] = job.devices
+            for node, indices in by_node.items():
+                free.take(node, indices)
+        else:
+            current = tuple(d for d in job.devices if d.index in gpus.get(d.node, ()))
+            kept = current if found == want else keep_subset(current, want)
+            free.take_devices(kept)
+            placed[job.id] = kept
+    return placed, to_place
+
+
+def _keep_one(job: JobView, want: int, gpus: Mapping[str, range]) -> tuple[Device, ...] | None:
+    """What ``keep_held`` keeps of ``job`` when no other job holds its GPUs."""
+    current = tuple(d for d in job.devices if d.index in gpus.get(d.node, ()))
+    if len(current) < want:
+        return None
+    if len(current) == want == len(job.devices):
+        return job.devices
+    return current if len(current) == want else keep_subset(current, want)
+
+
+def _held_last(jobs: Sequence[JobView]) -> Sequence[JobView]:
+    """``jobs`` with suspended ones last, in the order ``keep_held`` visits them."""
+    if any(job.suspended for job in jobs):
+        return [job for job in jobs if not job.suspended] + [j for j in jobs if j.suspended]
+    return jobs
+
+
+class LastKept:
+    """``keep_held`` across decisions, redone only for the jobs that changed.
+
+    From one event to the next most running jobs ask for the same count on the
+    same GPUs, and while no two jobs hold the same GPU each job's outcome
+    depends on nothing but its own GPUs and count. So the last decision's
+    outcome is kept per job, with the free GPUs it left, and a decision gives
+    back the GPUs of jobs that left or changed and works out only those that
+    changed: at 80 running jobs this was a quarter of a trace simulation. Where
+    two jobs hold a GPU in common (packing, time-slicing) the order decides
+    who keeps it, and every decision works it all out again (``keep_held``).
+    Outputs are identical either way; one decision's worth is kept.
+    """
+
+    __slots__ = ("_cluster", "_free", "_gpus", "_last", "_owner")
+
+    def __init__(self) -> None:
+        self._cluster: ClusterView | None = None
+        self._gpus: dict[str, range] = {}
+        self._free: FreeGPUs | None = None
+        self._last: dict[str, Outcome] = {}
+        self._owner: dict[tuple[str, int], str] = {}
+
+    def keep_held(
+        self, counts: Mapping[str, int], jobs: Sequence[JobView], cluster: ClusterView
+    ) -> tuple[FreeGPUs, dict[str, tuple[Device, ...]], list[JobView]]:
+        """``keep_held`` on a fresh ``FreeGPUs(cluster)``: the free GPUs left, the jobs
+        that keep GPUs, and the jobs left to place."""
+        if cluster is not self._cluster or self._free is None:
+            return self._afresh(counts, jobs, cluster)
+        ordered = _held_last(jobs)
+        last, owner, free = self._last, self._owner, self._free
+        now: dict[str, Outcome] = {}
+        changed: list[tuple[JobView, int]] = []
+        for job in ordered:
+            want = counts.get(job.id, 0)
+            if want == 0:
+                continue
+            hit = last.get(job.id)
+            if (
+                hit is not None
+                and hit[1] == want
+                and (hit[0] is job.devices or hit[0] == job.devices)
+            ):
+                now[job.id] = hit
+            else:
+                changed.append((job, want))
+        for job_id, outcome in last.items():
+            if now.get(job_id) is not outcome:  # it left, or asks for something else
+                for d in outcome[0]:
+                    del owner[d.node, d.index]
+                if outcome[2] is not None:
+                    free.give_devices(outcome[2])
+        for job, want in changed:
+            for d in job.devices:
+                if (d.node, d.index) in owner:  # shared with another job: order matters
+                    return self._afresh(counts, jobs, cluster)
+                owner[d.node, d.index] = job.id
+            kept = _keep_one(job, want, self._gpus)
+            if kept is not None:
+                free.take_devices(kept)
+            now[job.id] = (job.devices, want, kept)
+        self._last = now
+        placed: dict[str, tuple[Device, ...]] = {}
+        to_place: list[JobView] = []
+        for job in ordered:
+            if job.id not in now:
+                continue
+            kept = now[job.id][2]
+            if kept is None:
+                to_place.append(job)
+            else:
+                placed[job.id] = kept
+        return free.copy(), placed, to_place
+
+    def _afresh(
+        self, counts: Mapping[str, int], jobs: Sequence[JobView], cluster: ClusterView
+    ) -> tuple[FreeGPUs, dict[str, tuple[Device, ...]], list[JobView]]:
+        """``keep_held`` itself; kept for the next decision where no GPU is held twice."""
+        free = FreeGPUs(cluster)
+        placed, to_place = keep_held(counts, jobs, free)
+        self._cluster, self._free, self._last, self._owner = None, None, {}, {}
+        owner: dict[tuple[str, int], str] = {}
+        last: dict[str, Outcome] = {}
+        for job in _held_last(jobs):
+            want = counts.get(job.id, 0)
+            if want == 0:
+                continue
+            for d in job.devices:
+                if (d.node, d.index) in owner:
+                    return free, placed, to_place
+                owner[d.node, d.index] = job.id
+            last[job.id] = (job.devices, want, placed.get(job.id))
+        self._cluster, self._free, self._last, self._owner = cluster, free.copy(), last, owner
+        self._gpus = {n.name: range(n.gpus) for n in cluster.nodes}
+        return free, placed, to_place
