@@ -70,25 +70,25 @@ def _prior(shape: JobShape, step: float, workers: int = 1) -> SpeedModel:
 
 
 class LastCandidates:
-    """The candidates the last split made, by job id, with the view each was made from.
+    """The candidates the last split made, by job id, with what each was made from.
 
-    A waiting job's view is the same object from one decision to the next while
-    nothing in it changes (the simulator keeps it until the job runs, the runtime
-    until its stored row changes), and a candidate is a function of its view
-    alone. So a split takes the last one's candidate for an identical view
-    instead of building it, with its prior and its memoised curve, again: that
-    was a fifth of a trace simulation under the default, one waiting job after
-    another at every event. A running job's view may be the same object with
-    its progress moved on (``spine.views.progress_view``), and its observations
-    grow as it runs, so its candidate is made afresh, and so is any job's whose
-    progress differs from the kept view's (progress moved in place). Outputs are
-    unchanged; only the last split is kept.
+    A candidate is a function of its view's speed model and observations (the
+    step time at each size, not for how long), and it reads the job's progress
+    from the view itself. A view is the same object from one decision to the
+    next while nothing else in it changes: the simulator keeps a waiting job's
+    until it runs and moves a running job's progress on in place
+    (``spine.views.progress_view``), the runtime keeps a view until its stored
+    row changes. So a split takes the last one's candidate for the same view
+    with the same speed model and step times instead of building it, with its
+    prior and its memoised curve, again: under the default that was a fifth of
+    a trace simulation for the waiting jobs, and as much again for the running
+    ones. Outputs are unchanged; only the last split is kept.
     """
 
     __slots__ = ("_last",)
 
     def __init__(self) -> None:
-        self._last: dict[str, tuple[JobView, Candidate, tuple[float, float]]] = {}
+        self._last: dict[str, tuple[JobView, Candidate, object]] = {}
 
     def split(
         self, jobs: Sequence[JobView], make: Callable[[JobView], Candidate]
@@ -98,15 +98,21 @@ class LastCandidates:
         known = []
         for job in jobs:
             hit = last.get(job.id)
-            stamp = (job.remaining_fraction, job.attained_gpu_s)
-            if hit is not None and hit[0] is job and hit[2] == stamp and not job.running:
-                c = hit[1]
-            else:
-                c = make(job)
+            stamp = _made_from(job)
+            same = hit is not None and hit[0] is job and hit[2] == stamp
+            c = hit[1] if same else make(job)
             kept[job.id] = (job, c, stamp)
             known.append(c)
         self._last = kept
         return known
+
+
+def _made_from(job: JobView) -> object:
+    """What a candidate is made from that may change while its view stays the same object."""
+    seen = job.observations
+    if not seen:
+        return job.speed
+    return job.speed, [(w, o.step_time, o.batch_per_worker) for w, o in seen.items()]
 
 
 @dataclass(frozen=True, slots=True)

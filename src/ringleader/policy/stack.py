@@ -58,6 +58,21 @@ MAX_RESIZES_FOR_TYPES = 8
 _ARRIVAL = attrgetter("submitted_at", "id")
 
 
+class LastAssignments:
+    """The assignments of the last decision, by job id.
+
+    A running job that keeps its GPUs and size gets the very object it had, so
+    a body sees "unchanged" by identity before comparing devices, and a
+    decision does not build one per running job again (the simulator asks at
+    every event). Outputs are equal either way.
+    """
+
+    __slots__ = ("assignments",)
+
+    def __init__(self) -> None:
+        self.assignments: Mapping[str, Assignment] = {}
+
+
 def fifo(jobs: Sequence[JobView]) -> list[JobView]:
     """Submission order, ties broken by id so the order is total and repeatable."""
     return sorted(jobs, key=_ARRIVAL)
@@ -74,6 +89,10 @@ class Policy:
     place: Place = field(default_factory=FewestNodes)
     share: Share | None = None
     traffic: Traffic | None = None
+    _last: LastAssignments = field(
+        default_factory=LastAssignments, init=False, repr=False, compare=False
+    )
+    """The last decision's assignments: not part of what the policy is, nor of its equality."""
 
     @property
     def _needs_speed(self) -> bool:
@@ -154,6 +173,7 @@ class Policy:
         devices = self.place.place(held, ordered, cluster)
         unplaced = {job_id for job_id, n in held.items() if n and job_id not in devices}
         assignments: dict[str, Assignment] = {}
+        last = self._last.assignments
         for job in ordered:
             mine = devices.get(job.id)
             if mine is None:
@@ -162,7 +182,13 @@ class Policy:
             # A place stage may give a job fewer GPUs than sized (``TypeAware`` keeps a
             # job that cannot grow without slowing down where it is).
             n = workers.get(job.id, 0)
-            assignments[job.id] = Assignment(mine, n if n <= len(mine) else len(mine))
+            n = n if n <= len(mine) else len(mine)
+            kept = last.get(job.id)
+            if kept is not None and kept.devices is mine and kept.workers == n:
+                assignments[job.id] = kept  # as it was: the same object, not an equal one
+            else:
+                assignments[job.id] = Assignment(mine, n)
+        self._last.assignments = assignments
         final: Mapping[str, Assignment] = assignments
         turns: Mapping[str, Turn] = {}
         traffic: Mapping[str, Mapping[str, int]] = {}

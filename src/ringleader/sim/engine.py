@@ -176,6 +176,7 @@ class Simulator:
         shares: list[ShareSample] = []
         by_user = len({j.user for j in pending}) > 1
         running: list[JobState] = []  # in ``active``'s order; changes only with a placement
+        gpus: tuple[int, int] | None = None  # busy and held, while no job moves or leaves
         while (nxt < len(pending) or active) and now < until:
             while nxt < len(pending) and pending[nxt].submitted_at <= now:
                 job = pending[nxt]
@@ -197,7 +198,10 @@ class Simulator:
             decisions += 1
             if self._apply(plan, active, now):
                 running = self._contend(active, running)
-            point = UsagePoint(now, plan.busy_gpus, plan.held_gpus, len(active))
+                gpus = None
+            if gpus is None:  # somebody started, stopped, moved or left
+                gpus = plan.busy_gpus, plan.held_gpus
+            point = UsagePoint(now, *gpus, len(active))
             if usage and usage[-1].time == now:
                 usage[-1] = point
             elif not usage or (usage[-1].busy, usage[-1].held, usage[-1].jobs) != (
@@ -246,6 +250,7 @@ class Simulator:
                     self.on_finish(len(done), len(pending))
             if finished:
                 running = [s for s in running if s.remaining > DONE]
+                gpus = None
         usage.append(UsagePoint(now, 0, 0, 0))
         progress = tuple(
             JobProgress(s.job.id, s.job.submitted_at, 1.0 - s.remaining, s.first_at, s.finished_at)
