@@ -303,7 +303,7 @@ class Doubling:
     def _epoch_step(c: Candidate, w: int) -> tuple[int, float, float] | None:
         if 2 * w > c.job.max_gpus or c.speed is None:
             return None
-        return w, 1.0 / c.speed.epochs_per_second(w), 1.0 / c.speed.epochs_per_second(2 * w)
+        return w, c.epoch_seconds(w), c.epoch_seconds(2 * w)
 
     def grow(self, jobs: Sequence[Candidate], counts: Counts, free: int) -> Growth:
         if self.per_epoch:

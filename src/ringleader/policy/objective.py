@@ -23,18 +23,27 @@ class SoloCurve:
     of times per simulated day.
     """
 
-    __slots__ = ("_cache", "_epochs", "_speed")
+    __slots__ = ("_cache", "_epoch_cache", "_epochs", "_speed")
 
     def __init__(self, epochs: EpochsToConverge, speed: SpeedModel) -> None:
         self._epochs = epochs
         self._speed = speed
         self._cache: dict[int, float] = {}
+        self._epoch_cache: dict[int, float] = {}
 
     def __call__(self, workers: int) -> float:
         value = self._cache.get(workers)
         if value is None:
             value = self._epochs.at(workers) / self._speed.epochs_per_second(workers)
             self._cache[workers] = value
+        return value
+
+    def epoch_seconds(self, workers: int) -> float:
+        """Seconds one epoch takes at ``workers`` (what ``Doubling(per_epoch=True)`` weighs)."""
+        value = self._epoch_cache.get(workers)
+        if value is None:
+            value = 1.0 / self._speed.epochs_per_second(workers)
+            self._epoch_cache[workers] = value
         return value
 
 
@@ -69,3 +78,9 @@ class Candidate:
         if self._solo is None:
             raise ValueError(f"job {self.job.id} has no speed model to predict from")
         return self.job.remaining_fraction * self._solo(workers)
+
+    def epoch_seconds(self, workers: int) -> float:
+        """Seconds one epoch takes at ``workers``, by the candidate's speed model."""
+        if self._solo is None:
+            raise ValueError(f"job {self.job.id} has no speed model to predict from")
+        return self._solo.epoch_seconds(workers)

@@ -100,7 +100,7 @@ class LastCandidates:
             hit = last.get(job.id)
             stamp = _made_from(job)
             same = hit is not None and hit[0] is job and hit[2] == stamp
-            c = hit[1] if same else make(job)
+            c = hit[1] if same and hit is not None else make(job)
             kept[job.id] = (job, c, stamp)
             known.append(c)
         self._last = kept

@@ -85,7 +85,10 @@ class JobState:
     speed: float = 0.0
     """``rate()`` as of the last placement: it holds until who runs where changes."""
     step: float = math.inf
-    """``step_time()`` as of the last placement, likewise."""
+    """``step_time()`` as of the last placement, in the profile's terms (the type's
+    speed is known apart, ``type_speed``): what the job reports while running."""
+    batch: float = 0.0
+    """Each worker's batch as of the last placement."""
     type_factor: float = 1.0
     """The part of ``factor`` that is the speed of the job's slowest GPU type."""
     first_at: float | None = None
@@ -186,7 +189,11 @@ class JobState:
         """Fix ``speed`` and ``step`` for the GPUs and sharing just worked out: a running
         job advances at every event, and these change only with a placement."""
         self.speed = self.rate()
-        self.step = self.step_time()
+        step = self.step_time()
+        if 0 < self.type_factor < 1 or self.type_factor > 1:
+            step *= self.type_factor
+        self.step = step
+        self.batch = self.job.profile.shape.batch_at(self.workers)
 
     def finish_time(self, now: float) -> float:
         if not self.running or self.factor <= 0:
@@ -214,13 +221,10 @@ class JobState:
             goal = 1.0 - min(FIRST_MINIBATCHES, total) / total
             if self.remaining <= goal + DONE:
                 self.first_at = begin + (before - goal) / self.speed
-        # Reported in the profile's terms: the type's speed is known apart (type_speed).
-        step, w = self.step, self.workers
-        if 0 < self.type_factor < 1 or self.type_factor > 1:
-            step *= self.type_factor
-        batch = self.job.profile.shape.batch_at(w)
+        step, batch = self.step, self.batch
         if self.partners:
             for other in self.partners:
                 self.packed[other] = fold(self.packed.get(other), step, productive, batch)
         else:
-            self.observations[w] = fold(self.observations.get(w), step, productive, batch)
+            seen = self.observations
+            seen[self.workers] = fold(seen.get(self.workers), step, productive, batch)
