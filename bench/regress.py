@@ -54,6 +54,7 @@ def _table3(policy: str) -> Callable[[], None]:
 def _decision() -> Callable[[], None]:
     from decision import NODES, fresh, snapshot
     from ringleader.policy import ClusterView, policy_named
+    from ringleader.spine.deciding import decide
 
     cluster = ClusterView.uniform(NODES, 8)
     jobs = snapshot()
@@ -65,7 +66,7 @@ def _decision() -> Callable[[], None]:
 
     def five() -> None:
         for r, views in enumerate(rounds):
-            policy.decide(views, cluster, float(r + 1))
+            decide(policy, views, cluster, float(r + 1))
 
     return five
 

@@ -110,12 +110,17 @@ def main() -> None:
     print(json.dumps(status), flush=True)
     decisions = {}
     for jobs, nodes in ((5_000, 1_250), (50_000, 12_500)):
-        for keep, suffix in ((False, ""), (True, "_waiting_views_kept")):
-            times = decide_times("ringleader", jobs, nodes, args.repeat, keep_waiting=keep)
+        for keep, suffix in (
+            ("none", ""),
+            ("waiting", "_waiting_views_kept"),
+            ("all", "_all_views_kept"),
+        ):
+            times, after = decide_times("ringleader", jobs, nodes, args.repeat, keep)
             key = f"{nodes * 8}_gpus_{jobs}_jobs{suffix}"
             decisions[key] = {
                 "median_ms": round(1000 * statistics.median(times), 1),
                 "max_ms": round(1000 * max(times), 1),
+                "young_gc_after_median_ms": round(1000 * statistics.median(after), 1),
                 "repeat": len(times),
             }
             print(key, decisions[key], flush=True)

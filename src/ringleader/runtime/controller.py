@@ -52,6 +52,7 @@ from ringleader.runtime.store import JobRow, State, Store
 from ringleader.runtime.telemetry import Telemetry
 from ringleader.runtime.traffic import TrafficControl
 from ringleader.spine import quota, reasons
+from ringleader.spine.deciding import decide
 from ringleader.spine.observe import co_runners
 
 log = logging.getLogger("ringleader.controller")
@@ -376,7 +377,7 @@ class Controller:
         quotas = self.config.quotas()
         admitted, held_back = quota.admit(views, owner, quotas)
         try:
-            plan = self.config.policy.decide(admitted, self.cluster, now)
+            plan = decide(self.config.policy, admitted, self.cluster, now)
         except Exception:
             log.exception("policy %s failed; keeping the current state", self.config.policy.name)
             return

@@ -43,6 +43,7 @@ from ringleader.spine.actions import (
     Suspend,
     diff_one,
 )
+from ringleader.spine.deciding import decide
 from ringleader.spine.needs import SIMULATOR, serve_policy
 from ringleader.spine.observe import co_runners
 
@@ -194,7 +195,7 @@ class Simulator:
             capacity, needs = self.cluster.capacity, self._needs
             restart = self.restart_delay_s
             views = [s.view(capacity, needs, restart) for s in active.values()]
-            plan = self.policy.decide(views, self.cluster, now)
+            plan = decide(self.policy, views, self.cluster, now)
             decisions += 1
             if self._apply(plan, active, now):
                 running = self._contend(active, running)

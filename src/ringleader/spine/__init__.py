@@ -9,6 +9,8 @@ decisions. Everything in between lives here, pure, and serves both bodies:
 * ``observe`` — folding measured minibatch times into per-size and
   per-partner profiles, and who runs beside whom;
 * ``views`` — the policy's frozen ``JobView`` built from what a body knows;
+* ``deciding`` — the one call of ``Policy.decide``, with the garbage
+  collector paused while a large decision runs;
 * ``needs`` — what a policy needs, what each body supplies, and the policy
   adapted to a body or refused with the reason.
 
