@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from _common import stamp
-from decision import decide_times
+from decision import after_one_event_times, decide_times
 from ringleader.policy.views import Device
 from ringleader.runtime.executor.local import LocalExecutor
 from ringleader.runtime.gpus import NODE
@@ -124,6 +124,15 @@ def main() -> None:
                 "repeat": len(times),
             }
             print(key, decisions[key], flush=True)
+        times, after = after_one_event_times("ringleader", jobs, nodes, args.repeat)
+        key = f"{nodes * 8}_gpus_{jobs}_jobs_after_one_event"
+        decisions[key] = {
+            "median_ms": round(1000 * statistics.median(times), 1),
+            "max_ms": round(1000 * max(times), 1),
+            "young_gc_after_median_ms": round(1000 * statistics.median(after), 1),
+            "repeat": len(times),
+        }
+        print(key, decisions[key], flush=True)
     report = {
         "what": __doc__.splitlines()[0],
         **stamp("python bench/scale.py"),

@@ -114,14 +114,15 @@ class LastKept:
         that keep GPUs, and the jobs left to place."""
         if cluster is not self._cluster or self._free is None:
             return self._afresh(counts, jobs, cluster)
-        ordered = _held_last(jobs)
         last, owner, free = self._last, self._owner, self._free
         now: dict[str, Outcome] = {}
+        asked: list[JobView] = []  # the jobs that ask for GPUs, in keep_held's order
         changed: list[tuple[JobView, int]] = []
-        for job in ordered:
+        for job in _held_last(jobs):
             want = counts.get(job.id, 0)
             if want == 0:
                 continue
+            asked.append(job)
             hit = last.get(job.id)
             if (
                 hit is not None
@@ -131,12 +132,12 @@ class LastKept:
                 now[job.id] = hit
             else:
                 changed.append((job, want))
-        for job_id, outcome in last.items():
-            if now.get(job_id) is not outcome:  # it left, or asks for something else
-                for d in outcome[0]:
-                    del owner[d.node, d.index]
-                if outcome[2] is not None:
-                    free.give_devices(outcome[2])
+        for job_id in last.keys() - now.keys():  # it left, or asks for something else
+            held, _, kept = last[job_id]
+            for d in held:
+                del owner[d.node, d.index]
+            if kept is not None:
+                free.give_devices(kept)
         for job, want in changed:
             for d in job.devices:
                 if (d.node, d.index) in owner:  # shared with another job: order matters
@@ -149,9 +150,7 @@ class LastKept:
         self._last = now
         placed: dict[str, tuple[Device, ...]] = {}
         to_place: list[JobView] = []
-        for job in ordered:
-            if job.id not in now:
-                continue
+        for job in asked:
             kept = now[job.id][2]
             if kept is None:
                 to_place.append(job)
