@@ -61,7 +61,11 @@ def las_queue(c: Candidate, thresholds_gpu_s: Sequence[float], effective: bool =
     got = c.job.attained_gpu_s
     if effective and c.job.attained_effective_s is not None:
         got = c.job.attained_effective_s
-    return sum(1 for t in thresholds_gpu_s if got >= t)
+    passed = 0
+    for t in thresholds_gpu_s:  # a loop, not sum(generator): asked per job per decision
+        if got >= t:
+            passed += 1
+    return passed
 
 
 @dataclass(frozen=True, slots=True)

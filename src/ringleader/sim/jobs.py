@@ -89,6 +89,10 @@ class JobState:
     speed is known apart, ``type_speed``): what the job reports while running."""
     batch: float = 0.0
     """Each worker's batch as of the last placement."""
+    paced_for: tuple[int, float, float] = (0, 0.0, 0.0)
+    """The workers, ``factor`` and ``type_factor`` that ``speed``, ``step`` and ``batch``
+    were worked out for: sharing is worked out again for every running job whenever
+    one job moves, and most of them come out as they were."""
     type_factor: float = 1.0
     """The part of ``factor`` that is the speed of the job's slowest GPU type."""
     first_at: float | None = None
@@ -188,6 +192,10 @@ class JobState:
     def pace(self) -> None:
         """Fix ``speed`` and ``step`` for the GPUs and sharing just worked out: a running
         job advances at every event, and these change only with a placement."""
+        paced_for = (self.workers, self.factor, self.type_factor)
+        if paced_for == self.paced_for:
+            return
+        self.paced_for = paced_for
         self.speed = self.rate()
         step = self.step_time()
         if 0 < self.type_factor < 1 or self.type_factor > 1:
