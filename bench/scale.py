@@ -99,6 +99,16 @@ def status_costs(base: Path) -> dict[str, Any]:
     return {"status_from_files_ms": from_files, "status_watched_ms": from_watch}
 
 
+CASES: dict[str, str | None] = {
+    "": "none",
+    "_waiting_views_kept": "waiting",
+    "_all_views_kept": "all",
+    "_after_one_event": None,
+}
+"""Each decision figure's key suffix, and which views ``decide_times`` keeps (None: the
+decision one event after the last, ``after_one_event_times``)."""
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=OUT)
@@ -110,12 +120,11 @@ def main() -> None:
     print(json.dumps(status), flush=True)
     decisions = {}
     for jobs, nodes in ((5_000, 1_250), (50_000, 12_500)):
-        for keep, suffix in (
-            ("none", ""),
-            ("waiting", "_waiting_views_kept"),
-            ("all", "_all_views_kept"),
-        ):
-            times, after = decide_times("ringleader", jobs, nodes, args.repeat, keep)
+        for suffix, keep in CASES.items():
+            if keep is None:
+                times, after = after_one_event_times("ringleader", jobs, nodes, args.repeat)
+            else:
+                times, after = decide_times("ringleader", jobs, nodes, args.repeat, keep)
             key = f"{nodes * 8}_gpus_{jobs}_jobs{suffix}"
             decisions[key] = {
                 "median_ms": round(1000 * statistics.median(times), 1),
@@ -124,15 +133,6 @@ def main() -> None:
                 "repeat": len(times),
             }
             print(key, decisions[key], flush=True)
-        times, after = after_one_event_times("ringleader", jobs, nodes, args.repeat)
-        key = f"{nodes * 8}_gpus_{jobs}_jobs_after_one_event"
-        decisions[key] = {
-            "median_ms": round(1000 * statistics.median(times), 1),
-            "max_ms": round(1000 * max(times), 1),
-            "young_gc_after_median_ms": round(1000 * statistics.median(after), 1),
-            "repeat": len(times),
-        }
-        print(key, decisions[key], flush=True)
     report = {
         "what": __doc__.splitlines()[0],
         **stamp("python bench/scale.py"),

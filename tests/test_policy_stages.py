@@ -85,3 +85,35 @@ def test_a_stage_that_reads_the_truth_makes_the_policy_an_oracle() -> None:
     oracle = Policy("o", FixedSize(None), order=ShortestRemaining())
     assert oracle.needs.true_remaining and oracle.needs.oracle
     assert not Policy("t", FixedSize(None), order=LeastAttained()).needs.oracle
+
+
+def test_a_kept_candidate_is_used_only_while_what_it_was_made_from_is_unchanged() -> None:
+    from dataclasses import replace
+
+    from ringleader.policy.profiling import LastCandidates
+    from ringleader.policy.views import Device, Observation
+    from ringleader.spine.views import progress_view
+    from tests.helpers import resnet_job
+
+    made: list[str] = []
+
+    def make(job: JobView) -> Candidate:
+        made.append(job.id)
+        return Candidate(job, job.speed)
+
+    seen = {1: Observation(0.5, 60.0, 128)}
+    job = resnet_job("a", workers=1, devices=(Device("n0", 0),), observations=seen)
+    memo = LastCandidates()
+    first = memo.split([job], make)[0]
+    progress_view(job, 0.5, 100.0, None)  # progress moved on in place: still the same
+    assert memo.split([job], make)[0] is first and made == ["a"]
+    assert first.job.remaining_fraction == 0.5  # the kept candidate reads it from the view
+    seen[1] = Observation(0.6, 120.0, 128)  # a new step time: made again
+    assert memo.split([job], make)[0] is not first and made == ["a", "a"]
+    memo.split([replace(job)], make)  # an equal view, but another object: made again
+    assert made == ["a", "a", "a"]
+    seen[1] = Observation(0.6, 180.0, 128)  # measured longer at the same step: kept
+    other = replace(job)
+    memo.split([other], make)
+    memo.split([other], make)
+    assert made == ["a", "a", "a", "a"]

@@ -205,3 +205,50 @@ def test_bodies_diff_plans_only_through_the_spine(body: tuple[str, ...]) -> None
         assert not compared, f"{path} diffs a plan itself at line {compared[0].lineno}"
     whole = "\n".join(sources)
     assert "diff_one" in whole and "job_view" in whole
+
+
+def test_a_running_jobs_view_is_moved_on_in_place_and_built_anew_when_it_moves() -> None:
+    from ringleader.sim.jobs import JobState
+
+    state = JobState(SimJob("a", 0.0, RESNET110_K40, max_gpus=2), state_since=0.0)
+    waiting = state.view(8, Needs(), 3.8)
+    assert state.view(8, Needs(), 3.8) is waiting  # nothing changed: the same object
+    state.carry_out(Assignment((Device("n0", 0), Device("n0", 1)), 2), alive=True)
+    state.seen = None  # as the simulator's _apply does on a new placement
+    state.pace()
+    running = state.view(8, Needs(), 3.8)
+    assert running is not waiting and running.workers == 2
+    state.advance(0.0, 60.0)
+    moved = state.view(8, Needs(), 3.8)
+    assert moved is running
+    assert moved.remaining_fraction == state.remaining < 1.0
+    assert moved.attained_gpu_s == state.attained_gpu_s == 120.0
+    assert moved.observations[2].seconds == 60.0
+
+
+def test_deciding_pauses_the_collector_and_turns_it_back_on_after_an_error() -> None:
+    import gc
+
+    from ringleader.spine.deciding import decide
+
+    seen: list[bool] = []
+
+    class Failing:
+        name = "failing"
+        needs = Needs()
+
+        def decide(self, jobs: object, cluster: object, now: float) -> Plan:
+            seen.append(gc.isenabled())
+            raise RuntimeError("policy bug")
+
+    assert gc.isenabled()
+    with pytest.raises(RuntimeError):
+        decide(Failing(), [], ClusterView.uniform(1, 1), 0.0)
+    assert seen == [False] and gc.isenabled()
+    gc.disable()
+    try:
+        with pytest.raises(RuntimeError):
+            decide(Failing(), [], ClusterView.uniform(1, 1), 0.0)
+        assert not gc.isenabled()  # someone else's switch stays as they left it
+    finally:
+        gc.enable()

@@ -16,8 +16,9 @@ from ringleader.policy.catalog import POLICY_NAMES, UnknownPolicyError, with_typ
 from ringleader.policy.plan import Decider
 from ringleader.policy.profiling import PolicyInputError
 from ringleader.sim.contention import GavelContention
-from ringleader.sim.engine import SimResult, Simulator
+from ringleader.sim.engine import Simulator
 from ringleader.sim.errors import SimulationStalled
+from ringleader.sim.result import SimResult
 from ringleader.sim.workload_file import WorkloadFileError, load_workload
 
 SCENARIO_NAMES = "table3, tensorlights, gandiva-cluster, automl, heterogeneity"

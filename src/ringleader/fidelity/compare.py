@@ -16,7 +16,7 @@ from typing import Any
 
 from ringleader.fidelity.measure import Measured
 from ringleader.fidelity.real import RealRun
-from ringleader.sim.engine import SimResult
+from ringleader.sim.result import SimResult
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,9 +20,10 @@ from ringleader.perf.epochs import EpochsToConverge
 from ringleader.policy.catalog import policy_from_config
 from ringleader.policy.views import ClusterView, JobShape, Node
 from ringleader.runtime.gpus import NODE
-from ringleader.sim.engine import DEFAULT_SWITCH_DELAY_S, SimResult, Simulator
+from ringleader.sim.engine import DEFAULT_SWITCH_DELAY_S, Simulator
 from ringleader.sim.jobs import SimJob
 from ringleader.sim.profiles import TrueProfile
+from ringleader.sim.result import SimResult
 from ringleader.spine.needs import RUNTIME, serve_policy
 
 ALIGN_S = 3600.0

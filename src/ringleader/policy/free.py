@@ -1,7 +1,8 @@
 """The free GPUs of a cluster during one placement, indexed for best fit.
 
-Every place stage starts from one of these, takes the GPUs that running jobs
-keep (``policy.keeping``), then searches it for the rest.
+A place stage starts from one of these, takes the GPUs that running jobs keep
+(``policy.keeping``), then searches it for the rest; Gandiva's own stack
+(``policy.sharing``) searches one for its groups.
 """
 
 from __future__ import annotations

@@ -106,10 +106,10 @@ class TypeAware:
             if devices is not None:
                 placed[job.id] = devices
         if self.migrate:
-            kept = [j for j in jobs if j.id in placed and j.devices]
+            staying = [j for j in jobs if j.id in placed and j.devices]
             fresh = [j for j in to_place if j.id in placed and not j.devices]
-            self._swap(placed, fresh, kept, cluster)
-            self._upgrade(placed, kept, free, cluster)
+            self._swap(placed, fresh, staying, cluster)
+            self._upgrade(placed, staying, free, cluster)
         return placed
 
     def _swap(

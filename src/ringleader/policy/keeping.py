@@ -112,9 +112,24 @@ class LastKept:
     ) -> tuple[FreeGPUs, dict[str, tuple[Device, ...]], list[JobView]]:
         """``keep_held`` on a fresh ``FreeGPUs(cluster)``: the free GPUs left, the jobs
         that keep GPUs, and the jobs left to place."""
-        if cluster is not self._cluster or self._free is None:
+        free = self._free
+        if cluster is not self._cluster or free is None:
             return self._afresh(counts, jobs, cluster)
-        last, owner, free = self._last, self._owner, self._free
+        # Not to be trusted until this decision is through: an error half-way (the
+        # runtime keeps running after a policy error) leaves the next one afresh.
+        self._free = None
+        kept = self._again(counts, jobs, free)
+        if kept is None:
+            return self._afresh(counts, jobs, cluster)
+        self._free = free
+        return kept
+
+    def _again(
+        self, counts: Mapping[str, int], jobs: Sequence[JobView], free: FreeGPUs
+    ) -> tuple[FreeGPUs, dict[str, tuple[Device, ...]], list[JobView]] | None:
+        """The last decision's outcome, changed where jobs changed; None where it must be
+        worked out afresh (a GPU held twice, a job id given twice)."""
+        last, owner = self._last, self._owner
         now: dict[str, Outcome] = {}
         asked: list[JobView] = []  # the jobs that ask for GPUs, in keep_held's order
         changed: list[tuple[JobView, int]] = []
@@ -122,6 +137,8 @@ class LastKept:
             want = counts.get(job.id, 0)
             if want == 0:
                 continue
+            if job.id in now:
+                return None
             asked.append(job)
             hit = last.get(job.id)
             if (
@@ -139,9 +156,11 @@ class LastKept:
             if kept is not None:
                 free.give_devices(kept)
         for job, want in changed:
+            if job.id in now:
+                return None
             for d in job.devices:
                 if (d.node, d.index) in owner:  # shared with another job: order matters
-                    return self._afresh(counts, jobs, cluster)
+                    return None
                 owner[d.node, d.index] = job.id
             kept = _keep_one(job, want, self._gpus)
             if kept is not None:
@@ -171,6 +190,8 @@ class LastKept:
             want = counts.get(job.id, 0)
             if want == 0:
                 continue
+            if job.id in last:
+                return free, placed, to_place  # a job id given twice: nothing kept
             for d in job.devices:
                 if (d.node, d.index) in owner:
                     return free, placed, to_place

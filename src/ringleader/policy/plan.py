@@ -249,7 +249,12 @@ class Plan:
 
 
 class Decider(Protocol):
-    """What a body (simulator or runtime) calls: a pure function of the snapshot."""
+    """What a body (simulator or runtime) calls: a pure function of the snapshot.
+
+    Its output depends on the snapshot alone, but a stage may keep what it worked
+    out last time to find the same answer sooner (``LastCandidates``,
+    ``keeping.LastKept``): one policy object decides for one body at a time.
+    """
 
     @property
     def name(self) -> str: ...

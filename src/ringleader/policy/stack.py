@@ -184,7 +184,12 @@ class Policy:
             n = workers.get(job.id, 0)
             n = n if n <= len(mine) else len(mine)
             kept = last.get(job.id)
-            if kept is not None and kept.devices is mine and kept.workers == n:
+            if (
+                kept is not None
+                and kept.devices is mine
+                and kept.workers == n
+                and not kept.suspended
+            ):
                 assignments[job.id] = kept  # as it was: the same object, not an equal one
             else:
                 assignments[job.id] = Assignment(mine, n)

@@ -1,7 +1,11 @@
 """The snapshot a policy decides from: what the cluster has and what each job is.
 
-Everything here is immutable data built by a body (simulator or runtime) at
-decision time. The policy never sees a clock, a process or a file.
+Everything here is immutable to the policy: data a body (simulator or
+runtime) builds at decision time. Between decisions the body that built a
+running job's view may move its progress on in place
+(``spine.views.progress_view``), so a stage that keeps a view from one
+decision to the next reads that job's progress as of the decision at hand.
+The policy never sees a clock, a process or a file.
 """
 
 from __future__ import annotations

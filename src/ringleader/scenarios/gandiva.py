@@ -39,9 +39,10 @@ from ringleader.policy.catalog import policy_named
 from ringleader.policy.plan import Decider
 from ringleader.policy.views import ClusterView
 from ringleader.sim.contention import GavelContention
-from ringleader.sim.engine import SimResult, Simulator
+from ringleader.sim.engine import Simulator
 from ringleader.sim.jobs import FIRST_MINIBATCHES, SimJob
 from ringleader.sim.profiles import RESNET110_K40
+from ringleader.sim.result import SimResult
 from ringleader.traces.jobs import duration_of, gavel_table
 from ringleader.traces.load import TraceJob, load_trace, resolve_trace
 

@@ -3,13 +3,13 @@
 from ringleader.sim.engine import (
     DEFAULT_RESTART_DELAY_S,
     DEFAULT_ROUND_S,
-    SimResult,
     Simulator,
 )
 from ringleader.sim.errors import SimulationStalled
 from ringleader.sim.host import Host, SharedCores
 from ringleader.sim.jobs import SimJob
 from ringleader.sim.profiles import PROFILES, RESNET110_K40, TrueProfile
+from ringleader.sim.result import SimResult
 
 __all__ = [
     "DEFAULT_RESTART_DELAY_S",

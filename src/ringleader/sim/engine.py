@@ -24,16 +24,16 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Hashable, Sequence
-from dataclasses import dataclass, field
 from typing import Protocol
 
 from ringleader.fairness import ShareSample
-from ringleader.metrics import JobRecord, Summary, UsagePoint, summarize
+from ringleader.metrics import JobRecord, UsagePoint, summarize
 from ringleader.policy.plan import Decider, Plan
 from ringleader.policy.views import ClusterView
 from ringleader.sim.errors import SimulationStalled
 from ringleader.sim.host import Host
 from ringleader.sim.jobs import DONE, JobState, SimJob
+from ringleader.sim.result import JobProgress, SimResult, sample_shares
 from ringleader.spine.actions import (
     EventCounts,
     Kind,
@@ -76,35 +76,6 @@ class Contention(Protocol):
     def spread(self, kind: str, gpus: int, extra_nodes: int) -> float:
         """Speed of a gang on ``extra_nodes`` more nodes than it needs, relative to packed."""
         ...
-
-
-@dataclass(frozen=True, slots=True)
-class JobProgress:
-    """How far one job got, finished or not (for runs cut off at a horizon)."""
-
-    id: str
-    submitted_at: float
-    done_fraction: float
-    first_at: float | None
-    finished_at: float | None
-
-
-@dataclass(frozen=True, slots=True)
-class SimResult:
-    policy: str
-    records: tuple[JobRecord, ...]
-    usage: tuple[UsagePoint, ...]
-    summary: Summary
-    decisions: int
-    wall_s: float
-    progress: tuple[JobProgress, ...] = ()
-    ended_at: float = 0.0
-    snapshots: dict[float, dict[str, float]] = field(default_factory=dict)
-    """Done fraction of every job at each requested snapshot time."""
-    counts: dict[str, int] = field(default_factory=dict)
-    """The spine's counted events over the whole run (starts, resizes, migrations…)."""
-    shares: tuple[ShareSample, ...] = ()
-    """Per-user GPUs and demand over time, where jobs name more than one user."""
 
 
 MAX_FROZEN_EVENTS = 10_000
@@ -176,7 +147,7 @@ class Simulator:
         frozen = 0
         shares: list[ShareSample] = []
         by_user = len({j.user for j in pending}) > 1
-        running: list[JobState] = []  # in ``active``'s order; changes only with a placement
+        running: list[JobState] = []  # in ``active``'s order; by placement, less who ended
         gpus: tuple[int, int] | None = None  # busy and held, while no job moves or leaves
         while (nxt < len(pending) or active) and now < until:
             while nxt < len(pending) and pending[nxt].submitted_at <= now:
@@ -212,7 +183,7 @@ class Simulator:
             ):
                 usage.append(point)
             if by_user:
-                _sample_shares(shares, now, plan, active, capacity)
+                sample_shares(shares, now, plan, active, capacity)
             later = min(self._next_event(plan, running, pending, nxt, now), until)
             if marks and now < marks[0] < later and not math.isinf(later):
                 later = marks[0]
@@ -282,8 +253,10 @@ class Simulator:
     def _apply(self, plan: Plan, active: dict[str, JobState], now: float) -> bool:
         """Carry out the spine's actions: time is the only effect a simulator has.
 
-        True when who runs where may have changed (a job came, left or was moved):
-        then sharing and speeds must be worked out again (``_contend``).
+        True when who runs where may have changed (a job was placed, stopped or
+        moved, or one that shared a GPU or host left): then sharing and speeds must
+        be worked out again (``_contend``). A job that ended alone only leaves the
+        running list; one that arrived and waits changes nothing.
         """
         changed = self._jobs_changed
         self._jobs_changed = False
@@ -327,9 +300,9 @@ class Simulator:
         """Who shares a GPU with whom, and each running job's resulting speed factor.
 
         Returns the running jobs. Only those and the jobs that ran at the last call
-        (``ran``, what it returned) are touched: every other job kept the neutral
-        values (no partners, full speed) that the last call left it, as who runs
-        changes only between calls.
+        (``ran``: what it returned, less the jobs that ended since) are touched:
+        every other job kept the neutral values (no partners, full speed) that the
+        last call left it, as who runs changes only between calls.
         """
         running = [s for s in active.values() if s.running]
         for state in ran:
@@ -408,23 +381,3 @@ class Simulator:
         for state in running:
             later = min(later, state.finish_time(now))
         return later
-
-
-def _sample_shares(
-    samples: list[ShareSample], now: float, plan: Plan, active: dict[str, JobState], capacity: int
-) -> None:
-    """Append each user's running GPUs and demand from ``now`` (replacing a sample at ``now``)."""
-    gpus: dict[str, int] = {}
-    demand: dict[str, int] = {}
-    for job_id, state in active.items():
-        job = state.job
-        want = job.max_gpus if job.elastic else job.requested_gpus
-        demand[job.user] = demand.get(job.user, 0) + min(want, capacity)
-        a = plan.of(job_id)
-        if a.running:
-            gpus[job.user] = gpus.get(job.user, 0) + a.workers
-    sample = ShareSample(now, gpus, demand)
-    if samples and samples[-1].time == now:
-        samples[-1] = sample
-    elif not samples or (samples[-1].gpus, samples[-1].demand) != (gpus, demand):
-        samples.append(sample)

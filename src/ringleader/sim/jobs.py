@@ -101,9 +101,10 @@ class JobState:
     epochs: EpochsToConverge = field(init=False)
     submitted: Submitted = field(init=False)
     seen: JobView | None = None
-    """The last view built; kept until something in it changes (a waiting job's never does)."""
+    """The last view built; kept until its placement or priority changes (a waiting job's
+    never does), a running job's progress moved on in it (``progressed``)."""
     progressed: bool = False
-    """The job ran since ``seen`` was built: only its progress in ``seen`` is out of date."""
+    """The job ran since ``seen`` was last handed out: its progress there is out of date."""
     target: Assignment = WAIT
     """The assignment last carried out (``devices``, ``workers`` and ``suspended`` copy it)."""
     holding: Held = field(default_factory=Held)
@@ -190,8 +191,9 @@ class JobState:
         return self.job.profile.step_time(self.workers) / self.factor
 
     def pace(self) -> None:
-        """Fix ``speed`` and ``step`` for the GPUs and sharing just worked out: a running
-        job advances at every event, and these change only with a placement."""
+        """Fix ``speed``, ``step`` and ``batch`` for the GPUs and sharing just worked out:
+        a running job advances at every event, and these change only with its size or
+        its sharing, so they are worked out again only when those did."""
         paced_for = (self.workers, self.factor, self.type_factor)
         if paced_for == self.paced_for:
             return

@@ -10,6 +10,10 @@ bodies therefore pause the collector while the policy decides; the young
 objects that outlive the decision are collected at the next allocation
 after it, as usual (about a tenth of the decision at that scale,
 ``bench/decision.py``).
+
+The switch is the process's: in the server the API's threads go without
+cyclic collection for the decision's length too (reference counting still
+frees what they drop). A collector someone else switched off stays off.
 """
 
 from __future__ import annotations

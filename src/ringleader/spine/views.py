@@ -130,9 +130,12 @@ def progress_view(
     update the view it built instead of building all 25 fields again: that
     was a third of a trace simulation, 80 running jobs at each of 31,000
     events. Only the body that built ``view`` calls this, and only between
-    decisions; a policy sees a frozen view, and a stage that keeps views from
-    one decision to the next must not take a running one as unchanged
-    (``policy.profiling.LastCandidates``).
+    decisions; a policy sees a frozen view. A stage that keeps what it worked
+    out from a view must not take the same object for the same progress:
+    ``policy.profiling.LastCandidates`` keeps a candidate, which reads progress
+    from the view when asked, only while what it was made from is unchanged;
+    the plan's lazy notes (``SizingNotes.later``) read it when first asked, so
+    a body that wants them as of the decision asks before the next event.
     """
     _set(view, "remaining_fraction", remaining_fraction)
     _set(view, "attained_gpu_s", attained_gpu_s)
