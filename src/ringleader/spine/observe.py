@@ -33,6 +33,9 @@ def co_runners(running: Mapping[str, Iterable[Device]]) -> dict[str, tuple[str, 
     """The other jobs running on any of each job's devices, sorted; jobs alone are left out."""
     # Keyed by (node, index): a tuple hashes in C, a Device through a Python
     # __hash__, and this runs at every placement of a 10k-job simulation.
+    keys = [(d.node, d.index) for devices in running.values() for d in devices]
+    if len(set(keys)) == len(keys):
+        return {}  # no GPU runs two jobs, as is usual: one pass over plain tuples says so
     owners: dict[tuple[str, int], list[str]] = {}
     for job, devices in running.items():
         for d in devices:
