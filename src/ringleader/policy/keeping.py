@@ -9,7 +9,7 @@ decision, which is what a simulator or a controller asks at every event.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 from ringleader.policy.free import FreeGPUs
 from ringleader.policy.views import ClusterView, Device, JobView
@@ -34,41 +34,23 @@ def keep_held(
     jobs left to place: new, growing, or whose GPUs another job kept."""
     placed: dict[str, tuple[Device, ...]] = {}
     to_place: list[JobView] = []
-    # A time-sliced group's running job keeps its GPUs before a suspended resident
-    # of the group may: moving the suspended one costs no running progress.
-    suspended = [job for job in jobs if job.suspended]
-    if suspended:
-        jobs = [job for job in jobs if not job.suspended] + suspended
-    gpus = free.free
-    for job in jobs:
+    for job in _held_last(jobs):
         want = counts.get(job.id, 0)
         if want == 0:
             continue
-        # Which of its GPUs are still free, grouped by node as ``take`` wants them:
-        # one pass, as this runs for every running job at every decision.
-        by_node: dict[str, list[int]] = {}
-        found = 0
-        for d in job.devices:
-            on = gpus.get(d.node)
-            if on is not None and d.index in on:
-                by_node.setdefault(d.node, []).append(d.index)
-                found += 1
-        if found < want:
+        kept = _keep_one(job, want, free.free)
+        if kept is None:
             to_place.append(job)
-        elif found == want == len(job.devices):  # keeps all it holds: the usual case
-            placed[job.id] = job.devices
-            for node, indices in by_node.items():
-                free.take(node, indices)
         else:
-            current = tuple(d for d in job.devices if d.index in gpus.get(d.node, ()))
-            kept = current if found == want else keep_subset(current, want)
             free.take_devices(kept)
             placed[job.id] = kept
     return placed, to_place
 
 
-def _keep_one(job: JobView, want: int, gpus: Mapping[str, range]) -> tuple[Device, ...] | None:
-    """What ``keep_held`` keeps of ``job`` when no other job holds its GPUs."""
+def _keep_one(
+    job: JobView, want: int, gpus: Mapping[str, Collection[int]]
+) -> tuple[Device, ...] | None:
+    """What ``job`` keeps of its GPUs while ``gpus`` are free (None: it is to be placed)."""
     current = tuple(d for d in job.devices if d.index in gpus.get(d.node, ()))
     if len(current) < want:
         return None
@@ -77,8 +59,20 @@ def _keep_one(job: JobView, want: int, gpus: Mapping[str, range]) -> tuple[Devic
     return current if len(current) == want else keep_subset(current, want)
 
 
+def _claim(owner: dict[tuple[str, int], str], job: JobView) -> bool:
+    """Note ``job`` as the holder of its GPUs in ``owner``; False where one is already
+    held (by another job, or twice by itself): then the order decides who keeps it."""
+    for d in job.devices:
+        if (d.node, d.index) in owner:
+            return False
+        owner[d.node, d.index] = job.id
+    return True
+
+
 def _held_last(jobs: Sequence[JobView]) -> Sequence[JobView]:
-    """``jobs`` with suspended ones last, in the order ``keep_held`` visits them."""
+    """``jobs`` with suspended ones last, in the order ``keep_held`` visits them: a
+    time-sliced group's running job keeps its GPUs before a suspended resident of the
+    group may, as moving the suspended one costs no running progress."""
     if any(job.suspended for job in jobs):
         return [job for job in jobs if not job.suspended] + [j for j in jobs if j.suspended]
     return jobs
@@ -156,12 +150,8 @@ class LastKept:
             if kept is not None:
                 free.give_devices(kept)
         for job, want in changed:
-            if job.id in now:
+            if job.id in now or not _claim(owner, job):
                 return None
-            for d in job.devices:
-                if (d.node, d.index) in owner:  # shared with another job: order matters
-                    return None
-                owner[d.node, d.index] = job.id
             kept = _keep_one(job, want, self._gpus)
             if kept is not None:
                 free.take_devices(kept)
@@ -190,12 +180,8 @@ class LastKept:
             want = counts.get(job.id, 0)
             if want == 0:
                 continue
-            if job.id in last:
-                return free, placed, to_place  # a job id given twice: nothing kept
-            for d in job.devices:
-                if (d.node, d.index) in owner:
-                    return free, placed, to_place
-                owner[d.node, d.index] = job.id
+            if job.id in last or not _claim(owner, job):
+                return free, placed, to_place  # nothing kept: see _again
             last[job.id] = (job.devices, want, placed.get(job.id))
         self._cluster, self._free, self._last, self._owner = cluster, free.copy(), last, owner
         self._gpus = {n.name: range(n.gpus) for n in cluster.nodes}

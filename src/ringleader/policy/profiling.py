@@ -99,8 +99,7 @@ class LastCandidates:
         for job in jobs:
             hit = last.get(job.id)
             stamp = _made_from(job)
-            same = hit is not None and hit[0] is job and hit[2] == stamp
-            c = hit[1] if same and hit is not None else make(job)
+            c = hit[1] if hit is not None and hit[0] is job and hit[2] == stamp else make(job)
             kept[job.id] = (job, c, stamp)
             known.append(c)
         self._last = kept

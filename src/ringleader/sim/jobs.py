@@ -145,10 +145,13 @@ class JobState:
         if seen is None:
             seen = self.seen = self._view(capacity, needs, restart_s)
         elif self.progressed:
-            effective = self.attained_effective_s if self.job.type_speed else None
-            progress_view(seen, self.remaining, self.attained_gpu_s, effective)
+            progress_view(seen, self.remaining, self.attained_gpu_s, self._effective())
         self.progressed = False
         return seen
+
+    def _effective(self) -> float | None:
+        """Attained service in the job's best GPUs' terms, where its speed differs by type."""
+        return self.attained_effective_s if self.job.type_speed else None
 
     def _view(self, capacity: int, needs: Needs, restart_s: float) -> JobView:
         job = self.job
@@ -165,7 +168,7 @@ class JobState:
             memory_gib=job.memory_gib,
             restart_s=restart_s if job.restart_s is None else job.restart_s,
             type_speed=job.type_speed,
-            attained_effective_s=self.attained_effective_s if job.type_speed else None,
+            attained_effective_s=self._effective(),
         )
         placed = self.target
         truth = job.profile.speed_model if needs.true_model else None
