@@ -51,13 +51,28 @@ def commit() -> str | None:
     return (head + "+dirty" if dirty else head) or None
 
 
+def compiled() -> bool:
+    """Whether this process runs the compiled hot path (``make compiled``)."""
+    from ringleader.hotpath import in_use
+
+    return in_use()
+
+
+def results_file(name: str) -> Path:
+    """``bench/results/NAME.json``; ``NAME-compiled.json`` where the compiled hot path
+    runs, so a build never overwrites the pure-Python figures (the code CI runs)."""
+    return ROOT / "bench" / "results" / (f"{name}-compiled.json" if compiled() else f"{name}.json")
+
+
 def stamp(command: str) -> dict[str, Any]:
-    """What every results file starts with: how to rerun it, the commit, when, how fast."""
+    """What every results file starts with: how to rerun it, the commit, when, how fast,
+    and whether the compiled hot path ran."""
     return {
         "command": command,
         "commit": commit(),
         "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "calibration_s": calibration_s(),
+        "compiled": compiled(),
     }
 
 

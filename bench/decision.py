@@ -21,9 +21,8 @@ import random
 import statistics
 import time
 from dataclasses import replace
-from pathlib import Path
 
-from _common import stamp
+from _common import results_file, stamp
 from ringleader.policy import ClusterView, JobView, Plan, policy_named
 from ringleader.policy.plan import Decider
 from ringleader.policy.views import Device, Observation
@@ -31,7 +30,7 @@ from ringleader.sim.profiles import RESNET110_K40
 from ringleader.spine.deciding import decide
 from ringleader.spine.views import progress_view
 
-OUT = Path(__file__).parent / "results" / "decision.json"
+OUT = results_file("decision")
 JOBS, NODES, REPEAT = 5_000, 1_250, 50
 SETTLE = 10
 """Decisions, at most, for a snapshot's plans to stop moving jobs (``after_one_event_times``)."""

@@ -27,7 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from _common import stamp
+from _common import results_file, stamp
 from decision import after_one_event_times, decide_times
 from ringleader.policy.views import Device
 from ringleader.runtime.executor.local import LocalExecutor
@@ -35,7 +35,7 @@ from ringleader.runtime.gpus import NODE
 from ringleader.runtime.spec import parse_spec
 from ringleader.runtime.store import Store
 
-OUT = Path(__file__).parent / "results" / "scale.json"
+OUT = results_file("scale")
 QUEUES = (1_000, 10_000, 50_000)
 
 

@@ -18,15 +18,14 @@ import os
 import platform
 import sys
 import time
-from pathlib import Path
 
-from _common import stamp
+from _common import results_file, stamp
 from ringleader.policy import ClusterView, policy_named
 from ringleader.scenarios.table3 import LOADS, STRATEGIES, run_table3
 from ringleader.sim import RESNET110_K40, SimJob, Simulator
 from ringleader.sim.arrivals import poisson_arrivals
 
-OUT = Path(__file__).parent / "results" / "sim.json"
+OUT = results_file("sim")
 
 
 def bench_table3(seeds: int = 10) -> dict[str, object]:

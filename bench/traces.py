@@ -11,15 +11,14 @@ from __future__ import annotations
 import json
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
-from _common import stamp, trace_workload
+from _common import results_file, stamp, trace_workload
 from ringleader.policy import policy_named
 from ringleader.sim import Simulator
 from ringleader.traces.load import available_traces
 
-OUT = Path(__file__).parent / "results" / "traces.json"
+OUT = results_file("traces")
 POLICIES = ("fifo", "tiresias", "ringleader")
 
 

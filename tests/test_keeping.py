@@ -112,9 +112,10 @@ def test_an_error_half_way_leaves_the_next_decision_afresh() -> None:
     a = resnet_job("a", workers=2, devices=(Device("node0", 0), Device("node0", 1)))
     kept = LastKept()
     kept.keep_held({"a": 2}, [a], cluster)
-    # "a" left, so its GPUs went back, and then a malformed device raised.
-    bad = resnet_job("b", workers=1, devices=(Device(["node1"], 0),))  # type: ignore[arg-type]
-    with pytest.raises(TypeError):
+    # "a" left, so its GPUs went back, and then a malformed device raised (a name
+    # where a Device belongs: AttributeError in Python, TypeError compiled).
+    bad = resnet_job("b", workers=1, devices=("node1:0",))
+    with pytest.raises((AttributeError, TypeError)):
         kept.keep_held({"b": 1}, [bad], cluster)
     fresh = FreeGPUs(cluster)
     want = _outcome(fresh, *keep_held({"a": 2}, [a], fresh))

@@ -11,6 +11,10 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
+from ringleader import hotpath as _hotpath
+
+_hotpath.choose()  # the compiled hot path, only where it matches its source
+
 if TYPE_CHECKING:
     from ringleader.client import Client
 

@@ -8,7 +8,7 @@ A place stage starts from one of these, takes the GPUs that running jobs keep
 from __future__ import annotations
 
 import heapq
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator, Mapping
 
 from ringleader.policy.views import ClusterView, Device
 
@@ -24,22 +24,31 @@ class FreeGPUs:
     type has one set of heaps and searches exactly as an untyped one.
     """
 
-    def __init__(self, cluster: ClusterView) -> None:
-        self.free: dict[str, set[int]] = {n.name: set(range(n.gpus)) for n in cluster.nodes}
-        self.order = {n.name: i for i, n in enumerate(cluster.nodes)}
-        self.type_of = cluster.node_types
-        self.types = cluster.types
-        self.widest = max((n.gpus for n in cluster.nodes), default=0)
+    def __init__(self, cluster: ClusterView | FreeGPUs) -> None:
+        """All of ``cluster``'s GPUs free; or, given another ``FreeGPUs``, the same free
+        GPUs in sets of its own (the index is built again on first search)."""
+        self.free: dict[str, set[int]]
+        self.order: dict[str, int]
+        self.type_of: Mapping[str, str]
+        self.types: tuple[str, ...]
+        self.widest: int
+        self.total: int
+        if isinstance(cluster, FreeGPUs):
+            self.free = {name: set(gpus) for name, gpus in cluster.free.items()}
+            self.order, self.type_of, self.types = cluster.order, cluster.type_of, cluster.types
+            self.widest, self.total = cluster.widest, cluster.total
+        else:
+            self.free = {n.name: set(range(n.gpus)) for n in cluster.nodes}
+            self.order = {n.name: i for i, n in enumerate(cluster.nodes)}
+            self.type_of = cluster.node_types
+            self.types = cluster.types
+            self.widest = max((n.gpus for n in cluster.nodes), default=0)
+            self.total = sum(len(gpus) for gpus in self.free.values())
         self._heaps: dict[str, list[list[tuple[int, str]]]] | None = None
-        self.total = sum(len(gpus) for gpus in self.free.values())
 
     def copy(self) -> FreeGPUs:
         """The same free GPUs in sets of its own (the index is built again on first search)."""
-        new = FreeGPUs.__new__(FreeGPUs)
-        new.free = {name: set(gpus) for name, gpus in self.free.items()}
-        new.order, new.type_of, new.types = self.order, self.type_of, self.types
-        new.widest, new._heaps, new.total = self.widest, None, self.total
-        return new
+        return FreeGPUs(self)
 
     @property
     def heaps(self) -> dict[str, list[list[tuple[int, str]]]]:

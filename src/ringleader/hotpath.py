@@ -1,0 +1,227 @@
+"""The optional compiled hot path: the simulator and the policy core built with mypyc.
+
+A simulation or a decision spends its time in a few modules (the event loop,
+the job states, the policy stages and the views they read). ``make compiled``
+builds exactly those modules, unchanged, into C extensions beside their
+sources; Python then imports the extension before the ``.py``. The pure-Python
+code stays the reference: it is what CI tests and what runs wherever nothing
+was built, and the compiled build plays the same runs to the same bits
+(``bench/same_runs.py --check``).
+
+An extension that no longer matches its source would run old code silently,
+so the build records each source's digest, and ``ringleader`` checks them when
+first imported: if any source changed since (or ``RINGLEADER_PURE`` is set),
+every listed module is loaded from its ``.py`` instead, with a warning saying
+how to rebuild. A half-compiled mix never runs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import json
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from types import ModuleType
+
+MODULES: tuple[str, ...] = (
+    "ringleader.sim.jobs",
+    "ringleader.sim.engine",
+    "ringleader.sim.result",
+    "ringleader.spine.actions",
+    "ringleader.spine.deciding",
+    "ringleader.spine.observe",
+    "ringleader.spine.views",
+    "ringleader.policy.allocator",
+    "ringleader.policy.fairshare",
+    "ringleader.policy.free",
+    "ringleader.policy.hetero",
+    "ringleader.policy.keeping",
+    "ringleader.policy.needs",
+    "ringleader.policy.objective",
+    "ringleader.policy.order",
+    "ringleader.policy.packing",
+    "ringleader.policy.payback",
+    "ringleader.policy.plan",
+    "ringleader.policy.profiling",
+    "ringleader.policy.sharing",
+    "ringleader.policy.stack",
+    "ringleader.policy.timeslice",
+    "ringleader.policy.traffic",
+    "ringleader.policy.views",
+)
+"""What ``make compiled`` builds: where a trace simulation and a decision spend their time."""
+
+PACKAGE = Path(__file__).resolve().parent
+SOURCES = PACKAGE.parent
+"""The directory holding the ``ringleader`` package (``src/`` in a checkout)."""
+STAMP = PACKAGE / "_compiled.json"
+"""Written by a build: each compiled module's source digest, and the Python it is for."""
+GROUP = "ringleader_hot"
+"""The name of the one shared library a build makes (``src/ringleader_hot__mypyc*.so``)."""
+PURE_ENV = "RINGLEADER_PURE"
+
+
+def source_of(module: str, root: Path = SOURCES) -> Path:
+    return root.joinpath(*module.split(".")).with_suffix(".py")
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def extensions(root: Path = SOURCES) -> dict[str, Path]:
+    """The listed modules that have a built extension beside their source."""
+    found: dict[str, Path] = {}
+    by_dir: dict[Path, list[str]] = {}
+    for module in MODULES:
+        by_dir.setdefault(source_of(module, root).parent, []).append(module)
+    suffixes = tuple(importlib.machinery.EXTENSION_SUFFIXES)
+    for folder, modules in by_dir.items():
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            continue
+        for name in names:
+            if not name.endswith(suffixes):
+                continue
+            stem = name.split(".", 1)[0]
+            for module in modules:
+                if module.rsplit(".", 1)[1] == stem:
+                    found[module] = folder / name
+    return found
+
+
+def stale(root: Path = SOURCES, stamp: Path | None = None) -> list[str]:
+    """The listed modules whose extension would not run their source as it is now:
+    source changed since the build, built for another Python, or not built while
+    others were. Empty where all match, or where nothing is built."""
+    built = extensions(root)
+    if not built:
+        return []
+    stamp = stamp if stamp is not None else root / "ringleader" / STAMP.name
+    try:
+        recorded = json.loads(stamp.read_text())
+        digests = recorded["modules"] if recorded.get("python") == sys.version else {}
+    except (OSError, ValueError, KeyError, TypeError):
+        digests = {}
+    changed = []
+    for module in MODULES:
+        source = source_of(module, root)
+        if module not in built or digests.get(module) != digest(source):
+            changed.append(module)
+    return changed
+
+
+class _FromSource(importlib.abc.MetaPathFinder):
+    """Loads the listed modules from their ``.py``, passing over a built extension."""
+
+    def __init__(self, modules: Sequence[str], root: Path) -> None:
+        self.modules = frozenset(modules)
+        self.root = root
+
+    def find_spec(
+        self, fullname: str, path: object = None, target: ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        if fullname not in self.modules:
+            return None
+        return importlib.util.spec_from_file_location(fullname, source_of(fullname, self.root))
+
+
+def choose() -> None:
+    """Run the compiled modules only where every one matches its source (see the module
+    docstring); called once, when ``ringleader`` is first imported."""
+    if any(isinstance(f, _FromSource) for f in sys.meta_path):
+        return
+    if os.environ.get(PURE_ENV):
+        if extensions():
+            sys.meta_path.insert(0, _FromSource(MODULES, SOURCES))
+        return
+    changed = stale()
+    if changed:
+        sys.meta_path.insert(0, _FromSource(MODULES, SOURCES))
+        names = ", ".join(changed[:3])
+        if len(changed) > 3:
+            names += f" and {len(changed) - 3} more"
+        sys.stderr.write(
+            f"ringleader: the compiled hot path does not match its source ({names}): "
+            "running the pure-Python code. `make compiled` builds it again, "
+            "`make uncompiled` removes it.\n"
+        )
+
+
+def in_use() -> bool:
+    """Whether this process runs the compiled modules (benchmarks record it)."""
+    import ringleader.sim.engine as engine
+
+    return not str(engine.__file__).endswith(".py")
+
+
+def remove() -> list[Path]:
+    """Delete every built extension of the listed modules, the shared library and the
+    stamp; the pure-Python code runs again. Returns what it deleted."""
+    gone = list(extensions().values())
+    gone += [p for p in SOURCES.glob(f"{GROUP}__mypyc*") if p.is_file()]
+    gone += [STAMP] if STAMP.exists() else []
+    for path in gone:
+        path.unlink()
+    return gone
+
+
+def build() -> None:
+    """Compile the listed modules with mypyc beside their sources and record their digests."""
+    try:
+        from mypyc.build import mypycify
+        from setuptools import setup  # type: ignore[import-untyped]
+    except ImportError as exc:
+        raise SystemExit(
+            f"make compiled: {exc.name} is missing; it comes with the dev extras "
+            "(pip install -e '.[dev]'), which `make` installs in .venv"
+        ) from None
+    remove()
+    paths = [str(source_of(m).relative_to(SOURCES)) for m in MODULES]
+    with tempfile.TemporaryDirectory(prefix="ringleader-hot-") as tmp:
+        here = os.getcwd()
+        os.chdir(SOURCES)  # mypyc names modules by their path from here
+        try:
+            setup(
+                name=GROUP,
+                ext_modules=mypycify(paths, group_name=GROUP, target_dir=str(Path(tmp, "c"))),
+                script_args=["--quiet", "build_ext", "--inplace", "--build-temp", tmp],
+            )
+        finally:
+            os.chdir(here)
+    digests = {m: digest(source_of(m)) for m in MODULES}
+    STAMP.write_text(json.dumps({"python": sys.version, "modules": digests}, indent=2) + "\n")
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """``build``, ``remove`` or ``status``: what ``make compiled`` and ``make uncompiled``
+    call (``python -c 'from ringleader.hotpath import main; main(["status"])'``)."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    what = args[0] if args else "status"
+    if what == "build":
+        started = time.perf_counter()
+        print(f"compiling {len(MODULES)} modules with mypyc (a minute or two) ...", flush=True)
+        build()
+        print(f"built in {time.perf_counter() - started:.0f} s: {len(extensions())} modules")
+    elif what == "remove":
+        print(f"removed {len(remove())} files: the pure-Python code runs")
+    elif what == "status":
+        built, changed = extensions(), stale()
+        if built and os.environ.get(PURE_ENV):
+            print(f"built, but {PURE_ENV} is set: pure Python runs")
+        elif not built:
+            print("pure Python: nothing built (make compiled builds the hot path)")
+        elif changed:
+            print(f"built but stale ({len(changed)} of {len(MODULES)} modules): pure Python runs")
+        else:
+            print(f"compiled: {len(built)} modules built and matching their source")
+    else:
+        raise SystemExit(f"hotpath: build, remove or status, not {what!r}")
