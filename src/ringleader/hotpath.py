@@ -33,6 +33,7 @@ from types import ModuleType
 MODULES: tuple[str, ...] = (
     "ringleader.sim.jobs",
     "ringleader.sim.engine",
+    "ringleader.sim.occupancy",
     "ringleader.sim.result",
     "ringleader.spine.actions",
     "ringleader.spine.deciding",

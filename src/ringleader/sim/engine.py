@@ -33,6 +33,7 @@ from ringleader.policy.views import ClusterView
 from ringleader.sim.errors import SimulationStalled
 from ringleader.sim.host import Host
 from ringleader.sim.jobs import DONE, JobState, SimJob
+from ringleader.sim.occupancy import Occupancy
 from ringleader.sim.result import JobProgress, SimResult, sample_shares
 from ringleader.spine.actions import (
     EventCounts,
@@ -131,9 +132,12 @@ class Simulator:
         worked out again even if the plan moves nobody."""
         self.host = host
         """Shared host resources (the fidelity replay's CPU cores); None: GPUs share nothing."""
+        self._occupancy = Occupancy()
+        """The GPUs the jobs run on and hold, as ``_apply`` and completions change them."""
 
     def run(self) -> SimResult:
         started = time.perf_counter()
+        occupancy = self._occupancy = Occupancy()
         pending = self.jobs
         nxt = 0
         active: dict[str, JobState] = {}
@@ -172,7 +176,7 @@ class Simulator:
                 running = self._contend(active, running)
                 gpus = None
             if gpus is None:  # somebody started, stopped, moved or left
-                gpus = plan.busy_gpus, plan.held_gpus
+                gpus = occupancy.busy, occupancy.held  # as the plan's busy_gpus, held_gpus
             point = UsagePoint(now, *gpus, len(active))
             if usage and usage[-1].time == now:
                 usage[-1] = point
@@ -214,6 +218,7 @@ class Simulator:
             finished = [s for s in running if s.remaining <= DONE]
             for state in finished:
                 del active[state.job.id]
+                occupancy.remove(state.devices, state.workers, state.suspended)
                 if state.partners or self.host is not None:
                     self._jobs_changed = True  # who shared with it runs faster now
                 state.finished_at = now
@@ -285,7 +290,9 @@ class Simulator:
                     state.counts.add(Kind.RESUME)
                 elif isinstance(action, Suspend):
                     state.counts.add(Kind.SUSPEND)
+            self._occupancy.remove(state.devices, state.workers, state.suspended)
             state.carry_out(target, alive)
+            self._occupancy.add(state.devices, state.workers, state.suspended)
             if state.running != was_running:
                 state.state_since = now
         return changed
@@ -307,7 +314,11 @@ class Simulator:
         running = [s for s in active.values() if s.running]
         for state in ran:
             state.partners, state.factor, state.type_factor = (), 1.0, 1.0
-        partners = co_runners({s.job.id: s.devices[: s.workers] for s in running})
+        partners = (
+            co_runners({s.job.id: s.devices[: s.workers] for s in running})
+            if self._occupancy.shared  # else no GPU runs two jobs: nobody has partners
+            else {}
+        )
         for state in running:
             state.partners, state.factor = partners.get(state.job.id, ()), 1.0
         if self._typed:

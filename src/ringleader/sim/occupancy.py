@@ -1,0 +1,73 @@
+"""Which GPUs the simulated jobs use, kept by change instead of counted at every event.
+
+The engine needs three figures after each placement: the GPUs some job runs
+on, the GPUs some job holds (running, suspended or reserved), and whether any
+GPU runs two jobs (only then must it work out who packs with whom). Counted
+from scratch they walk every device of every job: at 10,000 busy GPUs that
+was about a third of a simulation whose decisions move a few jobs each. Here
+a job's devices are taken out before it changes and put back after, so each
+placement costs what it moved.
+"""
+
+from __future__ import annotations
+
+from ringleader.policy.views import Device
+
+_Key = tuple[str, int]
+
+
+class Occupancy:
+    """Per GPU, how many jobs run on it and how many hold it."""
+
+    __slots__ = ("_held", "_running", "shared")
+
+    def __init__(self) -> None:
+        self._running: dict[_Key, int] = {}
+        self._held: dict[_Key, int] = {}
+        self.shared = 0
+        """GPUs that two or more jobs run on (0: nobody packs, the usual case)."""
+
+    @property
+    def busy(self) -> int:
+        """GPUs on which some job runs (a packed GPU counts once)."""
+        return len(self._running)
+
+    @property
+    def held(self) -> int:
+        """GPUs some job holds: running, suspended or reserved."""
+        return len(self._held)
+
+    def add(self, devices: tuple[Device, ...], workers: int, suspended: bool) -> None:
+        """A job now holds ``devices`` and runs on the first ``workers`` unless suspended."""
+        held, running = self._held, self._running
+        for d in devices:
+            key = (d.node, d.index)
+            held[key] = held.get(key, 0) + 1
+        if workers > 0 and not suspended:
+            for d in devices[:workers]:
+                key = (d.node, d.index)
+                n = running.get(key, 0) + 1
+                running[key] = n
+                if n == 2:
+                    self.shared += 1
+
+    def remove(self, devices: tuple[Device, ...], workers: int, suspended: bool) -> None:
+        """The inverse of ``add`` with the same arguments."""
+        held, running = self._held, self._running
+        for d in devices:
+            key = (d.node, d.index)
+            n = held[key] - 1
+            if n:
+                held[key] = n
+            else:
+                del held[key]
+        if workers > 0 and not suspended:
+            for d in devices[:workers]:
+                key = (d.node, d.index)
+                n = running[key] - 1
+                if n == 1:
+                    self.shared -= 1
+                if n:
+                    running[key] = n
+                else:
+                    del running[key]
