@@ -17,15 +17,12 @@ how to rebuild. A half-compiled mix never runs.
 
 from __future__ import annotations
 
-import hashlib
-import importlib.abc
+# Imported by every `import ringleader` (each CLI command, each job): where
+# nothing is built this costs three directory listings, so hashlib, json and the
+# build's own imports wait until something is built.
 import importlib.machinery
-import importlib.util
-import json
 import os
 import sys
-import tempfile
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
@@ -74,6 +71,8 @@ def source_of(module: str, root: Path = SOURCES) -> Path:
 
 
 def digest(path: Path) -> str:
+    import hashlib
+
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
@@ -106,6 +105,8 @@ def stale(root: Path = SOURCES, stamp: Path | None = None) -> list[str]:
     built = extensions(root)
     if not built:
         return []
+    import json
+
     stamp = stamp if stamp is not None else root / "ringleader" / STAMP.name
     try:
         recorded = json.loads(stamp.read_text())
@@ -120,7 +121,7 @@ def stale(root: Path = SOURCES, stamp: Path | None = None) -> list[str]:
     return changed
 
 
-class _FromSource(importlib.abc.MetaPathFinder):
+class _FromSource:
     """Loads the listed modules from their ``.py``, passing over a built extension."""
 
     def __init__(self, modules: Sequence[str], root: Path) -> None:
@@ -132,6 +133,8 @@ class _FromSource(importlib.abc.MetaPathFinder):
     ) -> importlib.machinery.ModuleSpec | None:
         if fullname not in self.modules:
             return None
+        import importlib.util
+
         return importlib.util.spec_from_file_location(fullname, source_of(fullname, self.root))
 
 
@@ -177,6 +180,9 @@ def remove() -> list[Path]:
 
 def build() -> None:
     """Compile the listed modules with mypyc beside their sources and record their digests."""
+    import json
+    import tempfile
+
     try:
         from mypyc.build import mypycify
         from setuptools import setup  # type: ignore[import-untyped]
@@ -208,6 +214,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
     what = args[0] if args else "status"
     if what == "build":
+        import time
+
         started = time.perf_counter()
         print(f"compiling {len(MODULES)} modules with mypyc (a minute or two) ...", flush=True)
         build()
