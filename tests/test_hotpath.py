@@ -31,6 +31,8 @@ def _tree(root: Path, built: bool = True) -> Path:
         digests[module] = hotpath.digest(source)
         if built:
             source.with_name(source.stem + SUFFIX).write_bytes(b"")
+    if built:
+        (root / f"{hotpath.GROUP}__mypyc{SUFFIX}").write_bytes(b"")
     stamp = root / "ringleader" / hotpath.STAMP.name
     stamp.write_text(json.dumps({"python": sys.version, "modules": digests}))
     return stamp
@@ -60,6 +62,23 @@ def test_a_module_left_unbuilt_makes_the_build_stale(tmp_path: Path) -> None:
     source = hotpath.source_of("ringleader.policy.stack", tmp_path)
     source.with_name(source.stem + SUFFIX).unlink()
     assert hotpath.stale(tmp_path) == ["ringleader.policy.stack"]
+
+
+def test_an_unlisted_module_built_long_ago_makes_the_build_stale(tmp_path: Path) -> None:
+    """A module dropped from MODULES since the build must not run its old code."""
+    _tree(tmp_path)
+    old = tmp_path / "ringleader" / "sim" / "retired.py"
+    old.write_text("OLD = True\n")
+    old.with_name("retired" + SUFFIX).write_bytes(b"")
+    assert hotpath.stale(tmp_path) == ["ringleader.sim.retired"]
+    old.unlink()  # its source deleted too: still stale, and no error
+    assert hotpath.stale(tmp_path) == ["ringleader.sim.retired"]
+
+
+def test_the_shared_library_gone_makes_every_module_stale(tmp_path: Path) -> None:
+    _tree(tmp_path)
+    (tmp_path / f"{hotpath.GROUP}__mypyc{SUFFIX}").unlink()
+    assert hotpath.stale(tmp_path) == list(hotpath.MODULES)
 
 
 @pytest.mark.parametrize("stamp_text", ["", "{not json", json.dumps({"python": "2.7"})])

@@ -71,37 +71,34 @@ def source_of(module: str, root: Path = SOURCES) -> Path:
 
 
 def digest(path: Path) -> str:
+    """The source's SHA-256 ("" where there is none: a module deleted since the build)."""
     import hashlib
 
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return ""
 
 
 def extensions(root: Path = SOURCES) -> dict[str, Path]:
-    """The listed modules that have a built extension beside their source."""
+    """Every built extension module in the package, listed or not (a module dropped
+    from ``MODULES`` since a build would otherwise run its old code unchecked)."""
     found: dict[str, Path] = {}
-    by_dir: dict[Path, list[str]] = {}
-    for module in MODULES:
-        by_dir.setdefault(source_of(module, root).parent, []).append(module)
     suffixes = tuple(importlib.machinery.EXTENSION_SUFFIXES)
-    for folder, modules in by_dir.items():
-        try:
-            names = os.listdir(folder)
-        except OSError:
-            continue
+    for folder, dirs, names in os.walk(root / "ringleader"):
+        dirs[:] = [d for d in dirs if d != "__pycache__"]
+        package = Path(folder).relative_to(root).parts
         for name in names:
-            if not name.endswith(suffixes):
-                continue
-            stem = name.split(".", 1)[0]
-            for module in modules:
-                if module.rsplit(".", 1)[1] == stem:
-                    found[module] = folder / name
+            if name.endswith(suffixes):
+                found[".".join((*package, name.split(".", 1)[0]))] = Path(folder, name)
     return found
 
 
 def stale(root: Path = SOURCES, stamp: Path | None = None) -> list[str]:
-    """The listed modules whose extension would not run their source as it is now:
-    source changed since the build, built for another Python, or not built while
-    others were. Empty where all match, or where nothing is built."""
+    """The modules whose extension would not run their source as it is now: source
+    changed since the build, built for another Python, listed but not built, built
+    but not recorded, or the build's shared library gone. Empty where all match, or
+    where nothing is built."""
     built = extensions(root)
     if not built:
         return []
@@ -113,8 +110,10 @@ def stale(root: Path = SOURCES, stamp: Path | None = None) -> list[str]:
         digests = recorded["modules"] if recorded.get("python") == sys.version else {}
     except (OSError, ValueError, KeyError, TypeError):
         digests = {}
+    if not any(root.glob(f"{GROUP}__mypyc*")):
+        digests = {}
     changed = []
-    for module in MODULES:
+    for module in (*MODULES, *sorted(built.keys() - set(MODULES))):
         source = source_of(module, root)
         if module not in built or digests.get(module) != digest(source):
             changed.append(module)
@@ -131,11 +130,12 @@ class _FromSource:
     def find_spec(
         self, fullname: str, path: object = None, target: ModuleType | None = None
     ) -> importlib.machinery.ModuleSpec | None:
-        if fullname not in self.modules:
+        source = source_of(fullname, self.root)
+        if fullname not in self.modules or not source.exists():
             return None
         import importlib.util
 
-        return importlib.util.spec_from_file_location(fullname, source_of(fullname, self.root))
+        return importlib.util.spec_from_file_location(fullname, source)
 
 
 def choose() -> None:
@@ -143,13 +143,15 @@ def choose() -> None:
     docstring); called once, when ``ringleader`` is first imported."""
     if any(isinstance(f, _FromSource) for f in sys.meta_path):
         return
+    built = extensions()
+    if not built:
+        return
     if os.environ.get(PURE_ENV):
-        if extensions():
-            sys.meta_path.insert(0, _FromSource(MODULES, SOURCES))
+        sys.meta_path.insert(0, _FromSource([*MODULES, *built], SOURCES))
         return
     changed = stale()
     if changed:
-        sys.meta_path.insert(0, _FromSource(MODULES, SOURCES))
+        sys.meta_path.insert(0, _FromSource([*MODULES, *built], SOURCES))
         names = ", ".join(changed[:3])
         if len(changed) > 3:
             names += f" and {len(changed) - 3} more"
