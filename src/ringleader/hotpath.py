@@ -201,7 +201,11 @@ def build() -> None:
         try:
             setup(
                 name=GROUP,
-                ext_modules=mypycify(paths, group_name=GROUP, target_dir=str(Path(tmp, "c"))),
+                ext_modules=mypycify(
+                    [*paths, f"--cache-dir={Path(tmp, 'mypy')}"],  # not a cache in src/
+                    group_name=GROUP,
+                    target_dir=str(Path(tmp, "c")),
+                ),
                 script_args=["--quiet", "build_ext", "--inplace", "--build-temp", tmp],
             )
         finally:
