@@ -206,7 +206,10 @@ def build() -> None:
                     group_name=GROUP,
                     target_dir=str(Path(tmp, "c")),
                 ),
-                script_args=["--quiet", "build_ext", "--inplace", "--build-temp", tmp],
+                script_args=[
+                    *("--quiet", "build_ext", "--inplace"),
+                    *("--build-temp", tmp, "--build-lib", str(Path(tmp, "lib"))),
+                ],
             )
         finally:
             os.chdir(here)
