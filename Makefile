@@ -23,7 +23,7 @@ table3: $(STAMP)
 		--json demo-output/table3.json --plot demo-output/table3.png
 
 # Optional: the simulator and the policy core compiled with mypyc (needs a C
-# compiler; ~1 min). The same runs to the same bits, 1.6-1.9x faster; the
+# compiler; ~1 min). The same runs to the same bits, 1.7-1.9x faster; the
 # pure-Python code runs wherever nothing is built, or where the source changed
 # since (ringleader says so), or with RINGLEADER_PURE=1. See ringleader/hotpath.py.
 compiled: $(STAMP)
