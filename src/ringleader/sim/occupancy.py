@@ -3,8 +3,8 @@
 The engine needs three figures after each placement: the GPUs some job runs
 on, the GPUs some job holds (running, suspended or reserved), and whether any
 GPU runs two jobs (only then must it work out who packs with whom). Counted
-from scratch they walk every device of every job: at 10,000 busy GPUs that
-was about a third of a simulation whose decisions move a few jobs each. Here
+from scratch they walk every device of every job: at 10,000 busy GPUs, with
+decisions that move a few jobs each, that was half the wall time. Here
 a job's devices are taken out before it changes and put back after, so each
 placement costs what it moved.
 """
