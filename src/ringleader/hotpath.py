@@ -18,8 +18,8 @@ how to rebuild. A half-compiled mix never runs.
 from __future__ import annotations
 
 # Imported by every `import ringleader` (each CLI command, each job): where
-# nothing is built this costs three directory listings, so hashlib, json and the
-# build's own imports wait until something is built.
+# nothing is built this costs one walk of the package's directories, so hashlib,
+# json and the build's own imports wait until something is built.
 import importlib.machinery
 import os
 import sys
@@ -94,12 +94,14 @@ def extensions(root: Path = SOURCES) -> dict[str, Path]:
     return found
 
 
-def stale(root: Path = SOURCES, stamp: Path | None = None) -> list[str]:
+def stale(
+    root: Path = SOURCES, stamp: Path | None = None, built: dict[str, Path] | None = None
+) -> list[str]:
     """The modules whose extension would not run their source as it is now: source
     changed since the build, built for another Python, listed but not built, built
     but not recorded, or the build's shared library gone. Empty where all match, or
-    where nothing is built."""
-    built = extensions(root)
+    where nothing is built. ``built``: ``extensions(root)``, where the caller has it."""
+    built = extensions(root) if built is None else built
     if not built:
         return []
     import json
@@ -130,8 +132,10 @@ class _FromSource:
     def find_spec(
         self, fullname: str, path: object = None, target: ModuleType | None = None
     ) -> importlib.machinery.ModuleSpec | None:
+        if fullname not in self.modules:
+            return None  # every other import in the process passes here: no file look-up
         source = source_of(fullname, self.root)
-        if fullname not in self.modules or not source.exists():
+        if not source.exists():
             return None
         import importlib.util
 
@@ -149,7 +153,7 @@ def choose() -> None:
     if os.environ.get(PURE_ENV):
         sys.meta_path.insert(0, _FromSource([*MODULES, *built], SOURCES))
         return
-    changed = stale()
+    changed = stale(built=built)
     if changed:
         sys.meta_path.insert(0, _FromSource([*MODULES, *built], SOURCES))
         names = ", ".join(changed[:3])
@@ -232,7 +236,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     elif what == "remove":
         print(f"removed {len(remove())} files: the pure-Python code runs")
     elif what == "status":
-        built, changed = extensions(), stale()
+        built = extensions()
+        changed = stale(built=built)
         if built and os.environ.get(PURE_ENV):
             print(f"built, but {PURE_ENV} is set: pure Python runs")
         elif not built:
