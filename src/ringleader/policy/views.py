@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Final
 
 from ringleader.perf.allreduce import Algorithm
 from ringleader.perf.epochs import EpochsToConverge
@@ -113,13 +114,43 @@ class JobShape:
         return self.batch_per_worker if self.global_batch is None else self.global_batch / workers
 
 
-@dataclass(frozen=True, slots=True)
 class Observation:
-    """Mean measured seconds per minibatch at one worker count, and for how long."""
+    """Mean measured seconds per minibatch at one worker count, and for how long.
 
-    step_time: float
-    seconds: float
-    batch_per_worker: float
+    A value like the frozen dataclasses here (equal by fields, hashable, and
+    read-only once built: ``Final``, which the compiled build enforces), but
+    written out by hand: a running job's is made anew at every simulated
+    event (``spine.observe.fold``), and a frozen dataclass is built through
+    ``object.__setattr__`` per field, 330 ns against 25 ns compiled, a tenth
+    of a trace simulation under the default policy.
+    """
+
+    __slots__ = ("batch_per_worker", "seconds", "step_time")
+
+    def __init__(self, step_time: float, seconds: float, batch_per_worker: float) -> None:
+        self.step_time: Final = step_time
+        self.seconds: Final = seconds
+        self.batch_per_worker: Final = batch_per_worker
+
+    def _key(self) -> tuple[float, float, float]:
+        return (self.step_time, self.seconds, self.batch_per_worker)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Observation):
+            return NotImplemented
+        return self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return (
+            f"Observation(step_time={self.step_time!r}, seconds={self.seconds!r}, "
+            f"batch_per_worker={self.batch_per_worker!r})"
+        )
+
+    def __reduce__(self) -> tuple[type[Observation], tuple[float, float, float]]:
+        return (Observation, self._key())
 
 
 @dataclass(frozen=True, slots=True)
