@@ -17,40 +17,13 @@ Both take the jobs in the order the order stage put them
 
 from __future__ import annotations
 
-import heapq
-import math
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import NamedTuple, Protocol
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
 
+from ringleader.policy.growth import Chains, Counts, Growth, Step, greedy
 from ringleader.policy.objective import Candidate
-from ringleader.policy.payback import pays, saved_by
-from ringleader.policy.plan import (
-    AT_MAX,
-    NO_GAIN,
-    NO_MODEL,
-    OUTBID,
-    RESTART_NOT_WON,
-    UNMEASURED,
-    Note,
-)
 from ringleader.policy.views import JobView
-
-Counts = dict[str, int]
-
-
-class Growth(NamedTuple):
-    """What ``grow`` returns: every job's size, and why each job it weighed stopped.
-
-    ``notes``: a ``plan.Sizing`` as a plain ``Note``, for the jobs whose
-    growth the allocator weighed; a job it did not is ``FIXED``
-    (``plan.SizingNotes``). ``later``: the notes of the steps it had no
-    GPUs for, written only if someone asks (most decisions' never are).
-    """
-
-    counts: Counts
-    notes: dict[str, Note]
-    later: Callable[[], dict[str, Note]] | None = None
 
 
 class Allocator(Protocol):
@@ -101,18 +74,6 @@ def backfill_base(jobs: Sequence[Candidate], capacity: int, size_of: _SizeOf) ->
     return counts
 
 
-def start_size(job: JobView) -> int:
-    """The most an elastic job gets before it is measured: its spec's ``gpus``, when raised.
-
-    An elastic job whose ``gpus`` is above its minimum asked to start there;
-    left at the minimum (the default) it states no start, and unmeasured
-    growth goes up to its maximum. Measured, the speed model decides.
-    """
-    if job.elastic and job.requested_gpus > job.min_gpus:
-        return job.requested_gpus
-    return job.max_gpus
-
-
 def least_size(job: JobView) -> int:
     """The fewest GPUs ``job`` runs on: its minimum if elastic, else its request.
 
@@ -152,123 +113,6 @@ class FixedSize:
         return Growth(dict(counts), {})
 
 
-def _greedy(
-    jobs: Sequence[Candidate],
-    counts: Counts,
-    free: int,
-    step: _Step,
-    *,
-    per_epoch: bool = False,
-) -> Growth:
-    """Hand out GPUs by repeatedly taking the best-scoring next step of any job.
-
-    ``step(c, w)`` returns ``(gpus added, objective at w, objective after)``
-    for growing ``c`` from ``w`` workers, or ``None`` when it cannot grow; a
-    step's score is the objective it saves per added GPU (``per_epoch``: the
-    objective is seconds per epoch, not remaining seconds). A step that does
-    not fit the GPUs left is dropped for good: free GPUs only ever shrink. A
-    step that takes a running job past its size without winning back the
-    restart is never taken (``ringleader.policy.payback``).
-
-    A job not yet measured (``Candidate.measured`` false) grows first, in
-    FIFO order, up to its ``start_size``: its guessed model has no scale to
-    compare with measured jobs
-    (before its first report even its examples per epoch are unknown), and
-    ranking it on the guess would give it GPUs one moment and take them back
-    the moment it reports, a restart for nothing.
-
-    Where each job's growth stopped, and on what numbers, is noted as it
-    happens (``Growth``).
-    """
-    out = dict(counts)
-    # Notes are plain tuples in ``Sizing``'s field order (see ``plan.Sizing``):
-    # stop, workers, next_workers, before_s, after_s, per_epoch, free, bar,
-    # saved_s, limit, held, measured.
-    notes: dict[str, Note] = {}
-    heap: list[tuple[float, int, int]] = []
-    by_index = list(jobs)
-    queued: list[tuple[int, float, float] | None] = [None] * len(by_index)
-    """Each job's step in the heap, as ``step`` returned it."""
-    dropped: list[tuple[int, int]] = []
-    """Steps not taken because they did not fit the GPUs left: (job index, GPUs left)."""
-    bar: float | None = None
-
-    def push(i: int, c: Candidate, w: int) -> None:
-        nxt = step(c, w)
-        if nxt is None:
-            notes[c.job.id] = (AT_MAX, w, None, None, None, per_epoch, *_NONE3, c.job.max_gpus)
-            return
-        add, before, after = nxt
-        if not c.measured and w + add > start_size(c.job):
-            # Not measured yet: no bigger than the size it asked to start at.
-            notes[c.job.id] = (UNMEASURED, w, w + add, before, after, per_epoch, *_NONE5, False)
-            return
-        score = (before - after) / add
-        if score <= 0:
-            notes[c.job.id] = (NO_GAIN, w, w + add, before, after, per_epoch, *_NONE5, c.measured)
-            return
-        if not pays(c, w + add):
-            saved = saved_by(c, w + add)
-            notes[c.job.id] = (
-                RESTART_NOT_WON,
-                w,
-                w + add,
-                before,
-                after,
-                per_epoch,
-                None,
-                None,
-                saved,
-            )
-            return
-        queued[i] = nxt
-        heapq.heappush(heap, (-(score if c.measured else math.inf), i, add))
-
-    for i, c in enumerate(by_index):
-        w = out.get(c.job.id, 0)
-        if w == 0 or not c.job.elastic:
-            continue  # waiting, or FIXED (the default)
-        if c.speed is None:
-            notes[c.job.id] = (NO_MODEL, w)
-        else:
-            push(i, c, w)
-    while heap and free > 0:
-        neg, i, add = heapq.heappop(heap)
-        if add > free:
-            dropped.append((i, free))
-            continue
-        c = by_index[i]
-        w = out[c.job.id] + add
-        out[c.job.id] = w
-        free -= add
-        if c.measured:
-            bar = -neg if bar is None else min(bar, -neg)
-        push(i, c, w)
-    if not heap and not dropped:
-        return Growth(out, notes)
-
-    def outbid() -> dict[str, Note]:
-        """Steps dropped for want of GPUs, and those left when they ran out (free is 0)."""
-        later: dict[str, Note] = {}
-        for i, left in [*dropped, *((e[1], free) for e in heap)]:
-            c = by_index[i]
-            w = out[c.job.id]
-            add, before, after = queued[i] or (0, 0.0, 0.0)
-            note = (OUTBID, w, w + add, before, after, per_epoch, left, bar, *_NONE3, c.measured)
-            later[c.job.id] = note
-        return later
-
-    return Growth(out, notes, outbid)
-
-
-_NONE3 = (None,) * 3
-_NONE5 = (None,) * 5
-
-
-class _Step(Protocol):
-    def __call__(self, c: Candidate, w: int, /) -> tuple[int, float, float] | None: ...
-
-
 @dataclass(frozen=True, slots=True)
 class Doubling:
     """The doubling heuristic (SPEC A4): double the job with the best gain per GPU.
@@ -289,26 +133,29 @@ class Doubling:
     per_epoch: bool = False
     needs_speed: bool = True
     needs_true_remaining: bool = False
+    _chains: Chains = field(default_factory=Chains, init=False, repr=False, compare=False)
+    """Per epoch, a step depends only on the job's model and sizes: its chains are kept
+    (``growth.Chains``). Not part of what the stage is, nor of its equality."""
 
     def base(self, jobs: Sequence[Candidate], capacity: int) -> Counts:
         return (backfill_base if self.backfill else fifo_base)(jobs, capacity, _elastic_start)
 
     @staticmethod
-    def _step(c: Candidate, w: int) -> tuple[int, float, float] | None:
+    def _step(c: Candidate, w: int) -> Step | None:
         if 2 * w > c.job.max_gpus:
             return None
         return w, c.remaining_seconds(w), c.remaining_seconds(2 * w)
 
     @staticmethod
-    def _epoch_step(c: Candidate, w: int) -> tuple[int, float, float] | None:
+    def _epoch_step(c: Candidate, w: int) -> Step | None:
         if 2 * w > c.job.max_gpus or c.speed is None:
             return None
         return w, c.epoch_seconds(w), c.epoch_seconds(2 * w)
 
     def grow(self, jobs: Sequence[Candidate], counts: Counts, free: int) -> Growth:
         if self.per_epoch:
-            return _greedy(jobs, counts, free, self._epoch_step, per_epoch=True)
-        return _greedy(jobs, counts, free, self._step)
+            return greedy(jobs, counts, free, self._epoch_step, per_epoch=True, chains=self._chains)
+        return greedy(jobs, counts, free, self._step)
 
 
 @dataclass(frozen=True, slots=True)
@@ -327,10 +174,10 @@ class OptimusGreedy:
         return fifo_base(jobs, capacity, _elastic_start)
 
     @staticmethod
-    def _step(c: Candidate, w: int) -> tuple[int, float, float] | None:
+    def _step(c: Candidate, w: int) -> Step | None:
         if w + 1 > c.job.max_gpus:
             return None
         return 1, c.remaining_seconds(w), c.remaining_seconds(w + 1)
 
     def grow(self, jobs: Sequence[Candidate], counts: Counts, free: int) -> Growth:
-        return _greedy(jobs, counts, free, self._step)
+        return greedy(jobs, counts, free, self._step)

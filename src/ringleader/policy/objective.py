@@ -74,6 +74,12 @@ class Candidate:
         if self.speed is not None:
             self._solo = solo_curve(self.job.epochs, self.speed)
 
+    @property
+    def solo(self) -> SoloCurve | None:
+        """The memoised curve the candidate predicts from (None: no speed model); shared
+        by every candidate of the same epochs and speed model."""
+        return self._solo
+
     def remaining_seconds(self, workers: int) -> float:
         if self._solo is None:
             raise ValueError(f"job {self.job.id} has no speed model to predict from")

@@ -39,8 +39,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter
 
-from ringleader.policy.allocator import Allocator, Counts, Growth
+from ringleader.policy.allocator import Allocator
 from ringleader.policy.fairshare import FairShare, claim
+from ringleader.policy.growth import Counts, Growth
 from ringleader.policy.needs import Needs
 from ringleader.policy.objective import Candidate
 from ringleader.policy.order import Fifo, Order

@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ringleader.policy import plan as sizes
-from ringleader.policy.allocator import start_size
+from ringleader.policy.growth import start_size
 from ringleader.policy.payback import MARGIN
 from ringleader.policy.plan import Plan, Sizing
 from ringleader.policy.views import ClusterView, JobView

@@ -1,0 +1,286 @@
+"""Handing out the GPUs left over: the greedy that the elastic size stages share.
+
+``greedy`` gives GPUs, one step of one job at a time, to the step that
+saves most per GPU (``ringleader.policy.allocator`` defines the steps:
+doubling, or one worker at a time). A job's steps from a size form a
+chain: each step is taken only after the one before it, and the chain
+stops where the job is at its maximum, a step gains nothing, a job not yet
+measured reaches the size it asked to start at, or a grow would not win
+back its restart (``ringleader.policy.payback``). Everything but the last
+depends only on the job's speed model and sizes, so a step stage that says
+so (``static``) has its chains kept from one decision to the next
+(``Chains``) instead of asking its models again.
+
+Where every job's whole chain fits the GPUs left, the order in which the
+steps are taken changes nothing: each job ends at its chain's end. That is
+most decisions of a lightly loaded cluster, and they skip the heap.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Callable, Sequence
+from typing import NamedTuple, Protocol
+
+from ringleader.policy.objective import Candidate, SoloCurve
+from ringleader.policy.payback import pays, saved_by
+from ringleader.policy.plan import (
+    AT_MAX,
+    NO_GAIN,
+    NO_MODEL,
+    OUTBID,
+    RESTART_NOT_WON,
+    UNMEASURED,
+    Note,
+)
+from ringleader.policy.views import JobView
+
+Counts = dict[str, int]
+
+Step = tuple[int, float, float]
+"""A growth step as a step stage returns it: GPUs added, objective before, objective after."""
+
+
+class StepOf(Protocol):
+    def __call__(self, c: Candidate, w: int, /) -> Step | None: ...
+
+
+class Growth(NamedTuple):
+    """What ``grow`` returns: every job's size, and why each job it weighed stopped.
+
+    ``notes``: a ``plan.Sizing`` as a plain ``Note``, for the jobs whose
+    growth the allocator weighed; a job it did not is ``FIXED``
+    (``plan.SizingNotes``). ``later``: the notes of the steps it had no
+    GPUs for, written only if someone asks (most decisions' never are).
+    """
+
+    counts: Counts
+    notes: dict[str, Note]
+    later: Callable[[], dict[str, Note]] | None = None
+
+
+def start_size(job: JobView) -> int:
+    """The most an elastic job gets before it is measured: its spec's ``gpus``, when raised.
+
+    An elastic job whose ``gpus`` is above its minimum asked to start there;
+    left at the minimum (the default) it states no start, and unmeasured
+    growth goes up to its maximum. Measured, the speed model decides.
+    """
+    if job.elastic and job.requested_gpus > job.min_gpus:
+        return job.requested_gpus
+    return job.max_gpus
+
+
+class Chain:
+    """A job's growth steps from one size, worked out as far as asked, and where they stop.
+
+    ``steps[k]`` is ``(workers before, GPUs added, objective before, objective
+    after, score)``; ``end`` is the note where the chain stops for a reason of
+    its own (at its maximum, no gain, not yet measured), None until reached.
+    The restart test is not part of a chain: it reads the job's progress.
+    """
+
+    __slots__ = ("end", "reached", "steps")
+
+    def __init__(self, workers: int) -> None:
+        self.steps: list[tuple[int, int, float, float, float]] = []
+        self.end: Note | None = None
+        self.reached = workers
+        """The size after the steps worked out so far."""
+
+    def at(self, k: int, c: Candidate, step: StepOf, per_epoch: bool) -> bool:
+        """Whether the chain has a step ``k``, working it out (with ``c``) if need be."""
+        steps = self.steps
+        while len(steps) <= k:
+            if self.end is not None:
+                return False
+            w = self.reached
+            nxt = step(c, w)
+            if nxt is None:
+                self.end = (AT_MAX, w, None, None, None, per_epoch, *_NONE3, c.job.max_gpus)
+                return False
+            add, before, after = nxt
+            if not c.measured and w + add > start_size(c.job):
+                # Not measured yet: no bigger than the size it asked to start at.
+                self.end = (UNMEASURED, w, w + add, before, after, per_epoch, *_NONE5, False)
+                return False
+            score = (before - after) / add
+            if score <= 0:
+                self.end = (NO_GAIN, w, w + add, before, after, per_epoch, *_NONE5, c.measured)
+                return False
+            steps.append((w, add, before, after, score))
+            self.reached = w + add
+        return True
+
+
+class Chains:
+    """The chains of a static step stage, kept across decisions.
+
+    A chain is a function of the candidate's memoised curve (its speed model
+    and epochs), its maximum, whether it is measured and, if not, its start
+    size, and the size it starts from: a decision asks for the same few, so
+    it finds them here instead of asking the models step by step. Cleared
+    when it holds ``limit`` chains, so it stays bounded.
+    """
+
+    __slots__ = ("_chains", "limit")
+
+    def __init__(self, limit: int = 1 << 17) -> None:
+        self._chains: dict[tuple[SoloCurve | None, int, int, int], Chain] = {}
+        self.limit = limit
+
+    def of(self, c: Candidate, workers: int) -> Chain:
+        job = c.job
+        key = (c.solo, workers, job.max_gpus, 0 if c.measured else start_size(job))
+        chain = self._chains.get(key)
+        if chain is None:
+            if len(self._chains) >= self.limit:
+                self._chains.clear()
+            chain = self._chains[key] = Chain(workers)
+        return chain
+
+
+def greedy(
+    jobs: Sequence[Candidate],
+    counts: Counts,
+    free: int,
+    step: StepOf,
+    *,
+    per_epoch: bool = False,
+    chains: Chains | None = None,
+) -> Growth:
+    """Hand out GPUs by repeatedly taking the best-scoring next step of any job.
+
+    ``step(c, w)`` returns ``(gpus added, objective at w, objective after)``
+    for growing ``c`` from ``w`` workers, or ``None`` when it cannot grow; a
+    step's score is the objective it saves per added GPU (``per_epoch``: the
+    objective is seconds per epoch, not remaining seconds). A step that does
+    not fit the GPUs left is dropped for good: free GPUs only ever shrink. A
+    step that takes a running job past its size without winning back the
+    restart is never taken (``ringleader.policy.payback``). ``chains``: the
+    step stage's answers depend on nothing a job's progress changes, and its
+    chains are kept there (see the module docstring).
+
+    A job not yet measured (``Candidate.measured`` false) grows first, in
+    FIFO order, up to its ``start_size``: its guessed model has no scale to
+    compare with measured jobs
+    (before its first report even its examples per epoch are unknown), and
+    ranking it on the guess would give it GPUs one moment and take them back
+    the moment it reports, a restart for nothing.
+
+    Where each job's growth stopped, and on what numbers, is noted as it
+    happens (``Growth``).
+    """
+    out = dict(counts)
+    # Notes are plain tuples in ``Sizing``'s field order (see ``plan.Sizing``):
+    # stop, workers, next_workers, before_s, after_s, per_epoch, free, bar,
+    # saved_s, limit, held, measured.
+    notes: dict[str, Note] = {}
+    by_index: list[Candidate] = []
+    of: list[Chain] = []
+    for c in jobs:
+        w = out.get(c.job.id, 0)
+        if w == 0 or not c.job.elastic:
+            continue  # waiting, or FIXED (the default)
+        if c.speed is None:
+            notes[c.job.id] = (NO_MODEL, w)
+            continue
+        by_index.append(c)
+        of.append(Chain(w) if chains is None else chains.of(c, w))
+    if chains is not None and _all_fit(by_index, of, free, step, per_epoch, out, notes):
+        return Growth(out, notes)
+    heap: list[tuple[float, int, int]] = []
+    position = [0] * len(by_index)
+    """Each job's next step in its chain."""
+    dropped: list[tuple[int, int]] = []
+    """Steps not taken because they did not fit the GPUs left: (job index, GPUs left)."""
+    bar: float | None = None
+
+    def push(i: int, c: Candidate) -> None:
+        chain, k = of[i], position[i]
+        if not chain.at(k, c, step, per_epoch):
+            end = chain.end
+            assert end is not None  # at() sets it where the chain stops
+            notes[c.job.id] = end
+            return
+        w, add, before, after, score = chain.steps[k]
+        if not pays(c, w + add):
+            notes[c.job.id] = _not_won(c, w, add, before, after, per_epoch)
+            return
+        heapq.heappush(heap, (-(score if c.measured else math.inf), i, add))
+
+    for i, c in enumerate(by_index):
+        push(i, c)
+    while heap and free > 0:
+        neg, i, add = heapq.heappop(heap)
+        if add > free:
+            dropped.append((i, free))
+            continue
+        c = by_index[i]
+        out[c.job.id] += add
+        free -= add
+        if c.measured:
+            bar = -neg if bar is None else min(bar, -neg)
+        position[i] += 1
+        push(i, c)
+    if not heap and not dropped:
+        return Growth(out, notes)
+
+    def outbid() -> dict[str, Note]:
+        """Steps dropped for want of GPUs, and those left when they ran out (free is 0)."""
+        later: dict[str, Note] = {}
+        for i, left in [*dropped, *((e[1], free) for e in heap)]:
+            c = by_index[i]
+            w, add, before, after, _ = of[i].steps[position[i]]
+            note = (OUTBID, w, w + add, before, after, per_epoch, left, bar, *_NONE3, c.measured)
+            later[c.job.id] = note
+        return later
+
+    return Growth(out, notes, outbid)
+
+
+def _all_fit(
+    jobs: list[Candidate],
+    of: list[Chain],
+    free: int,
+    step: StepOf,
+    per_epoch: bool,
+    out: Counts,
+    notes: dict[str, Note],
+) -> bool:
+    """Every job grown to where its chain (or the restart test) stops it, into ``out`` and
+    ``notes``, if all of that fits ``free``; False, with ``out`` untouched, if not.
+
+    Where it fits, no step is ever dropped and no order of taking them leaves one
+    out, so this is what the greedy would give.
+    """
+    ends: list[tuple[int, Note]] = []
+    total = 0
+    for c, chain in zip(jobs, of, strict=True):
+        k = 0
+        while chain.at(k, c, step, per_epoch):
+            w, add, before, after, _ = chain.steps[k]
+            if not pays(c, w + add):
+                ends.append((w, _not_won(c, w, add, before, after, per_epoch)))
+                break
+            total += add
+            if total > free:
+                return False
+            k += 1
+        else:
+            end = chain.end
+            assert end is not None  # at() sets it where the chain stops
+            ends.append((chain.reached, end))
+    for c, (w, note) in zip(jobs, ends, strict=True):
+        out[c.job.id] = w
+        notes[c.job.id] = note
+    return True
+
+
+def _not_won(c: Candidate, w: int, add: int, before: float, after: float, per_epoch: bool) -> Note:
+    return (RESTART_NOT_WON, w, w + add, before, after, per_epoch, None, None, saved_by(c, w + add))
+
+
+_NONE3 = (None,) * 3
+_NONE5 = (None,) * 5

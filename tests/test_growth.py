@@ -1,0 +1,85 @@
+"""The greedy's kept chains and its all-fit shortcut give what the plain heap gives."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from ringleader.policy.allocator import Doubling
+from ringleader.policy.growth import Chains, Growth, greedy
+from ringleader.policy.objective import Candidate
+from ringleader.policy.views import Device
+from ringleader.sim.profiles import RESNET110_K40
+from tests.helpers import constant_epochs, latency_bound_model, resnet_job
+
+MODELS = [
+    (RESNET110_K40.speed_model, RESNET110_K40.epochs),
+    (RESNET110_K40.speed_model, RESNET110_K40.epochs.scaled(3.0)),
+    (latency_bound_model(), constant_epochs()),
+]
+"""Speed models and epochs: chains are kept per pair (their memoised curve)."""
+
+
+def _jobs(rng: random.Random, n: int) -> tuple[list[Candidate], dict[str, int]]:
+    """``n`` elastic candidates, some running (so the restart test bites), some unmeasured."""
+    out: list[Candidate] = []
+    counts: dict[str, int] = {}
+    for i in range(n):
+        speed, epochs = rng.choice(MODELS)
+        top = rng.choice((1, 2, 4, 8, 16, 32))
+        workers = rng.choice((0, 0, 1, 2, 4))
+        workers = min(workers, top)
+        job = resnet_job(
+            f"j{i:03d}",
+            at=float(i),
+            remaining=rng.uniform(0.01, 1.0),
+            max_gpus=top,
+            requested_gpus=rng.choice((1, top)),
+            speed=speed,
+            epochs=epochs,
+            workers=workers,
+            devices=tuple(Device(f"n{i}", k) for k in range(workers)),
+            restart_s=rng.choice((0.0, 30.0, 3000.0)),
+        )
+        out.append(Candidate(job, job.speed, measured=rng.random() < 0.8))
+        if rng.random() < 0.9:
+            counts[job.id] = rng.choice((1, 1, 2)) if top >= 2 else 1
+    return out, counts
+
+
+def _all(g: Growth) -> tuple[dict[str, int], dict[str, object]]:
+    notes: dict[str, object] = dict(g.notes)
+    if g.later is not None:
+        notes.update(g.later())
+    return g.counts, notes
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_kept_chains_give_what_the_heap_gives(seed: int) -> None:
+    rng = random.Random(seed)
+    chains = Chains(limit=64)  # small: it is cleared along the way too
+    step = Doubling._epoch_step
+    shortcuts = 0
+    for _ in range(60):
+        jobs, counts = _jobs(rng, rng.randint(1, 40))
+        whole = greedy(jobs, counts, 10**6, step, per_epoch=True)
+        wanted = sum(whole.counts.values()) - sum(counts.values())
+        # At the edge (all fits; one GPU short) and at random.
+        for free in (wanted, wanted - 1, rng.choice((0, 1, 3, 8, 40, 200))):
+            plain = greedy(jobs, counts, free, step, per_epoch=True)
+            kept = greedy(jobs, counts, free, step, per_epoch=True, chains=chains)
+            assert _all(kept) == _all(plain)
+            assert sum(kept.counts.values()) - sum(counts.values()) <= max(free, 0)
+            shortcuts += kept.later is None and plain.later is None
+    # Both ways were taken: some decisions fit whole (the shortcut), others did not.
+    assert 0 < shortcuts < 180
+
+
+def test_a_grow_that_does_not_pay_stops_the_chain_in_the_shortcut_too() -> None:
+    on = tuple(Device("n", k) for k in range(2))
+    job = resnet_job("a", max_gpus=16, workers=2, devices=on, restart_s=1e9, remaining=0.5)
+    c = Candidate(job, job.speed)
+    g = greedy([c], {"a": 1}, 100, Doubling._epoch_step, per_epoch=True, chains=Chains())
+    assert g.counts == {"a": 2}  # 1 → 2 is no grow past where it runs; 2 → 4 does not pay
+    assert g.notes["a"][0] == "restart_not_won"
