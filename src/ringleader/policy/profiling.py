@@ -88,30 +88,49 @@ class LastCandidates:
     __slots__ = ("_last",)
 
     def __init__(self) -> None:
-        self._last: dict[str, tuple[JobView, Candidate, object]] = {}
+        self._last: dict[str, tuple[JobView, Candidate, SpeedModel | None, Steps]] = {}
 
     def split(
         self, jobs: Sequence[JobView], make: Callable[[JobView], Candidate]
     ) -> list[Candidate]:
         """``make(job)`` for each of ``jobs``, or the last split's for the same view."""
-        last, kept = self._last, {}
+        last = self._last
+        kept: dict[str, tuple[JobView, Candidate, SpeedModel | None, Steps]] = {}
         known = []
         for job in jobs:
             hit = last.get(job.id)
-            stamp = _made_from(job)
-            c = hit[1] if hit is not None and hit[0] is job and hit[2] == stamp else make(job)
-            kept[job.id] = (job, c, stamp)
+            if hit is not None and hit[0] is job and _still(hit[2], hit[3], job):
+                kept[job.id] = hit
+                known.append(hit[1])
+                continue
+            c = make(job)
+            kept[job.id] = (job, c, job.speed, _steps(job))
             known.append(c)
         self._last = kept
         return known
 
 
-def _made_from(job: JobView) -> object:
-    """What a candidate is made from that may change while its view stays the same object."""
+Steps = list[tuple[int, float, float]]
+"""A job's step times as a candidate was made from them: (workers, step time, batch)."""
+
+
+def _steps(job: JobView) -> Steps:
+    return [(w, o.step_time, o.batch_per_worker) for w, o in job.observations.items()]
+
+
+def _still(speed: SpeedModel | None, steps: Steps, job: JobView) -> bool:
+    """Whether ``job`` has the speed model and step times a candidate was made from (the
+    rest of the view is the same object), checked without building them again."""
+    if not (speed is job.speed or speed == job.speed):
+        return False
     seen = job.observations
-    if not seen:
-        return job.speed
-    return job.speed, [(w, o.step_time, o.batch_per_worker) for w, o in seen.items()]
+    if len(steps) != len(seen):
+        return False
+    for i, (w, o) in enumerate(seen.items()):
+        was = steps[i]
+        if was[0] != w or was[1] != o.step_time or was[2] != o.batch_per_worker:
+            return False
+    return True
 
 
 @dataclass(frozen=True, slots=True)
