@@ -9,6 +9,7 @@ import pytest
 from ringleader.policy.allocator import Doubling
 from ringleader.policy.growth import Chains, Growth, greedy
 from ringleader.policy.objective import Candidate
+from ringleader.policy.payback import may_refuse, pays
 from ringleader.policy.views import Device
 from ringleader.sim.profiles import RESNET110_K40
 from tests.helpers import constant_epochs, latency_bound_model, resnet_job
@@ -41,6 +42,7 @@ def _jobs(rng: random.Random, n: int) -> tuple[list[Candidate], dict[str, int]]:
             workers=workers,
             devices=tuple(Device(f"n{i}", k) for k in range(workers)),
             restart_s=rng.choice((0.0, 30.0, 3000.0)),
+            suspended=workers > 0 and rng.random() < 0.1,
         )
         out.append(Candidate(job, job.speed, measured=rng.random() < 0.8))
         if rng.random() < 0.9:
@@ -83,3 +85,15 @@ def test_a_grow_that_does_not_pay_stops_the_chain_in_the_shortcut_too() -> None:
     g = greedy([c], {"a": 1}, 100, Doubling._epoch_step, per_epoch=True, chains=Chains())
     assert g.counts == {"a": 2}  # 1 → 2 is no grow past where it runs; 2 → 4 does not pay
     assert g.notes["a"][0] == "restart_not_won"
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_where_payback_may_not_refuse_it_never_does(seed: int) -> None:
+    rng = random.Random(seed)
+    jobs, _ = _jobs(rng, 200)
+    refusable = [c for c in jobs if may_refuse(c)]
+    assert 0 < len(refusable) < len(jobs)
+    for c in jobs:
+        if not may_refuse(c):
+            assert all(pays(c, size) for size in range(1, 65))
+    assert any(not pays(c, size) for c in refusable for size in range(1, 65))

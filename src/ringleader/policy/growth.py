@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from typing import NamedTuple, Protocol
 
 from ringleader.policy.objective import Candidate, SoloCurve
-from ringleader.policy.payback import pays, saved_by
+from ringleader.policy.payback import may_refuse, pays, saved_by
 from ringleader.policy.plan import (
     AT_MAX,
     NO_GAIN,
@@ -81,11 +81,12 @@ class Chain:
     The restart test is not part of a chain: it reads the job's progress.
     """
 
-    __slots__ = ("end", "reached", "steps")
+    __slots__ = ("end", "reached", "start", "steps")
 
     def __init__(self, workers: int) -> None:
         self.steps: list[tuple[int, int, float, float, float]] = []
         self.end: Note | None = None
+        self.start = workers
         self.reached = workers
         """The size after the steps worked out so far."""
 
@@ -124,20 +125,28 @@ class Chains:
     when it holds ``limit`` chains, so it stays bounded.
     """
 
-    __slots__ = ("_chains", "limit")
+    __slots__ = ("_by_job", "_chains", "limit")
 
     def __init__(self, limit: int = 1 << 17) -> None:
         self._chains: dict[tuple[SoloCurve | None, int, int, int], Chain] = {}
+        self._by_job: dict[str, tuple[Candidate, int, Chain]] = {}
+        """Each job's last candidate and size with their chain: the same candidate object
+        (``profiling.LastCandidates``) from the same size has the same chain."""
         self.limit = limit
 
     def of(self, c: Candidate, workers: int) -> Chain:
         job = c.job
+        hit = self._by_job.get(job.id)
+        if hit is not None and hit[0] is c and hit[1] == workers:
+            return hit[2]
         key = (c.solo, workers, job.max_gpus, 0 if c.measured else start_size(job))
         chain = self._chains.get(key)
         if chain is None:
-            if len(self._chains) >= self.limit:
+            if len(self._chains) >= self.limit or len(self._by_job) >= self.limit:
                 self._chains.clear()
+                self._by_job.clear()
             chain = self._chains[key] = Chain(workers)
+        self._by_job[job.id] = (c, workers, chain)
         return chain
 
 
@@ -257,25 +266,38 @@ def _all_fit(
     """
     ends: list[tuple[int, Note]] = []
     total = 0
-    for c, chain in zip(jobs, of, strict=True):
-        k = 0
-        while chain.at(k, c, step, per_epoch):
-            w, add, before, after, _ = chain.steps[k]
+    for i in range(len(jobs)):
+        c, chain = jobs[i], of[i]
+        chain.at(MAX_STEPS, c, step, per_epoch)  # worked out to its end, once per chain
+        end = chain.end
+        assert end is not None  # at() sets it where the chain stops
+        job = c.job
+        if chain.reached <= job.workers or not may_refuse(c):
+            # No step takes it past where it runs, or none could fail the restart test.
+            total += chain.reached - chain.start
+            if total > free:
+                return False
+            ends.append((chain.reached, end))
+            continue
+        for w, add, before, after, _ in chain.steps:
             if not pays(c, w + add):
                 ends.append((w, _not_won(c, w, add, before, after, per_epoch)))
                 break
             total += add
             if total > free:
                 return False
-            k += 1
         else:
-            end = chain.end
-            assert end is not None  # at() sets it where the chain stops
             ends.append((chain.reached, end))
-    for c, (w, note) in zip(jobs, ends, strict=True):
-        out[c.job.id] = w
-        notes[c.job.id] = note
+    for i in range(len(jobs)):
+        w, note = ends[i]
+        job_id = jobs[i].job.id
+        out[job_id] = w
+        notes[job_id] = note
     return True
+
+
+MAX_STEPS = 1 << 20
+"""More steps than any chain has: ``Chain.at`` with it works a chain out to its end."""
 
 
 def _not_won(c: Candidate, w: int, add: int, before: float, after: float, per_epoch: bool) -> Note:

@@ -33,6 +33,19 @@ def pays(c: Candidate, size: int) -> bool:
     return saved >= MARGIN * job.restart_s
 
 
+def may_refuse(c: Candidate) -> bool:
+    """Whether ``pays`` may say no to some grow of ``c``: only to a running, measured job
+    whose restart costs time. Where it may not, a greedy can skip asking step by step."""
+    job = c.job
+    return (
+        job.workers > 0
+        and not job.suspended
+        and job.restart_s > 0
+        and c.speed is not None
+        and c.measured
+    )
+
+
 def saved_by(c: Candidate, size: int) -> float:
     """The remaining seconds growing running ``c`` to ``size`` saves, as ``pays`` weighs it
     (meaningful where ``pays`` weighs it: a grow of a running, measured job)."""
