@@ -143,12 +143,13 @@ class LastKept:
                 now[job.id] = hit
             else:
                 changed.append((job, want))
-        for job_id in last.keys() - now.keys():  # it left, or asks for something else
-            held, _, kept = last[job_id]
-            for d in held:
-                del owner[d.node, d.index]
-            if kept is not None:
-                free.give_devices(kept)
+        if len(now) < len(last):  # (all of now is in last: if as many, nobody left)
+            for job_id in last.keys() - now.keys():  # it left, or asks for something else
+                held, _, kept = last[job_id]
+                for d in held:
+                    del owner[d.node, d.index]
+                if kept is not None:
+                    free.give_devices(kept)
         for job, want in changed:
             if job.id in now or not _claim(owner, job):
                 return None

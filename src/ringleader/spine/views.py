@@ -139,4 +139,5 @@ def progress_view(
     """
     _set(view, "remaining_fraction", remaining_fraction)
     _set(view, "attained_gpu_s", attained_gpu_s)
-    _set(view, "attained_effective_s", attained_effective_s)
+    if attained_effective_s is not view.attained_effective_s:  # None, unless typed speeds
+        _set(view, "attained_effective_s", attained_effective_s)
