@@ -107,14 +107,14 @@ def test_fold_is_seconds_over_minibatches_for_steps_and_for_stretches() -> None:
 def test_an_observation_is_a_value() -> None:
     # Written by hand for speed (see its docstring): equal and hashed by its fields,
     # and it survives pickling and copying as the frozen dataclass it replaced did.
-    seen = Observation(0.5, 3.0, 8)
-    assert seen == Observation(step_time=0.5, seconds=3.0, batch_per_worker=8)
-    assert seen != Observation(0.5, 3.5, 8)
-    assert seen != (0.5, 3.0, 8)
-    assert len({seen, Observation(0.5, 3.0, 8), Observation(0.5, 4.0, 8)}) == 2
+    seen = Observation(0.5, 3.0, 8.0)
+    assert seen == Observation(step_time=0.5, seconds=3.0, batch_per_worker=8.0)
+    assert seen != Observation(0.5, 3.5, 8.0)
+    assert seen != (0.5, 3.0, 8.0)
+    assert len({seen, Observation(0.5, 3.0, 8.0), Observation(0.5, 4.0, 8.0)}) == 2
     assert pickle.loads(pickle.dumps(seen)) == seen
     assert copy.deepcopy(seen) == seen
-    assert repr(seen) == "Observation(step_time=0.5, seconds=3.0, batch_per_worker=8)"
+    assert repr(seen) == "Observation(step_time=0.5, seconds=3.0, batch_per_worker=8.0)"
 
 
 def test_co_runners_are_jobs_on_a_shared_device() -> None:

@@ -46,6 +46,7 @@ MODULES: tuple[str, ...] = (
     "ringleader.policy.objective",
     "ringleader.policy.order",
     "ringleader.policy.packing",
+    "ringleader.policy.placement",
     "ringleader.policy.payback",
     "ringleader.policy.plan",
     "ringleader.policy.profiling",

@@ -13,6 +13,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from ringleader.policy.errors import PlacementError
 from ringleader.policy.free import FreeGPUs
 from ringleader.policy.keeping import LastKept, keep_held, keep_subset
 from ringleader.policy.views import ClusterView, Device, JobView
@@ -29,10 +30,6 @@ __all__ = [
     "place_one",
     "place_or_wait",
 ]
-
-
-class PlacementError(RuntimeError):
-    """The allocation asks for more GPUs than the cluster has free."""
 
 
 def nodes_spanned(devices: Iterable[Device]) -> int:
