@@ -25,34 +25,60 @@ class FreeGPUs:
     """
 
     def __init__(self, cluster: ClusterView | FreeGPUs) -> None:
-        """All of ``cluster``'s GPUs free; or, given another ``FreeGPUs``, the same free
-        GPUs in sets of its own (the index is built again on first search)."""
+        """All of ``cluster``'s GPUs free; or, given another ``FreeGPUs``, a copy of it
+        (``copy``)."""
         self.free: dict[str, set[int]]
+        """Each node's free GPUs: read it, change it only through ``take`` and ``give``."""
         self.order: dict[str, int]
         self.type_of: Mapping[str, str]
         self.types: tuple[str, ...]
         self.widest: int
         self.total: int
+        self._own: set[str] = set()
+        """Nodes whose set in ``free`` is this one's alone (the rest may be a copy's too)."""
+        self._heaps: dict[str, list[list[tuple[int, str]]]] | None = None
+        self._entries = 0
+        """Index entries pushed since the heaps were built, stale ones among them."""
         if isinstance(cluster, FreeGPUs):
-            self.free = {name: set(gpus) for name, gpus in cluster.free.items()}
+            self.free = dict(cluster.free)
+            cluster._own = set()  # its sets are shared with this one now
             self.order, self.type_of, self.types = cluster.order, cluster.type_of, cluster.types
             self.widest, self.total = cluster.widest, cluster.total
+            if cluster._heaps is not None:
+                self._heaps = {t: [list(h) for h in per] for t, per in cluster._heaps.items()}
+                self._entries = cluster._entries
         else:
             self.free = {n.name: set(range(n.gpus)) for n in cluster.nodes}
+            self._own = set(self.free)
             self.order = {n.name: i for i, n in enumerate(cluster.nodes)}
             self.type_of = cluster.node_types
             self.types = cluster.types
             self.widest = max((n.gpus for n in cluster.nodes), default=0)
             self.total = sum(len(gpus) for gpus in self.free.values())
-        self._heaps: dict[str, list[list[tuple[int, str]]]] | None = None
 
     def copy(self) -> FreeGPUs:
-        """The same free GPUs in sets of its own (the index is built again on first search)."""
+        """The same free GPUs, changed apart from this one from now on.
+
+        Cheap where a decision's placement starts from the free GPUs kept from the
+        last (``policy.keeping.LastKept``): the two share each node's set until
+        either changes it, and the index, if built, is copied rather than built
+        again. At 12,500 nodes copying every set was 4.5 ms a decision, and
+        building the index 2 ms more.
+        """
         return FreeGPUs(self)
+
+    def _mine(self, node: str) -> set[int]:
+        """``node``'s free set, copied first if a copy may share it."""
+        gpus = self.free[node]
+        if node not in self._own:
+            gpus = self.free[node] = set(gpus)
+            self._own.add(node)
+        return gpus
 
     @property
     def heaps(self) -> dict[str, list[list[tuple[int, str]]]]:
         if self._heaps is None:
+            self._entries = 0
             self._heaps = {t: [[] for _ in range(self.widest + 1)] for t in self.types}
             for name, gpus in self.free.items():
                 self._heaps[self.type_of[name]][len(gpus)].append((self.order[name], name))
@@ -71,12 +97,22 @@ class FreeGPUs:
         return sum(len(g) for n, g in self.free.items() if self.type_of[n] in types)
 
     def _push(self, node: str, count: int) -> None:
-        """Index ``node`` under its new free ``count`` (once the heaps exist)."""
+        """Index ``node`` under its new free ``count`` (once the heaps exist); where stale
+        entries outnumber the nodes a few times over, build the index afresh."""
         assert self._heaps is not None
         heapq.heappush(self._heaps[self.type_of[node]][count], (self.order[node], node))
+        self._entries += 1
+        if self._entries > 4 * len(self.free) + 64:
+            self._heaps = None
+            self.index()
+
+    def index(self) -> None:
+        """Build the index now (it is built on first search otherwise), so that it is
+        kept up to date from here on and copies start with it."""
+        self.heaps  # noqa: B018  # the property builds it
 
     def take(self, node: str, indices: Iterable[int]) -> None:
-        gpus = self.free[node]
+        gpus = self._mine(node)
         before = len(gpus)
         gpus.difference_update(indices)
         self.total -= before - len(gpus)
@@ -85,7 +121,7 @@ class FreeGPUs:
 
     def give(self, node: str, indices: Iterable[int]) -> None:
         """Return GPUs to the free pool (a job moved or shrank)."""
-        gpus = self.free[node]
+        gpus = self._mine(node)
         before = len(gpus)
         gpus.update(indices)
         self.total += len(gpus) - before

@@ -184,6 +184,8 @@ class LastKept:
             if job.id in last or not _claim(owner, job):
                 return free, placed, to_place  # nothing kept: see _again
             last[job.id] = (job.devices, want, placed.get(job.id))
-        self._cluster, self._free, self._last, self._owner = cluster, free.copy(), last, owner
+        kept = free.copy()
+        kept.index()  # kept up to date from here on, so each decision's copy starts with it
+        self._cluster, self._free, self._last, self._owner = cluster, kept, last, owner
         self._gpus = {n.name: range(n.gpus) for n in cluster.nodes}
         return free, placed, to_place

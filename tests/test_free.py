@@ -1,0 +1,73 @@
+"""``FreeGPUs`` copies share sets until either side changes them, and copy their index:
+each side must still search exactly as one built afresh from its own free GPUs."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from ringleader.policy.free import FreeGPUs
+from ringleader.policy.views import ClusterView
+
+
+def _afresh(cluster: ClusterView, free: dict[str, set[int]]) -> FreeGPUs:
+    """A ``FreeGPUs`` built from scratch with exactly ``free`` left."""
+    built = FreeGPUs(cluster)
+    for node in cluster.nodes:
+        built.take(node.name, set(range(node.gpus)) - free[node.name])
+    return built
+
+
+def _searches(f: FreeGPUs, own: set[str]) -> list[object]:
+    return [
+        f.total,
+        {n: sorted(g) for n, g in f.free.items()},
+        [f.best_fit(want, own) for want in range(1, 9)],
+        list(f.widest_first(own)),
+    ]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_copies_change_apart_and_search_as_if_built_afresh(seed: int) -> None:
+    rng = random.Random(seed)
+    cluster = ClusterView.uniform(6, 8)
+    truth: list[dict[str, set[int]]] = [{n.name: set(range(8)) for n in cluster.nodes}]
+    live = [FreeGPUs(cluster)]
+    if seed % 2:
+        live[0].index()  # with the index kept up to date, as LastKept keeps its own
+    for _ in range(400):
+        i = rng.randrange(len(live))
+        action = rng.random()
+        if action < 0.15 and len(live) < 6:
+            live.append(live[i].copy())
+            truth.append({n: set(g) for n, g in truth[i].items()})
+            continue
+        node = f"node{rng.randrange(6)}"
+        gpus = set(rng.sample(range(8), rng.randint(1, 4)))
+        if action < 0.55:
+            live[i].take(node, gpus & truth[i][node])
+            truth[i][node] -= gpus
+        elif action < 0.9:
+            live[i].give(node, gpus)
+            truth[i][node] |= gpus
+        else:
+            # A search, which drops stale index entries from this side's heaps only.
+            live[i].best_fit(rng.randint(1, 8), set())
+        for f, t in zip(live, truth, strict=True):
+            assert f.free == t
+        j = rng.randrange(len(live))
+        own = {f"node{rng.randrange(6)}"} if rng.random() < 0.5 else set()
+        assert _searches(live[j], own) == _searches(_afresh(cluster, truth[j]), own)
+
+
+def test_a_kept_index_is_built_afresh_before_stale_entries_pile_up() -> None:
+    cluster = ClusterView.uniform(2, 8)
+    f = FreeGPUs(cluster)
+    f.index()
+    for _ in range(200):
+        f.take("node0", {0, 1})
+        f.give("node0", {0, 1})
+    entries = sum(len(h) for per in f.heaps.values() for h in per)
+    assert entries <= 4 * 2 + 64 + 2
+    assert f.best_fit(8, set()) == "node0"
