@@ -84,7 +84,7 @@ class Chain:
     __slots__ = ("end", "reached", "start", "steps")
 
     def __init__(self, workers: int) -> None:
-        self.steps: list[tuple[int, int, float, float, float]] = []
+        self.steps: list[Entry] = []
         self.end: Note | None = None
         self.start = workers
         self.reached = workers
@@ -97,22 +97,36 @@ class Chain:
             if self.end is not None:
                 return False
             w = self.reached
-            nxt = step(c, w)
-            if nxt is None:
-                self.end = (AT_MAX, w, None, None, None, per_epoch, *_NONE3, c.job.max_gpus)
+            entry, end = weigh(c, w, step, per_epoch)
+            if entry is None:
+                self.end = end
                 return False
-            add, before, after = nxt
-            if not c.measured and w + add > start_size(c.job):
-                # Not measured yet: no bigger than the size it asked to start at.
-                self.end = (UNMEASURED, w, w + add, before, after, per_epoch, *_NONE5, False)
-                return False
-            score = (before - after) / add
-            if score <= 0:
-                self.end = (NO_GAIN, w, w + add, before, after, per_epoch, *_NONE5, c.measured)
-                return False
-            steps.append((w, add, before, after, score))
-            self.reached = w + add
+            steps.append(entry)
+            self.reached = w + entry[1]
         return True
+
+
+Entry = tuple[int, int, float, float, float]
+"""A step as the greedy weighs it: workers before, GPUs added, objective before and
+after, and its score (objective saved per GPU)."""
+
+
+def weigh(
+    c: Candidate, w: int, step: StepOf, per_epoch: bool
+) -> tuple[Entry, None] | tuple[None, Note]:
+    """``c``'s step from ``w`` workers, or the note where its growth stops for a reason of
+    its own: at its maximum, not yet measured past its start size, or no gain."""
+    nxt = step(c, w)
+    if nxt is None:
+        return None, (AT_MAX, w, None, None, None, per_epoch, *_NONE3, c.job.max_gpus)
+    add, before, after = nxt
+    if not c.measured and w + add > start_size(c.job):
+        # Not measured yet: no bigger than the size it asked to start at.
+        return None, (UNMEASURED, w, w + add, before, after, per_epoch, *_NONE5, False)
+    score = (before - after) / add
+    if score <= 0:
+        return None, (NO_GAIN, w, w + add, before, after, per_epoch, *_NONE5, c.measured)
+    return (w, add, before, after, score), None
 
 
 class Chains:
@@ -196,31 +210,48 @@ def greedy(
             notes[c.job.id] = (NO_MODEL, w)
             continue
         by_index.append(c)
-        of.append(Chain(w) if chains is None else chains.of(c, w))
+        if chains is not None:
+            of.append(chains.of(c, w))
     if chains is not None and _all_fit(by_index, of, free, step, per_epoch, out, notes):
         return Growth(out, notes)
     heap: list[tuple[float, int, int]] = []
+    current: list[Entry | None] = [None] * len(by_index)
+    """Each job's step in the heap (or dropped)."""
     position = [0] * len(by_index)
-    """Each job's next step in its chain."""
+    """With kept chains, the index of that step in the job's chain."""
     dropped: list[tuple[int, int]] = []
     """Steps not taken because they did not fit the GPUs left: (job index, GPUs left)."""
     bar: float | None = None
 
-    def push(i: int, c: Candidate) -> None:
-        chain, k = of[i], position[i]
-        if not chain.at(k, c, step, per_epoch):
-            end = chain.end
-            assert end is not None  # at() sets it where the chain stops
+    def push(i: int, c: Candidate, sift: bool = True) -> None:
+        entry: Entry | None
+        end: Note | None
+        if chains is None:
+            entry, end = weigh(c, out[c.job.id], step, per_epoch)
+        else:
+            chain, k = of[i], position[i]
+            if chain.at(k, c, step, per_epoch):
+                entry, end = chain.steps[k], None
+            else:
+                entry, end = None, chain.end
+        if entry is None:
+            assert end is not None  # weigh() gives one or the other
             notes[c.job.id] = end
             return
-        w, add, before, after, score = chain.steps[k]
+        w, add, before, after, score = entry
         if not pays(c, w + add):
             notes[c.job.id] = _not_won(c, w, add, before, after, per_epoch)
             return
-        heapq.heappush(heap, (-(score if c.measured else math.inf), i, add))
+        current[i] = entry
+        key = (-(score if c.measured else math.inf), i, add)
+        if sift:
+            heapq.heappush(heap, key)
+        else:
+            heap.append(key)
 
     for i, c in enumerate(by_index):
-        push(i, c)
+        push(i, c, sift=False)
+    heapq.heapify(heap)  # keys are unique (by index): pops come in the same order
     while heap and free > 0:
         neg, i, add = heapq.heappop(heap)
         if add > free:
@@ -241,7 +272,7 @@ def greedy(
         later: dict[str, Note] = {}
         for i, left in [*dropped, *((e[1], free) for e in heap)]:
             c = by_index[i]
-            w, add, before, after, _ = of[i].steps[position[i]]
+            w, add, before, after, _ = current[i] or (0, 0, 0.0, 0.0, 0.0)
             note = (OUTBID, w, w + add, before, after, per_epoch, left, bar, *_NONE3, c.measured)
             later[c.job.id] = note
         return later
