@@ -1,3 +1,5 @@
+import gc
+
 import pytest
 
 from ringleader.policy import ClusterView, policy_named
@@ -93,3 +95,23 @@ def test_time_that_cannot_advance_is_a_stall_not_an_endless_loop() -> None:
     tiny = SimJob("tiny", 1e6, P, work_scale=1e-8)
     with pytest.raises(SimulationStalled, match="stopped advancing"):
         Simulator(policy_named("elastic"), ClusterView.uniform(1, 4), [tiny]).run()
+
+
+def test_a_run_leaves_the_collectors_frozen_objects_as_it_found_them() -> None:
+    jobs = [SimJob(f"j{i}", float(i), RESNET110_K40) for i in range(3)]
+
+    def run() -> None:
+        Simulator(policy_named("fifo"), ClusterView.uniform(1, 4), jobs).run()
+
+    assert gc.get_freeze_count() == 0
+    run()
+    assert gc.get_freeze_count() == 0  # frozen for the run only
+    held = [object() for _ in range(10)]  # something of the caller's, frozen by it
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        run()
+        assert gc.get_freeze_count() == frozen  # not thawed by the run
+    finally:
+        gc.unfreeze()
+    assert held
