@@ -7,9 +7,10 @@ chain: each step is taken only after the one before it, and the chain
 stops where the job is at its maximum, a step gains nothing, a job not yet
 measured reaches the size it asked to start at, or a grow would not win
 back its restart (``ringleader.policy.payback``). Everything but the last
-depends only on the job's speed model and sizes, so a step stage that says
-so (``static``) has its chains kept from one decision to the next
-(``Chains``) instead of asking its models again.
+depends only on the job's speed model and sizes where the step stage's
+objective reads no progress (per epoch), so such a stage passes ``Chains``
+and has its chains kept from one decision to the next instead of asking its
+models again.
 
 Where every job's whole chain fits the GPUs left, the order in which the
 steps are taken changes nothing: each job ends at its chain's end. That is
@@ -105,6 +106,12 @@ class Chain:
             self.reached = w + entry[1]
         return True
 
+    def complete(self, c: Candidate, step: StepOf, per_epoch: bool) -> Note:
+        """Work the chain out to its end (once per chain); the note where it stops."""
+        while self.end is None:
+            self.at(len(self.steps), c, step, per_epoch)
+        return self.end
+
 
 Entry = tuple[int, int, float, float, float]
 """A step as the greedy weighs it: workers before, GPUs added, objective before and
@@ -130,7 +137,7 @@ def weigh(
 
 
 class Chains:
-    """The chains of a static step stage, kept across decisions.
+    """The chains of a step stage whose steps read no progress, kept across decisions.
 
     A chain is a function of the candidate's memoised curve (its speed model
     and epochs), its maximum, whether it is measured and, if not, its start
@@ -299,9 +306,7 @@ def _all_fit(
     total = 0
     for i in range(len(jobs)):
         c, chain = jobs[i], of[i]
-        chain.at(MAX_STEPS, c, step, per_epoch)  # worked out to its end, once per chain
-        end = chain.end
-        assert end is not None  # at() sets it where the chain stops
+        end = chain.complete(c, step, per_epoch)
         job = c.job
         if chain.reached <= job.workers or not may_refuse(c):
             # No step takes it past where it runs, or none could fail the restart test.
@@ -325,10 +330,6 @@ def _all_fit(
         out[job_id] = w
         notes[job_id] = note
     return True
-
-
-MAX_STEPS = 1 << 20
-"""More steps than any chain has: ``Chain.at`` with it works a chain out to its end."""
 
 
 def _not_won(c: Candidate, w: int, add: int, before: float, after: float, per_epoch: bool) -> Note:
