@@ -39,6 +39,7 @@ MODULES: tuple[str, ...] = (
     "ringleader.policy.allocator",
     "ringleader.policy.fairshare",
     "ringleader.policy.free",
+    "ringleader.policy.groups",
     "ringleader.policy.growth",
     "ringleader.policy.hetero",
     "ringleader.policy.keeping",

@@ -33,6 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ringleader.policy.free import FreeGPUs
+from ringleader.policy.groups import Group, Openings, top
 from ringleader.policy.keeping import keep_subset
 from ringleader.policy.needs import Needs
 from ringleader.policy.packing import (
@@ -54,16 +55,6 @@ from ringleader.policy.views import ClusterView, Device, JobView
 
 def _order(job: JobView) -> tuple[int, float, str]:
     return (-job.priority, job.submitted_at, job.id)
-
-
-@dataclass(slots=True)
-class _Group:
-    devices: tuple[Device, ...]
-    residents: list[JobView] = field(default_factory=list)
-
-    @property
-    def size(self) -> int:
-        return len(self.devices)
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,8 +109,9 @@ class Sharing:
             free.take_devices(g.devices)
         if self.grow_shrink and waiting:
             self._shrink(groups, free)
+        openings: list[Openings] = []  # made at the first job no free GPUs fit
         for job in sorted(waiting, key=_order):
-            self._admit(job, groups, free)
+            self._admit(job, groups, free, openings)
         admitted = {j.id for g in groups for j in g.residents}
         queued = [j for j in waiting if j.id not in admitted]
         if self.migration:
@@ -146,9 +138,9 @@ class Sharing:
         return Plan(assignments, wake, SizingNotes(assignments, notes), turns)
 
     # -- groups ----------------------------------------------------------------
-    def _groups(self, jobs: Sequence[JobView]) -> tuple[list[_Group], list[JobView]]:
+    def _groups(self, jobs: Sequence[JobView]) -> tuple[list[Group], list[JobView]]:
         """Current groups from where jobs are; jobs on GPUs claimed twice are re-placed."""
-        by_devices: dict[tuple[Device, ...], _Group] = {}
+        by_devices: dict[tuple[Device, ...], Group] = {}
         claimed: set[Device] = set()
         waiting: list[JobView] = []
         for job in sorted(jobs, key=lambda j: (not j.workers, not j.suspended, *_order(j))):
@@ -158,7 +150,7 @@ class Sharing:
                 waiting.append(job)
                 continue
             if group is None:
-                group = by_devices[devices] = _Group(devices)
+                group = by_devices[devices] = Group(devices)
                 claimed.update(devices)
             if len(group.residents) >= self.max_residents or (
                 group.residents and job.requested_gpus != group.size
@@ -168,33 +160,25 @@ class Sharing:
             group.residents.append(job)
         return list(by_devices.values()), waiting
 
-    def _admit(self, job: JobView, groups: list[_Group], free: FreeGPUs) -> None:
+    def _admit(
+        self, job: JobView, groups: list[Group], free: FreeGPUs, openings: list[Openings]
+    ) -> None:
+        """``job`` onto free GPUs, else into the open group of its size it is likeliest to
+        run in soonest (``groups.Openings``), else it stays queued."""
         size = job.requested_gpus
         if free.total >= size:
-            groups.append(_Group(place_one(job, size, free), [job]))
+            g = Group(place_one(job, size, free), [job])
+            groups.append(g)
+            if openings:
+                openings[0].add(g)
             return
         if not self.time_slicing:
             return
-        fits = [
-            g
-            for g in groups
-            if g.size == job.requested_gpus
-            and len(g.residents) < self.max_residents
-            and all(r.requested_gpus == g.size for r in g.residents)
-        ]
-        if fits:
-            best = min(
-                fits,
-                key=lambda g: (
-                    _top(g) >= job.priority,
-                    len(g.residents),
-                    nodes_spanned(g.devices),
-                    g.devices,
-                ),
-            )
-            best.residents.append(job)
+        if not openings:
+            openings.append(Openings(groups, self.max_residents))
+        openings[0].admit(job)
 
-    def _rebalance(self, groups: list[_Group]) -> None:
+    def _rebalance(self, groups: list[Group]) -> None:
         """Move waiting high-priority jobs to groups that run lower-priority ones.
 
         Without this a job could sit suspended behind an equal-priority peer
@@ -205,17 +189,17 @@ class Sharing:
             waiting = [
                 (j, g)
                 for g in groups
-                for j in sorted((r for r in g.residents if r.priority == _top(g)), key=_order)[1:]
+                for j in sorted((r for r in g.residents if r.priority == top(g)), key=_order)[1:]
             ]
             if not waiting:
                 return
             job, donor = min(waiting, key=lambda jg: _order(jg[0]))
             receivers = [
-                g for g in groups if g.size == donor.size and g.residents and _top(g) < job.priority
+                g for g in groups if g.size == donor.size and g.residents and top(g) < job.priority
             ]
             if not receivers:
                 return
-            receiver = min(receivers, key=lambda g: (_top(g), len(g.residents), g.devices))
+            receiver = min(receivers, key=lambda g: (top(g), len(g.residents), g.devices))
             donor.residents.remove(job)
             if len(receiver.residents) >= self.max_residents:
                 low = max(receiver.residents, key=_order)
@@ -223,7 +207,7 @@ class Sharing:
                 donor.residents.append(low)
             receiver.residents.append(job)
 
-    def _migrate(self, groups: list[_Group], free: FreeGPUs) -> None:
+    def _migrate(self, groups: list[Group], free: FreeGPUs) -> None:
         moves = 0
         # Spread out: a suspended job of a crowded group to GPUs that came free.
         for g in sorted(groups, key=lambda g: (-len(g.residents), g.devices)):
@@ -233,7 +217,7 @@ class Sharing:
                 mover = max(g.residents, key=lambda j: (not j.running, *_order(j)))
                 target = place_one(mover, g.size, free)
                 g.residents.remove(mover)
-                groups.append(_Group(target, [mover]))
+                groups.append(Group(target, [mover]))
                 moves += 1
         # De-fragment: a group on more nodes than it needs, onto one node that fits.
         for g in sorted(groups, key=lambda g: (-g.size, g.devices)):
@@ -248,7 +232,7 @@ class Sharing:
             g.devices = tuple(Device(node, i) for i in indices)
             moves += 1
 
-    def _shrink(self, groups: list[_Group], free: FreeGPUs) -> None:
+    def _shrink(self, groups: list[Group], free: FreeGPUs) -> None:
         for g in groups:
             if len(g.residents) != 1:
                 continue
@@ -258,7 +242,7 @@ class Sharing:
                 free.give_devices(sorted(set(g.devices) - set(kept)))
                 g.devices = kept
 
-    def _grow(self, groups: list[_Group], free: FreeGPUs) -> None:
+    def _grow(self, groups: list[Group], free: FreeGPUs) -> None:
         for g in sorted(groups, key=lambda g: _order(g.residents[0])):
             job = g.residents[0]
             if not job.elastic or g.size >= job.max_gpus:
@@ -275,7 +259,7 @@ class Sharing:
 
     # -- who runs this quantum ---------------------------------------------------
     def _turns(
-        self, g: _Group, now: float, memory: dict[str, float]
+        self, g: Group, now: float, memory: dict[str, float]
     ) -> tuple[set[str], float | None]:
         """The ids running in ``g`` now, and when the group wants a new decision.
 
@@ -309,7 +293,3 @@ class Sharing:
         for residents, running in groups:
             turns.update(queue_turns(residents, running, now, self.quantum_s))
         return turns
-
-
-def _top(g: _Group) -> int:
-    return max((j.priority for j in g.residents), default=-(2**31))

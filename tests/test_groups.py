@@ -1,0 +1,84 @@
+"""Gandiva's admission index: the group it picks is the one a scan of every group picks."""
+
+from __future__ import annotations
+
+import random
+
+from ringleader.policy.groups import Group, Openings, top
+from ringleader.policy.placement import nodes_spanned
+from ringleader.policy.views import Device, JobView
+from tests.test_sharing import job
+
+MAX = 4
+
+
+def scanned(groups: list[Group], new: JobView) -> Group | None:
+    """The group ``Sharing`` joined before the index: ``min`` over every open group."""
+    fits = [
+        g
+        for g in groups
+        if g.size == new.requested_gpus
+        and len(g.residents) < MAX
+        and all(r.requested_gpus == g.size for r in g.residents)
+    ]
+    if not fits:
+        return None
+    return min(
+        fits,
+        key=lambda g: (
+            top(g) >= new.priority,
+            len(g.residents),
+            nodes_spanned(g.devices),
+            g.devices,
+        ),
+    )
+
+
+def some_groups(rng: random.Random) -> list[Group]:
+    groups: list[Group] = []
+    for n in range(60):
+        size = rng.choice((1, 1, 2, 4))
+        # One group in three spans two nodes; every group's devices are its own.
+        if size > 1 and n % 3 == 0:
+            half = size // 2
+            devices = tuple(Device(f"n{n:02d}", i) for i in range(half)) + tuple(
+                Device(f"m{n:02d}", i) for i in range(size - half)
+            )
+        else:
+            devices = tuple(Device(f"n{n:02d}", i) for i in range(size))
+        residents = [
+            job(f"g{n}r{k}", gpus=size, priority=rng.choice((0, 0, 1, 5)))
+            for k in range(rng.randint(1, MAX))
+        ]
+        if size > 1 and n % 7 == 0:
+            residents = residents[:1]
+            residents[0] = job(residents[0].id, gpus=size // 2, max_gpus=size, elastic=True)
+        groups.append(Group(devices, residents))
+    return groups
+
+
+def test_openings_admit_each_job_where_a_scan_of_every_group_would() -> None:
+    admitted = 0
+    for seed in range(20):
+        rng = random.Random(seed)
+        groups = some_groups(rng)
+        copy = [Group(g.devices, list(g.residents)) for g in groups]
+        openings = Openings(groups, MAX)
+        for k in range(150):
+            new = job(f"new{k}", gpus=rng.choice((1, 2, 4, 8)), priority=rng.choice((0, 1, 3, 5)))
+            expected = scanned(copy, new)
+            if expected is not None:
+                expected.residents.append(new)
+                admitted += 1
+            assert openings.admit(new) is (expected is not None)
+            assert [g.residents for g in groups] == [g.residents for g in copy], (seed, k)
+    assert admitted > 500  # the groups fill up: the test reaches full ones and none
+
+
+def test_a_group_added_later_is_open_to_the_next_job() -> None:
+    openings = Openings([Group((Device("a", 0),), [job("x", priority=3)])], MAX)
+    later = Group((Device("b", 0),), [job("y")])
+    openings.add(later)
+    # Below the newcomer's priority beats fewer residents... both have one: "b" has top 0.
+    assert openings.admit(job("z", priority=1))
+    assert [r.id for r in later.residents] == ["y", "z"]
