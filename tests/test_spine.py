@@ -117,6 +117,19 @@ def test_an_observation_is_a_value() -> None:
     assert repr(seen) == "Observation(step_time=0.5, seconds=3.0, batch_per_worker=8.0)"
 
 
+def test_a_device_is_an_ordered_value() -> None:
+    # Written by hand for speed too: ordered by (node, index) as the ordered dataclass
+    # it replaced was, hashed as that tuple (so sets of devices iterate as before).
+    a, b, c = Device("n1", 2), Device("n1", 10), Device("n0", 7)
+    assert sorted([b, a, c]) == [c, a, b]
+    assert a < b and not b < a and a <= Device("n1", 2) and b > a and c <= a and b >= a
+    assert a == Device("n1", 2) and a != b and a != ("n1", 2)
+    assert hash(a) == hash(("n1", 2))
+    assert len({a, Device("n1", 2), b}) == 2
+    assert pickle.loads(pickle.dumps(a)) == a and copy.deepcopy(b) == b
+    assert repr(c) == "Device(node='n0', index=7)"
+
+
 def test_co_runners_are_jobs_on_a_shared_device() -> None:
     got = co_runners({"x": [A], "y": [A, B], "z": [C], "w": [B]})
     assert got == {"x": ("y",), "y": ("w", "x"), "w": ("y",)}  # z runs alone

@@ -19,12 +19,62 @@ from ringleader.perf.epochs import EpochsToConverge
 from ringleader.perf.speed import SpeedModel
 
 
-@dataclass(frozen=True, slots=True, order=True)
 class Device:
-    """One GPU: its node's name and its index on that node."""
+    """One GPU: its node's name and its index on that node.
 
-    node: str
-    index: int
+    A value like a frozen, ordered dataclass (equal, hashed and ordered by
+    ``(node, index)``, read-only), written out by hand for the same reason as
+    ``Observation``: placement sorts and hashes devices by the million (every
+    group's devices, every kept GPU), and a dataclass compares through
+    interpreted ``__eq__``/``__lt__`` that build two tuples per comparison.
+    The hash is the dataclass's, ``hash((node, index))``, so sets of devices
+    iterate as they did.
+    """
+
+    __slots__ = ("index", "node")
+
+    def __init__(self, node: str, index: int) -> None:
+        self.node: Final = node
+        self.index: Final = index
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Device):
+            return NotImplemented
+        return self.index == other.index and self.node == other.node
+
+    def __ne__(self, other: object) -> bool:
+        if not isinstance(other, Device):
+            return NotImplemented
+        return self.index != other.index or self.node != other.node
+
+    def __lt__(self, other: Device) -> bool:
+        if self.node != other.node:
+            return self.node < other.node
+        return self.index < other.index
+
+    def __le__(self, other: Device) -> bool:
+        if self.node != other.node:
+            return self.node < other.node
+        return self.index <= other.index
+
+    def __gt__(self, other: Device) -> bool:
+        if self.node != other.node:
+            return self.node > other.node
+        return self.index > other.index
+
+    def __ge__(self, other: Device) -> bool:
+        if self.node != other.node:
+            return self.node > other.node
+        return self.index >= other.index
+
+    def __hash__(self) -> int:
+        return hash((self.node, self.index))
+
+    def __repr__(self) -> str:
+        return f"Device(node={self.node!r}, index={self.index!r})"
+
+    def __reduce__(self) -> tuple[type[Device], tuple[str, int]]:
+        return (Device, (self.node, self.index))
 
 
 GPU_TYPE_PATTERN = r"^[a-z0-9][a-z0-9_.-]{0,31}$"
