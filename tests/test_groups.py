@@ -65,6 +65,13 @@ def test_openings_admit_each_job_where_a_scan_of_every_group_would() -> None:
         copy = [Group(g.devices, list(g.residents)) for g in groups]
         openings = Openings(groups, MAX)
         for k in range(150):
+            if k % 10 == 5:  # a job placed on free GPUs makes a group, as ``Sharing`` does
+                size = rng.choice((1, 2, 4))
+                devices = tuple(Device(f"x{seed}-{k}", i) for i in range(size))
+                arrived = job(f"placed{k}", gpus=size, priority=rng.choice((0, 2)))
+                groups.append(Group(devices, [arrived]))
+                copy.append(Group(devices, [arrived]))
+                openings.added(groups[-1])
             new = job(f"new{k}", gpus=rng.choice((1, 2, 4, 8)), priority=rng.choice((0, 1, 3, 5)))
             expected = scanned(copy, new)
             if expected is not None:
@@ -76,9 +83,12 @@ def test_openings_admit_each_job_where_a_scan_of_every_group_would() -> None:
 
 
 def test_a_group_added_later_is_open_to_the_next_job() -> None:
-    openings = Openings([Group((Device("a", 0),), [job("x", priority=3)])], MAX)
+    groups = [Group((Device("a", 0),), [job("x", priority=3)])]
+    openings = Openings(groups, MAX)
+    assert openings.admit(job("w", priority=9))  # one-GPU groups indexed from here on
     later = Group((Device("b", 0),), [job("y")])
-    openings.add(later)
-    # Below the newcomer's priority beats fewer residents... both have one: "b" has top 0.
+    groups.append(later)
+    openings.added(later)
+    # "a" has two residents now, "b" one, and "b"'s top (0) is below the newcomer's.
     assert openings.admit(job("z", priority=1))
     assert [r.id for r in later.residents] == ["y", "z"]

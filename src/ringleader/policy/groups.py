@@ -37,7 +37,14 @@ class Group:
 
 def top(g: Group) -> int:
     """The highest priority among ``g``'s residents."""
-    return max((j.priority for j in g.residents), default=NO_PRIORITY)
+    residents = g.residents
+    if not residents:
+        return NO_PRIORITY
+    best = residents[0].priority
+    for j in residents:
+        if j.priority > best:
+            best = j.priority
+    return best
 
 
 _Entry = tuple[int, int, tuple[Device, ...], int]
@@ -51,34 +58,62 @@ class Openings:
     A group is open while it has fewer than ``max_residents`` residents and every
     resident asked for exactly its size (a grown group holds more GPUs than its
     one resident asked for; no one joins it). Heaps are per size and per top
-    priority, keyed by what ``best`` compares after the priority test; an entry
-    whose group has since changed is dropped when it reaches the head.
+    priority, keyed by what ``admit`` compares after the priority test; an entry
+    whose group has since changed is dropped when it reaches the head. A size's
+    heaps are made when a job of that size first asks, from ``groups`` as it is
+    then: a decision after one arrival indexes one size, not all.
     """
 
-    __slots__ = ("_groups", "_heaps", "_max")
+    __slots__ = ("_all", "_groups", "_heaps", "_max")
 
     def __init__(self, groups: list[Group], max_residents: int) -> None:
+        self._all = groups
+        """The decision's groups: the caller appends to it, and calls ``added``."""
         self._max = max_residents
         self._groups: list[Group] = []
+        """The groups indexed, by the number their heap entries carry."""
         self._heaps: dict[int, dict[int, list[_Entry]]] = {}
-        for g in groups:
-            self.add(g)
 
-    def add(self, g: Group) -> None:
-        """Index a group not indexed yet (if open)."""
-        if all(r.requested_gpus == g.size for r in g.residents):
-            self._groups.append(g)
-            self._push(len(self._groups) - 1)
+    def added(self, g: Group) -> None:
+        """Index ``g``, just appended to the groups, if its size is indexed already."""
+        by_top = self._heaps.get(g.size)
+        if by_top is not None:
+            self._index(g, by_top)
 
-    def _push(self, i: int) -> None:
+    def _of(self, size: int) -> dict[int, list[_Entry]]:
+        by_top = self._heaps.get(size)
+        if by_top is None:
+            by_top = self._heaps[size] = {}
+            for g in self._all:
+                if g.size == size:
+                    self._index(g, by_top, sift=False)
+            for heap in by_top.values():
+                heapq.heapify(heap)
+        return by_top
+
+    def _index(self, g: Group, by_top: dict[int, list[_Entry]], sift: bool = True) -> None:
+        residents = g.residents
+        if len(residents) >= self._max:
+            return
+        size = g.size
+        for r in residents:
+            if r.requested_gpus != size:
+                return  # grown past what its resident asked for: closed
+        self._groups.append(g)
+        self._push(len(self._groups) - 1, by_top, sift)
+
+    def _push(self, i: int, by_top: dict[int, list[_Entry]], sift: bool = True) -> None:
         g = self._groups[i]
         if len(g.residents) >= self._max:
             return
-        by_top = self._heaps.setdefault(g.size, {})
-        heapq.heappush(
-            by_top.setdefault(top(g), []),
-            (len(g.residents), nodes_spanned(g.devices), g.devices, i),
-        )
+        entry = (len(g.residents), nodes_spanned(g.devices), g.devices, i)
+        heap = by_top.get(top(g))
+        if heap is None:
+            heap = by_top[top(g)] = []
+        if sift:
+            heapq.heappush(heap, entry)
+        else:
+            heap.append(entry)
 
     def _head(self, t: int, heap: list[_Entry]) -> _Entry | None:
         while heap:
@@ -92,9 +127,10 @@ class Openings:
     def admit(self, job: JobView) -> bool:
         """``job`` joins the open group of its size that minimises (top ≥ its priority,
         residents, nodes spanned, devices); False if no group of its size is open."""
+        by_top = self._of(job.requested_gpus)
         below: _Entry | None = None
         above: _Entry | None = None
-        for t, heap in self._heaps.get(job.requested_gpus, {}).items():
+        for t, heap in by_top.items():
             head = self._head(t, heap)
             if head is None:
                 continue
@@ -107,5 +143,5 @@ class Openings:
             return False
         i = chosen[3]
         self._groups[i].residents.append(job)
-        self._push(i)  # indexed again as it now is; the old entry is dropped at the head
+        self._push(i, by_top)  # indexed again as it now is; the old entry is dropped at the head
         return True

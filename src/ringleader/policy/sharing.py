@@ -170,7 +170,7 @@ class Sharing:
             g = Group(place_one(job, size, free), [job])
             groups.append(g)
             if openings:
-                openings[0].add(g)
+                openings[0].added(g)
             return
         if not self.time_slicing:
             return
@@ -186,14 +186,22 @@ class Sharing:
         Each move raises the receiving group's top priority, so this ends.
         """
         for _ in range(len(groups) * self.max_residents):
-            waiting = [
-                (j, g)
-                for g in groups
-                for j in sorted((r for r in g.residents if r.priority == top(g)), key=_order)[1:]
-            ]
-            if not waiting:
+            # The first job, in ``_order``, that waits behind a peer of its group's top
+            # priority: in each group that is the second of those peers.
+            first: tuple[tuple[int, float, str], JobView, Group] | None = None
+            for g in groups:
+                if len(g.residents) < 2:
+                    continue
+                t = top(g)
+                peers = sorted((r for r in g.residents if r.priority == t), key=_order)
+                if len(peers) < 2:
+                    continue
+                key = _order(peers[1])
+                if first is None or key < first[0]:
+                    first = (key, peers[1], g)
+            if first is None:
                 return
-            job, donor = min(waiting, key=lambda jg: _order(jg[0]))
+            _, job, donor = first
             receivers = [
                 g for g in groups if g.size == donor.size and g.residents and top(g) < job.priority
             ]

@@ -27,15 +27,17 @@ class Device:
     ``Observation``: placement sorts and hashes devices by the million (every
     group's devices, every kept GPU), and a dataclass compares through
     interpreted ``__eq__``/``__lt__`` that build two tuples per comparison.
-    The hash is the dataclass's, ``hash((node, index))``, so sets of devices
-    iterate as they did.
+    The hash is the dataclass's, ``hash((node, index))`` (worked out once: a
+    device is hashed far more often than made), so sets of devices iterate as
+    they did.
     """
 
-    __slots__ = ("index", "node")
+    __slots__ = ("_hash", "index", "node")
 
     def __init__(self, node: str, index: int) -> None:
         self.node: Final = node
         self.index: Final = index
+        self._hash: Final = hash((node, index))
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Device):
@@ -68,7 +70,7 @@ class Device:
         return self.index >= other.index
 
     def __hash__(self) -> int:
-        return hash((self.node, self.index))
+        return self._hash
 
     def __repr__(self) -> str:
         return f"Device(node={self.node!r}, index={self.index!r})"
