@@ -10,7 +10,10 @@ decides for all of them. This times each part on this machine:
 * ``LocalExecutor.status`` of a live one-rank gang, read from its files and
   answered from the exit watch;
 * one decision of the default policy at 10k GPUs / 5k jobs and at
-  100k GPUs / 50k jobs (``bench/decision.py``'s snapshot).
+  100k GPUs / 50k jobs (``bench/decision.py``'s snapshot);
+* one decision of every registered policy at 100k GPUs / 50k jobs, one event
+  after the last, each in a process of its own (so no policy's memo or heap
+  is another's to carry): issue 19's goal is p99 under 100 ms for every one.
 
 ``docs/scale.md`` builds the tick at 10k GPUs from these. Writes
 bench/results/scale.json.
@@ -21,6 +24,8 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -29,6 +34,7 @@ from typing import Any
 
 from _common import results_file, stamp
 from decision import after_one_event_times, decide_times
+from ringleader.policy.catalog import POLICY_NAMES
 from ringleader.policy.views import Device
 from ringleader.runtime.executor.local import LocalExecutor
 from ringleader.runtime.gpus import NODE
@@ -109,11 +115,43 @@ CASES: dict[str, str | None] = {
 decision one event after the last, ``after_one_event_times``)."""
 
 
+def every_policy(repeat: int) -> dict[str, dict[str, float]]:
+    """Each registered policy's decisions at 100k GPUs / 50k jobs one event after the
+    last, each policy timed in a fresh process (``--policy``)."""
+    figures: dict[str, dict[str, float]] = {}
+    for name in POLICY_NAMES:
+        out = subprocess.run(
+            [sys.executable, __file__, "--policy", name, "--repeat", str(repeat)],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
+        figures[name] = json.loads(out.splitlines()[-1])
+        print(name, figures[name], flush=True)
+    return figures
+
+
+def one_policy(name: str, repeat: int) -> dict[str, float]:
+    times, after = after_one_event_times(name, 50_000, 12_500, repeat)
+    return {
+        "median_ms": round(1000 * statistics.median(times), 1),
+        "max_ms": round(1000 * max(times), 1),
+        "young_gc_after_median_ms": round(1000 * statistics.median(after), 1),
+        "repeat": len(times),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--repeat", type=int, default=5, help="decisions timed per size")
+    parser.add_argument(
+        "--policy", help="only time this policy at 50k jobs one event after the last (JSON)"
+    )
     args = parser.parse_args()
+    if args.policy:
+        print(json.dumps(one_policy(args.policy, args.repeat)))
+        return
     with tempfile.TemporaryDirectory(prefix="bench-scale-") as tmp:
         store = store_costs(Path(tmp))
         status = status_costs(Path(tmp))
@@ -139,6 +177,7 @@ def main() -> None:
         "store": store,
         "executor": status,
         "decision_ringleader": decisions,
+        "decision_every_policy_100000_gpus_50000_jobs_after_one_event": every_policy(args.repeat),
     }
     args.out.parent.mkdir(exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2) + "\n")
