@@ -12,9 +12,10 @@ from tests.helpers import resnet_job
 
 
 def _outcome(free: FreeGPUs, placed: dict, to_place: list[JobView]) -> tuple:
+    # The jobs to place in any order: both place stages sort them by a total key.
     return (
-        list(placed.items()),
-        [j.id for j in to_place],
+        dict(placed),
+        sorted(j.id for j in to_place),
         {n: sorted(g) for n, g in free.free.items()},
         free.total,
     )
@@ -127,7 +128,7 @@ def test_a_job_given_twice_is_kept_as_keep_held_keeps_it() -> None:
     a = resnet_job("a", workers=1, devices=(Device("node0", 0),))
     again = resnet_job("a", workers=1, devices=(Device("node1", 0),))
     kept = LastKept()
-    for jobs in ([a], [a, again], [a, again], [a]):
+    for jobs in ([a], [a, again], [a, again], [a], [a, a], [a, a], [a]):
         fresh = FreeGPUs(cluster)
         want = _outcome(fresh, *keep_held({"a": 1}, jobs, fresh))
         assert _outcome(*kept.keep_held({"a": 1}, jobs, cluster)) == want

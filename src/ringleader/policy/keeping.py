@@ -89,7 +89,9 @@ class LastKept:
     changed: at 80 running jobs this was a quarter of a trace simulation. Where
     two jobs hold a GPU in common (packing, time-slicing) the order decides
     who keeps it, and every decision works it all out again (``keep_held``).
-    Outputs are identical either way; one decision's worth is kept.
+    Outputs are the same either way (the jobs left to place may come in another
+    order: the place stages sort them by a total key); one decision's worth is
+    kept.
     """
 
     __slots__ = ("_cluster", "_free", "_gpus", "_last", "_owner")
@@ -125,24 +127,32 @@ class LastKept:
         worked out afresh (a GPU held twice, a job id given twice)."""
         last, owner = self._last, self._owner
         now: dict[str, Outcome] = {}
-        asked: list[JobView] = []  # the jobs that ask for GPUs, in keep_held's order
+        placed: dict[str, tuple[Device, ...]] = {}
+        to_place: list[JobView] = []  # in no particular order: the place stage sorts it
         changed: list[tuple[JobView, int]] = []
+        hits = 0
         for job in _held_last(jobs):
-            want = counts.get(job.id, 0)
+            job_id = job.id
+            want = counts.get(job_id, 0)
             if want == 0:
                 continue
-            if job.id in now:
-                return None
-            asked.append(job)
-            hit = last.get(job.id)
+            hit = last.get(job_id)
             if (
                 hit is not None
                 and hit[1] == want
                 and (hit[0] is job.devices or hit[0] == job.devices)
             ):
-                now[job.id] = hit
+                now[job_id] = hit
+                hits += 1
+                kept = hit[2]
+                if kept is None:
+                    to_place.append(job)
+                else:
+                    placed[job_id] = kept
             else:
                 changed.append((job, want))
+        if len(now) != hits:
+            return None  # a job id given twice
         if len(now) < len(last):  # (all of now is in last: if as many, nobody left)
             for job_id in last.keys() - now.keys():  # it left, or asks for something else
                 held, _, kept = last[job_id]
@@ -154,18 +164,13 @@ class LastKept:
             if job.id in now or not _claim(owner, job):
                 return None
             kept = _keep_one(job, want, self._gpus)
-            if kept is not None:
-                free.take_devices(kept)
             now[job.id] = (job.devices, want, kept)
-        self._last = now
-        placed: dict[str, tuple[Device, ...]] = {}
-        to_place: list[JobView] = []
-        for job in asked:
-            kept = now[job.id][2]
             if kept is None:
                 to_place.append(job)
             else:
+                free.take_devices(kept)
                 placed[job.id] = kept
+        self._last = now
         return free.copy(), placed, to_place
 
     def _afresh(
