@@ -135,7 +135,10 @@ class Policy:
         known = self.order.order(known, now)
         free = cluster.capacity
         held: Counts = {}
+        """GPUs each job holds: its size, or a probe's hold (``Probe.hold``)."""
         workers: Counts = {}
+        """A probing job's workers, where they differ from what it holds; every other
+        job's are what it holds (one dictionary fewer to fill per job)."""
         wake: float | None = None
 
         def explore(job: JobView) -> bool:
@@ -168,21 +171,22 @@ class Policy:
             grown = self._fair_growth(known, counts, free, shares)
         else:
             grown = self.size.grow(known, counts, free)
-        for job_id, n in grown.counts.items():
-            held[job_id] = n
-            workers[job_id] = n
+        held.update(grown.counts)  # sized jobs are known, probing ones exploring: apart
         devices = self.place.place(held, ordered, cluster)
-        unplaced = {job_id for job_id, n in held.items() if n and job_id not in devices}
+        unplaced: set[str] = set()
         assignments: dict[str, Assignment] = {}
         last = self._last.assignments
         for job in ordered:
             mine = devices.get(job.id)
             if mine is None:
                 assignments[job.id] = WAIT  # one shared, immutable: most jobs wait
+                if held.get(job.id, 0):
+                    unplaced.add(job.id)  # sized, yet the place stage found no GPUs
                 continue
             # A place stage may give a job fewer GPUs than sized (``TypeAware`` keeps a
             # job that cannot grow without slowing down where it is).
-            n = workers.get(job.id, 0)
+            probe = workers.get(job.id) if workers else None
+            n = held.get(job.id, 0) if probe is None else probe
             n = n if n <= len(mine) else len(mine)
             kept = last.get(job.id)
             if (
