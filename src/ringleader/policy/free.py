@@ -98,11 +98,18 @@ class FreeGPUs:
 
     def _push(self, node: str, count: int) -> None:
         """Index ``node`` under its new free ``count`` (once the heaps exist); where stale
-        entries outnumber the nodes a few times over, build the index afresh."""
+        entries pass an eighth of the nodes, build the index afresh.
+
+        Stale entries cost each search that meets them at a heap's head, and a kept
+        index (``keeping.LastKept``) is searched through a copy at every decision,
+        which pops them again and again: at 12,500 nodes, with the index rebuilt
+        only past four stale entries a node, a decision after one event popped
+        over 20,000 of them, a tenth of it. A rebuild costs a pass over the nodes.
+        """
         assert self._heaps is not None
         heapq.heappush(self._heaps[self.type_of[node]][count], (self.order[node], node))
         self._entries += 1
-        if self._entries > 4 * len(self.free) + 64:
+        if self._entries > len(self.free) // 8 + 64:
             self._heaps = None
             self.index()
 
