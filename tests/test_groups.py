@@ -6,6 +6,7 @@ import random
 
 from ringleader.policy.groups import Group, Openings, top
 from ringleader.policy.placement import nodes_spanned
+from ringleader.policy.sharing import _held, _order, _resident_order
 from ringleader.policy.views import Device, JobView
 from tests.test_sharing import job
 
@@ -92,3 +93,30 @@ def test_a_group_added_later_is_open_to_the_next_job() -> None:
     # "a" has two residents now, "b" one, and "b"'s top (0) is below the newcomer's.
     assert openings.admit(job("z", priority=1))
     assert [r.id for r in later.residents] == ["y", "z"]
+
+
+def test_residents_are_ordered_as_one_sort_of_every_job_orders_them() -> None:
+    # ``Sharing`` sorts by (not running, not suspended, priority, arrival, id) without
+    # building that key per job; any input order must still give the sort's order.
+    rng = random.Random(1)
+    for trial in range(200):
+        jobs = []
+        for _ in range(rng.randint(0, 30)):
+            size = rng.choice((1, 2, 4))
+            devices = tuple(Device(rng.choice("ab"), rng.randrange(8)) for _d in range(size))
+            running = rng.random() < 0.6
+            j = job(
+                f"j{rng.randrange(50)}",
+                gpus=size,
+                at=float(rng.randint(0, 4)),
+                devices=devices if running else (),
+                suspended=running and rng.random() < 0.3,
+                priority=rng.choice((0, 0, 0, 1)) if trial % 2 else 0,
+            )
+            jobs.append(j)
+        if trial % 3 == 0:
+            jobs.sort(key=lambda j: (j.submitted_at, j.id))
+        want = sorted(jobs, key=lambda j: (not j.workers, not j.suspended, *_order(j)))
+        assert [id(j) for j in _resident_order(jobs)] == [id(j) for j in want]
+        for j in jobs:
+            assert _held(j) == (tuple(sorted(j.devices[: j.workers])) if j.workers else ())

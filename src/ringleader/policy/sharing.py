@@ -143,8 +143,8 @@ class Sharing:
         by_devices: dict[tuple[Device, ...], Group] = {}
         claimed: set[Device] = set()
         waiting: list[JobView] = []
-        for job in sorted(jobs, key=lambda j: (not j.workers, not j.suspended, *_order(j))):
-            devices = tuple(sorted(job.devices[: job.workers])) if job.workers else ()
+        for job in _resident_order(jobs):
+            devices = _held(job)
             group = by_devices.get(devices)
             if not devices or (group is None and any(d in claimed for d in devices)):
                 waiting.append(job)
@@ -316,3 +316,35 @@ def _one_node(devices: tuple[Device, ...]) -> bool:
         return False
     node = devices[0].node
     return all(d.node == node for d in devices)
+
+
+def _resident_order(jobs: Sequence[JobView]) -> list[JobView]:
+    """``jobs`` sorted by (not running, not suspended, ``_order``), as ``sorted`` would.
+
+    Split by the first two (stably, in ``jobs``' order), then each part sorted by
+    ``_order`` unless it is in that order already, which it is when the jobs come in
+    submission order and share one priority (usually): a sort that builds a key
+    tuple per job through a call was a seventh of a decision at 50k jobs.
+    """
+    parts: list[list[JobView]] = [[], [], [], []]
+    for job in jobs:
+        parts[(0 if job.workers else 2) + (0 if job.suspended else 1)].append(job)
+    ordered: list[JobView] = []
+    for part in parts:
+        keys = [_order(j) for j in part]
+        # As timsort finds a run: in order unless some key is less than the one before.
+        if any(keys[i] < keys[i - 1] for i in range(1, len(keys))):
+            part = sorted(part, key=_order)
+        ordered.extend(part)
+    return ordered
+
+
+def _held(job: JobView) -> tuple[Device, ...]:
+    """The devices ``job`` runs on, sorted (``()``: it runs on none)."""
+    if not job.workers:
+        return ()
+    devices = job.devices[: job.workers]
+    for i in range(1, len(devices)):
+        if devices[i] < devices[i - 1]:
+            return tuple(sorted(devices))
+    return devices
