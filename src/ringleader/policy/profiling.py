@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import NamedTuple
 
 from ringleader.perf.errors import ModelFitError
 from ringleader.perf.speed import SpeedModel, StepSample, fit_speed_model
@@ -133,9 +134,13 @@ def _still(speed: SpeedModel | None, steps: Steps, job: JobView) -> bool:
     return True
 
 
-@dataclass(frozen=True, slots=True)
-class Probe:
-    """An exploring job's next probe: the size to run at and seconds still to run."""
+class Probe(NamedTuple):
+    """An exploring job's next probe: the size to run at and seconds still to run.
+
+    A named tuple, not a frozen dataclass: a decision asks for one per exploring
+    job, and the dataclass was built through interpreted ``__init__`` and
+    ``object.__setattr__``.
+    """
 
     workers: int
     seconds_left: float
@@ -189,11 +194,20 @@ class Exploratory:
                 return Probe(w, self.window_s - seen, max(sizes))
         return None
 
+    def _probing(self, job: JobView) -> bool:
+        """Whether ``probe`` has a probe for ``job``, without making it (asked of every
+        job at every decision)."""
+        for w in self._sizes(job):
+            obs = job.observations.get(w)
+            if (obs.seconds if obs is not None else 0.0) < self.window_s:
+                return True
+        return False
+
     def split(self, jobs: Sequence[JobView]) -> tuple[list[Candidate], list[JobView]]:
         known: list[Candidate] = []
         exploring: list[JobView] = []
         for job in jobs:
-            if self.probe(job) is not None:
+            if self._probing(job):
                 exploring.append(job)
                 continue
             try:
