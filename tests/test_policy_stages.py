@@ -117,3 +117,28 @@ def test_a_kept_candidate_is_used_only_while_what_it_was_made_from_is_unchanged(
     memo.split([other], make)
     memo.split([other], make)
     assert made == ["a", "a", "a", "a"]
+
+
+def test_kept_candidates_of_jobs_that_left_are_dropped_in_bulk() -> None:
+    # The memo changes in place; what jobs that left keep is bounded by the jobs asked
+    # about, and a view that comes back while still kept is not made again.
+    from ringleader.policy.profiling import LastCandidates
+    from tests.helpers import resnet_job
+
+    made: list[str] = []
+
+    def make(job: JobView) -> Candidate:
+        made.append(job.id)
+        return Candidate(job, job.speed)
+
+    jobs = [resnet_job(f"j{i:03d}") for i in range(200)]
+    memo = LastCandidates()
+    memo.split(jobs, make)
+    memo.split(jobs[:100], make)  # 100 left: 200 kept is within twice 100 plus 64
+    assert len(made) == 200
+    assert [c.job for c in memo.split(jobs[:150], make)] == jobs[:150] and len(made) == 200
+    for n in (10, 3, 1):
+        memo.split(jobs[:n], make)
+        assert len(memo._last) <= 2 * n + 64
+    back = memo.split(jobs[:1], make)[0]
+    assert back.job is jobs[0] and len(made) == 200  # never made again

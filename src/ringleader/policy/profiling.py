@@ -83,7 +83,12 @@ class LastCandidates:
     with the same speed model and step times instead of building it, with its
     prior and its memoised curve, again: under the default that was a fifth of
     a trace simulation for the waiting jobs, and as much again for the running
-    ones. Outputs are unchanged; only the last split is kept.
+    ones. Outputs are unchanged.
+
+    The memo is changed in place, only where a job's candidate is made: a job that
+    has left keeps its entry until the memo holds twice the jobs asked about (plus
+    a margin), and is then dropped with the rest of them. An entry is only ever
+    taken for the very view it was made from, so one kept too long is never wrong.
     """
 
     __slots__ = ("_last",)
@@ -94,20 +99,20 @@ class LastCandidates:
     def split(
         self, jobs: Sequence[JobView], make: Callable[[JobView], Candidate]
     ) -> list[Candidate]:
-        """``make(job)`` for each of ``jobs``, or the last split's for the same view."""
+        """``make(job)`` for each of ``jobs``, or the candidate made for the same view."""
         last = self._last
-        kept: dict[str, tuple[JobView, Candidate, SpeedModel | None, Steps]] = {}
         known = []
         for job in jobs:
             hit = last.get(job.id)
             if hit is not None and hit[0] is job and _still(hit[2], hit[3], job):
-                kept[job.id] = hit
                 known.append(hit[1])
                 continue
             c = make(job)
-            kept[job.id] = (job, c, job.speed, _steps(job))
+            last[job.id] = (job, c, job.speed, _steps(job))
             known.append(c)
-        self._last = kept
+        if len(last) > 2 * len(jobs) + 64:
+            asked = {job.id for job in jobs}
+            self._last = {k: v for k, v in last.items() if k in asked}
         return known
 
 
