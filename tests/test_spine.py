@@ -130,6 +130,23 @@ def test_a_device_is_an_ordered_value() -> None:
     assert repr(c) == "Device(node='n0', index=7)"
 
 
+def test_an_assignment_is_a_value() -> None:
+    # Written by hand for speed too: equal and hashed by its fields, checked on making,
+    # and it survives pickling and copying.
+    on = (Device("n0", 0), Device("n0", 1))
+    a = Assignment(on, 1)
+    assert a == Assignment(devices=on, workers=1, suspended=False) and a != Assignment(on, 2)
+    assert a != Assignment(on, 1, suspended=True) and a != (on, 1, False)
+    assert len({a, Assignment(on, 1), Assignment(on, 2)}) == 2
+    assert hash(a) == hash((on, 1, False))
+    assert pickle.loads(pickle.dumps(a)) == a and copy.deepcopy(a) == a
+    assert a.running and a.resident and a.active_devices == on[:1]
+    assert not Assignment(on, 1, True).running and Assignment() == Assignment((), 0)
+    assert repr(a).startswith("Assignment(devices=(Device(node='n0', index=0), ")
+    with pytest.raises(ValueError, match="workers"):
+        Assignment(on, 3)
+
+
 def test_co_runners_are_jobs_on_a_shared_device() -> None:
     got = co_runners({"x": [A], "y": [A, B], "z": [C], "w": [B]})
     assert got == {"x": ("y",), "y": ("w", "x"), "w": ("y",)}  # z runs alone

@@ -137,6 +137,12 @@ class FreeGPUs:
 
     def take_devices(self, devices: Iterable[Device]) -> None:
         """``take`` for each node ``devices`` are on: one take per node, not per GPU."""
+        if isinstance(devices, tuple) and len(devices) == 1:
+            # Most jobs hold one GPU: no grouping by node for them (Gandiva's stack
+            # takes every group's GPUs anew at each decision).
+            d = devices[0]
+            self.take(d.node, (d.index,))
+            return
         for node, indices in by_node(devices).items():
             self.take(node, indices)
 

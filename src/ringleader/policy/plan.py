@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, Protocol
+from typing import Any, Final, NamedTuple, Protocol
 
 from ringleader.policy.needs import Needs
 from ringleader.policy.views import ClusterView, Device, JobView
 
 
-@dataclass(frozen=True, slots=True)
 class Assignment:
     """Where one job runs.
 
@@ -23,15 +22,52 @@ class Assignment:
     quantum (time-slicing); its state waits in host memory, so resuming it on
     the same GPUs costs a fraction of a second instead of a restart. Two
     running jobs may name the same GPU: they are packed onto it.
+
+    A value like a frozen dataclass (equal and hashed by its fields, read-only
+    when compiled), written out by hand as ``views.Observation`` is: Gandiva's
+    stack makes one per resident job at every decision, and a frozen dataclass
+    is built through ``object.__setattr__`` per field.
     """
 
-    devices: tuple[Device, ...] = ()
-    workers: int = 0
-    suspended: bool = False
+    __slots__ = ("devices", "suspended", "workers")
 
-    def __post_init__(self) -> None:
-        if not 0 <= self.workers <= len(self.devices):
-            raise ValueError(f"workers ({self.workers}) must be within 0..{len(self.devices)}")
+    def __init__(
+        self, devices: tuple[Device, ...] = (), workers: int = 0, suspended: bool = False
+    ) -> None:
+        if not 0 <= workers <= len(devices):
+            raise ValueError(f"workers ({workers}) must be within 0..{len(devices)}")
+        self.devices: Final = devices
+        self.workers: Final = workers
+        self.suspended: Final = suspended
+
+    def _key(self) -> tuple[tuple[Device, ...], int, bool]:
+        return (self.devices, self.workers, self.suspended)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Assignment):
+            return NotImplemented
+        return (
+            self.workers == other.workers
+            and self.suspended == other.suspended
+            and self.devices == other.devices
+        )
+
+    def __ne__(self, other: object) -> bool:
+        if not isinstance(other, Assignment):
+            return NotImplemented
+        return not self == other
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return (
+            f"Assignment(devices={self.devices!r}, workers={self.workers!r}, "
+            f"suspended={self.suspended!r})"
+        )
+
+    def __reduce__(self) -> tuple[type[Assignment], tuple[tuple[Device, ...], int, bool]]:
+        return (Assignment, self._key())
 
     @property
     def running(self) -> bool:
