@@ -74,8 +74,12 @@ def node_loss(server: LiveServer, cluster: Any, removable: dict[str, Any]) -> di
 
 
 def time_slicing(server: LiveServer) -> dict[str, Any]:
-    """Two jobs on the one GPU left: they take turns."""
-    ids = [server.submit(tiny_job(f"turn{i}", epochs=10)) for i in range(2)]
+    """Two jobs on the one GPU left: they take turns.
+
+    Each trains for about three quanta (30 epochs, some 4-5 s against the 2 s
+    quantum): at 10 epochs a job could finish within the quantum it started in
+    (quanta are aligned to the clock), and then nobody was ever suspended."""
+    ids = [server.submit(tiny_job(f"turn{i}", epochs=30)) for i in range(2)]
     for job_id in ids:
         server.wait_state(job_id, {"succeeded", "failed"}, 240)
     return {
