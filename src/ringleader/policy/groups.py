@@ -107,9 +107,10 @@ class Openings:
         if len(g.residents) >= self._max:
             return
         entry = (len(g.residents), nodes_spanned(g.devices), g.devices, i)
-        heap = by_top.get(top(g))
+        t = top(g)
+        heap = by_top.get(t)
         if heap is None:
-            heap = by_top[top(g)] = []
+            heap = by_top[t] = []
         if sift:
             heapq.heappush(heap, entry)
         else:
