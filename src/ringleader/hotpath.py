@@ -32,6 +32,7 @@ MODULES: tuple[str, ...] = (
     "ringleader.sim.engine",
     "ringleader.sim.occupancy",
     "ringleader.sim.result",
+    "ringleader.sim.ticks",
     "ringleader.spine.actions",
     "ringleader.spine.deciding",
     "ringleader.spine.observe",

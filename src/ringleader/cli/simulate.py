@@ -101,6 +101,17 @@ def simulate(
             help="Place blind to GPU types (the policy's type-agnostic variant), to compare.",
         ),
     ] = False,
+    tick_s: Annotated[
+        float | None,
+        typer.Option(
+            min=0.01,
+            max=86_400,
+            help="--workload/--trace: decide once every this many simulated seconds, over "
+            "every event since, as the runtime's controller does once a tick (default: at "
+            "every event; a workload file's simulation.tick_s). A tick of 60 plays a large "
+            "trace many times faster, at a small cost in queueing (docs/scale.md).",
+        ),
+    ] = None,
 ) -> None:
     """Run the simulator: the same policy core the runtime uses, on a virtual clock.
 
@@ -126,6 +137,8 @@ def simulate(
         fail("--gpu-types applies to --trace (a workload file names its types under cluster)")
     if type_agnostic and scenario is not None:
         fail("--type-agnostic applies to --workload and --trace; a scenario runs both variants")
+    if tick_s is not None and scenario is not None:
+        fail("--tick-s applies to --workload and --trace; a scenario decides as its paper did")
     if trace is not None:
         if policy is None:
             fail(f"--trace needs --policy NAME; choose one of: {', '.join(POLICY_NAMES)}")
@@ -139,6 +152,7 @@ def simulate(
             json_path,
             plot,
             gpu_types,
+            tick_s,
         )
         return
     if scenario is not None:
@@ -159,7 +173,9 @@ def simulate(
     assert workload is not None
     if policy is None:
         fail(f"--workload needs --policy NAME; choose one of: {', '.join(POLICY_NAMES)}")
-    _workload(workload, policy, quantum_s, tiresias_thresholds, json_path, plot, type_agnostic)
+    _workload(
+        workload, policy, quantum_s, tiresias_thresholds, json_path, plot, type_agnostic, tick_s
+    )
 
 
 def _chosen(
@@ -243,6 +259,7 @@ def _trace(
     json_path: Path | None,
     plot: Path | None,
     gpu_types: str | None = None,
+    tick_s: float | None = None,
 ) -> None:
     from ringleader.policy.views import ClusterView
     from ringleader.traces.jobs import (
@@ -291,6 +308,7 @@ def _trace(
                 jobs,
                 on_finish=lambda done, _: bar.update(task, completed=done),
                 contention=GavelContention(),
+                tick_s=tick_s,
             ).run()
         except (SimulationStalled, PolicyInputError) as err:
             fail(f"{path}: {err}")
@@ -311,6 +329,8 @@ def _trace(
                 "makespan_s": s.makespan_s,
                 "utilization": s.utilization,
                 "jobs": s.jobs,
+                "tick_s": tick_s,
+                "decisions": result.decisions,
                 "wall_s": round(result.wall_s, 3),
             },
         )
@@ -331,6 +351,7 @@ def _workload(
     json_path: Path | None,
     plot: Path | None,
     type_agnostic: bool = False,
+    tick_s: float | None = None,
 ) -> None:
     try:
         workload = load_workload(path)
@@ -348,6 +369,7 @@ def _workload(
                 restart_delay_s=settings.restart_delay_s,
                 round_s=settings.round_s,
                 on_finish=lambda done, _: bar.update(task, completed=done),
+                tick_s=settings.tick_s if tick_s is None else tick_s,
             ).run()
         except (SimulationStalled, PolicyInputError) as err:
             fail(f"{path}: {err}")
@@ -362,6 +384,7 @@ def _workload(
                 "workload": str(path),
                 "gpus": workload.cluster.capacity,
                 "summary": result.summary.as_dict(),
+                "tick_s": settings.tick_s if tick_s is None else tick_s,
                 "decisions": result.decisions,
                 "counts": result.counts,
                 "wall_s": round(result.wall_s, 3),

@@ -36,6 +36,7 @@ from ringleader.sim.host import Host
 from ringleader.sim.jobs import DONE, JobState, SimJob
 from ringleader.sim.occupancy import Occupancy
 from ringleader.sim.result import JobProgress, SimResult, sample_shares
+from ringleader.sim.ticks import Finishes, tick_at_or_after
 from ringleader.spine.actions import (
     EventCounts,
     Kind,
@@ -102,11 +103,14 @@ class Simulator:
         snapshot_at: Sequence[float] = (),
         driver: Driver | None = None,
         host: Host | None = None,
+        tick_s: float | None = None,
     ) -> None:
         if restart_delay_s < 0 or switch_delay_s < 0:
             raise ValueError("restart_delay_s and switch_delay_s must be >= 0")
         if round_s is not None and round_s <= 0:
             raise ValueError(f"round_s must be positive or None, got {round_s}")
+        if tick_s is not None and not (0 < tick_s < math.inf):
+            raise ValueError(f"tick_s must be positive and finite, or None, got {tick_s}")
         ids = [j.id for j in jobs]
         if len(set(ids)) != len(ids):
             raise ValueError("job ids must be unique")
@@ -133,6 +137,9 @@ class Simulator:
         worked out again even if the plan moves nobody."""
         self.host = host
         """Shared host resources (the fidelity replay's CPU cores); None: GPUs share nothing."""
+        self.tick_s = tick_s
+        """Decide once a tick over the events since, as the runtime does (``sim.ticks``);
+        None: at every event."""
         self._occupancy = Occupancy()
         """The GPUs the jobs run on and hold, as ``_apply`` and completions change them."""
 
@@ -173,28 +180,44 @@ class Simulator:
         by_user = len({j.user for j in pending}) > 1
         running: list[JobState] = []  # in ``active``'s order; by placement, less who ended
         gpus: tuple[int, int] | None = None  # busy and held, while no job moves or leaves
+        tick = self.tick_s
+        due = now if tick is None else tick_at_or_after(now, tick)
+        """When the next decision is: at every event, or the first tick at or after one."""
+        since = now
+        """Every running job has advanced to here (ticking, only at decisions)."""
+        finishes = None if tick is None else Finishes([], now)
+        plan: Plan | None = None
         while (nxt < len(pending) or active) and now < until:
             while nxt < len(pending) and pending[nxt].submitted_at <= now:
                 job = pending[nxt]
                 # Nobody's sharing changes until the job is placed (``_apply`` sees that).
                 active[job.id] = JobState(job, state_since=now)
                 nxt += 1
-            if self.driver is not None:
-                steer = self.driver.steer(now, {i: 1.0 - s.remaining for i, s in active.items()})
-                if steer is None:
-                    break
-                for job_id, priority in steer.items():
-                    if job_id in active:
-                        active[job_id].priority = priority
-                        active[job_id].seen = None
-            capacity, needs = self.cluster.capacity, self._needs
-            restart = self.restart_delay_s
-            views = [s.view(capacity, needs, restart) for s in active.values()]
-            plan = decide(self.policy, views, self.cluster, now)
-            decisions += 1
-            if self._apply(plan, active, now):
-                running = self._contend(active, running)
-                gpus = None
+            deciding = now >= due
+            if deciding:
+                if since < now:
+                    _advance(running, since, now)
+                    since = now
+                if self.driver is not None:
+                    done_by = {i: 1.0 - s.remaining for i, s in active.items()}
+                    steer = self.driver.steer(now, done_by)
+                    if steer is None:
+                        break
+                    for job_id, priority in steer.items():
+                        if job_id in active:
+                            active[job_id].priority = priority
+                            active[job_id].seen = None
+                capacity, needs = self.cluster.capacity, self._needs
+                restart = self.restart_delay_s
+                views = [s.view(capacity, needs, restart) for s in active.values()]
+                plan = decide(self.policy, views, self.cluster, now)
+                decisions += 1
+                if self._apply(plan, active, now):
+                    running = self._contend(active, running)
+                    gpus = None
+                if tick is not None:
+                    finishes = Finishes(running, now)
+                    due = math.inf
             if gpus is None:  # somebody started, stopped, moved or left
                 gpus = occupancy.busy, occupancy.held  # as the plan's busy_gpus, held_gpus
             point = UsagePoint(now, *gpus, len(active))
@@ -206,9 +229,11 @@ class Simulator:
                 point.jobs,
             ):
                 usage.append(point)
-            if by_user:
+            if by_user and deciding and plan is not None:
                 sample_shares(shares, now, plan, active, capacity)
-            later = min(self._next_event(plan, running, pending, nxt, now), until)
+            later = min(self._next_event(plan, running, pending, nxt, now, finishes), until)
+            if tick is not None:
+                later = min(later, due)
             if marks and now < marks[0] < later and not math.isinf(later):
                 later = marks[0]
             if math.isinf(later):
@@ -227,20 +252,30 @@ class Simulator:
                     "is below the clock's resolution at this time (scale the workload's times "
                     "or work up, or submit closer to t=0)"
                 )
-            for state in running:  # only a running job progresses
-                state.advance(now, later)
+            if finishes is None:
+                for state in running:  # only a running job progresses
+                    state.advance(now, later)
+                since = later
             now = later
+            if marks and marks[0] <= now and since < now:
+                _advance(running, since, now)
+                since = now
+                finishes = Finishes(running, now)
             while marks and marks[0] <= now:
                 snapshots[marks.pop(0)] = {
                     **{s.job.id: 1.0 for s in done},
                     **{i: 1.0 - s.remaining for i, s in active.items()},
                 }
-            finished = [s for s in running if s.remaining <= DONE]
+            if finishes is None:
+                finished = [s for s in running if s.remaining <= DONE]
+            else:
+                finished, since = self._finishes_due(finishes, running, since, now)
+            changed = False  # ticking: a job that shared a GPU or host ended
             for state in finished:
                 del active[state.job.id]
                 occupancy.remove(state.devices, state.workers, state.suspended)
                 if state.partners or self.host is not None:
-                    self._jobs_changed = True  # who shared with it runs faster now
+                    self._jobs_changed = changed = True  # who shared with it runs faster now
                 state.finished_at = now
                 done.append(state)
                 if self.on_finish is not None:
@@ -248,6 +283,18 @@ class Simulator:
             if finished:
                 running = [s for s in running if s.remaining > DONE]
                 gpus = None
+            if tick is not None:
+                if changed:  # speeds change now, not at the next tick
+                    if since < now:
+                        _advance(running, since, now)
+                        since = now
+                    running = self._contend(active, running)
+                assert finishes is not None
+                if since == now and finishes.since < now:
+                    finishes = Finishes(running, now)
+                due = min(due, tick_at_or_after(now, tick))
+        if since < now:
+            _advance(running, since, now)
         usage.append(UsagePoint(now, 0, 0, 0))
         progress = tuple(
             JobProgress(s.job.id, s.job.submitted_at, 1.0 - s.remaining, s.first_at, s.finished_at)
@@ -395,20 +442,47 @@ class Simulator:
 
     def _next_event(
         self,
-        plan: Plan,
+        plan: Plan | None,
         running: list[JobState],
         pending: Sequence[SimJob],
         nxt: int,
         now: float,
+        finishes: Finishes | None,
     ) -> float:
+        """When the next arrival, completion, wake-up or round mark is.
+
+        ``finishes``: ticking, when running jobs end (else each is asked)."""
         later = pending[nxt].submitted_at if nxt < len(pending) else math.inf
         if not running:
             # Nothing progresses, so only an arrival can change the plan.
             return later
-        if plan.wake_at is not None and plan.wake_at > now:
+        if plan is not None and plan.wake_at is not None and plan.wake_at > now:
             later = min(later, plan.wake_at)
         if self.round_s is not None:
             later = min(later, (math.floor(now / self.round_s) + 1) * self.round_s)
+        if finishes is not None:
+            return min(later, finishes.first)
         for state in running:
             later = min(later, state.finish_time(now))
         return later
+
+    @staticmethod
+    def _finishes_due(
+        finishes: Finishes, running: list[JobState], since: float, now: float
+    ) -> tuple[list[JobState], float]:
+        """Ticking: the jobs that end at ``now``, and when every running job was last
+        advanced to (``now`` where one due to end had work left by rounding: then all
+        others are brought up to ``now`` too, and its end is worked out again)."""
+        due = finishes.due(now)
+        ended = [s for s in due if s.remaining <= DONE]
+        if len(ended) == len(due):
+            return ended, since
+        moved = {id(s) for s in due}
+        _advance([s for s in running if id(s) not in moved], since, now)
+        return ended, now
+
+
+def _advance(running: Sequence[JobState], start: float, end: float) -> None:
+    """Move every running job on from ``start`` to ``end`` at its speed."""
+    for state in running:
+        state.advance(start, end)

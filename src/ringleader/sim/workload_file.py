@@ -86,6 +86,8 @@ class SimulationSpec(_Strict):
         DEFAULT_RESTART_DELAY_S
     )
     round_s: Annotated[float, Field(ge=0.1, le=DAY_S, allow_inf_nan=False)] | None = DEFAULT_ROUND_S
+    tick_s: Annotated[float, Field(ge=0.01, le=DAY_S, allow_inf_nan=False)] | None = None
+    """Decide once a tick over every event since, as the runtime does (None: at every event)."""
     quantum_s: Annotated[float, Field(ge=0.1, le=DAY_S, allow_inf_nan=False)] | None = None
     """Time-slicing quantum for gandiva/time-slicing (None: the policy's own, 60 s)."""
     tiresias_thresholds_gpu_s: (
