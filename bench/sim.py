@@ -100,6 +100,7 @@ def bench_poisson(
         "p99_jct_s": round(s.p99_jct_s, 1),
         "avg_queueing_s": round(s.avg_queueing_s, 1),
         "utilization": round(s.utilization, 4),
+        "resizes": result.counts.get("resize", 0),
     }
 
 

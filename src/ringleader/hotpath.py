@@ -31,6 +31,7 @@ MODULES: tuple[str, ...] = (
     "ringleader.sim.jobs",
     "ringleader.sim.engine",
     "ringleader.sim.occupancy",
+    "ringleader.sim.pacing",
     "ringleader.sim.result",
     "ringleader.sim.ticks",
     "ringleader.spine.actions",

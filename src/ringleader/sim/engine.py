@@ -24,7 +24,7 @@ from __future__ import annotations
 import gc
 import math
 import time
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from ringleader.fairness import ShareSample
@@ -35,6 +35,7 @@ from ringleader.sim.errors import SimulationStalled
 from ringleader.sim.host import Host
 from ringleader.sim.jobs import DONE, JobState, SimJob
 from ringleader.sim.occupancy import Occupancy
+from ringleader.sim.pacing import Contention, Pacing
 from ringleader.sim.result import JobProgress, SimResult, sample_shares
 from ringleader.sim.ticks import Finishes, tick_at_or_after
 from ringleader.spine.actions import (
@@ -48,7 +49,6 @@ from ringleader.spine.actions import (
 )
 from ringleader.spine.deciding import decide
 from ringleader.spine.needs import SIMULATOR, serve_policy
-from ringleader.spine.observe import co_runners
 
 # Checkpoint → stop → restart at a new world size, measured on this project's
 # 2-core CPU machine with gloo (1 → 2 ranks, ~3.8 s, 2 s of it Python and
@@ -66,18 +66,6 @@ class Driver(Protocol):
 
     def steer(self, now: float, done: dict[str, float]) -> dict[str, int] | None:
         """Given each active job's done fraction, new priorities by id; None ends the run."""
-        ...
-
-
-class Contention(Protocol):
-    """How much sharing slows a job: the simulator's ground truth, not the policy's."""
-
-    def packed(self, kind: str, other: str) -> float:
-        """Speed of ``kind`` packed on one GPU with ``other``, relative to alone."""
-        ...
-
-    def spread(self, kind: str, gpus: int, extra_nodes: int) -> float:
-        """Speed of a gang on ``extra_nodes`` more nodes than it needs, relative to packed."""
         ...
 
 
@@ -127,10 +115,6 @@ class Simulator:
         self.until = until
         """Stop the clock here, jobs unfinished or not (their progress is in the result)."""
         self.snapshot_at = sorted(snapshot_at)
-        self._widest = max((n.gpus for n in cluster.nodes), default=1)
-        self._type_of = cluster.node_types
-        self._typed = any(j.type_speed for j in jobs)
-        """Some job runs at different speeds on different GPU types."""
         self.driver = driver
         self._jobs_changed = False
         """A job that shared a GPU or host left since the last placement: sharing must be
@@ -142,6 +126,7 @@ class Simulator:
         None: at every event."""
         self._occupancy = Occupancy()
         """The GPUs the jobs run on and hold, as ``_apply`` and completions change them."""
+        self._pacing = Pacing(cluster, contention, host, typed=any(j.type_speed for j in jobs))
 
     def run(self) -> SimResult:
         """Simulate until every job finished (or ``until``).
@@ -213,7 +198,7 @@ class Simulator:
                 plan = decide(self.policy, views, self.cluster, now)
                 decisions += 1
                 if self._apply(plan, active, now):
-                    running = self._contend(active, running)
+                    running = self._pacing.pace(active, running, self._occupancy.shared)
                     gpus = None
                 if tick is not None:
                     finishes = Finishes(running, now)
@@ -288,7 +273,7 @@ class Simulator:
                     if since < now:
                         _advance(running, since, now)
                         since = now
-                    running = self._contend(active, running)
+                    running = self._pacing.pace(active, running, self._occupancy.shared)
                 assert finishes is not None
                 if since == now and finishes.since < now:
                     finishes = Finishes(running, now)
@@ -327,7 +312,7 @@ class Simulator:
 
         True when who runs where may have changed (a job was placed, stopped or
         moved, or one that shared a GPU or host left): then sharing and speeds must
-        be worked out again (``_contend``). A job that ended alone only leaves the
+        be worked out again (``Pacing.pace``). A job that ended alone only leaves the
         running list; one that arrived and waits changes nothing.
         """
         changed = self._jobs_changed
@@ -369,76 +354,6 @@ class Simulator:
         job = state.job
         own = job.startup_s if state.started_at is None else job.restart_s
         return self.restart_delay_s if own is None else own
-
-    def _contend(self, active: dict[str, JobState], ran: list[JobState]) -> list[JobState]:
-        """Who shares a GPU with whom, and each running job's resulting speed factor.
-
-        Returns the running jobs. Only those and the jobs that ran at the last call
-        (``ran``: what it returned, less the jobs that ended since) are touched:
-        every other job kept the neutral values (no partners, full speed) that the
-        last call left it, as who runs changes only between calls.
-        """
-        running = [s for s in active.values() if s.running]
-        for state in ran:
-            state.partners, state.factor, state.type_factor = (), 1.0, 1.0
-        partners = (
-            co_runners({s.job.id: s.devices[: s.workers] for s in running})
-            if self._occupancy.shared  # else no GPU runs two jobs: nobody has partners
-            else {}
-        )
-        for state in running:
-            state.partners, state.factor = partners.get(state.job.id, ()), 1.0
-        if self._typed:
-            self._type_speeds(running)
-        if self.host is not None:
-            self._share_hosts(running, self.host)
-        model = self.contention
-        for state in running:
-            kind = state.job.kind
-            for other in state.partners:
-                other_kind = active[other].job.kind
-                if self.host is not None and (model is None or kind is None):
-                    continue  # the host charges for the core the two share
-                if model is None or kind is None or other_kind is None:
-                    # Nothing measured for this pair: packing is worth exactly a
-                    # time-share, no gain and no loss.
-                    state.factor *= 0.5
-                else:
-                    state.factor *= model.packed(kind, other_kind)
-            if model is None or kind is None:
-                continue
-            gpus = state.workers
-            nodes = len({d.node for d in state.devices[:gpus]})
-            extra = nodes - -(-gpus // self._widest)
-            if extra > 0:
-                state.factor *= model.spread(kind, gpus, extra)
-        for state in running:
-            state.pace()
-        return running
-
-    def _type_speeds(self, running: list[JobState]) -> None:
-        """Each running job's speed on the types it holds: its slowest type's."""
-        type_of = self._type_of
-        for state in running:
-            state.type_factor = 1.0
-            speeds = state.job.type_speed
-            if speeds:
-                state.type_factor = min(
-                    speeds.get(type_of[d.node], 1.0) for d in state.devices[: state.workers]
-                )
-                state.factor = state.type_factor
-
-    @staticmethod
-    def _share_hosts(running: list[JobState], host: Host) -> None:
-        """Slow every running job to the pace its most crowded resource allows."""
-        load: dict[Hashable, int] = {}
-        for state in running:
-            for d in state.devices[: state.workers]:
-                key = host.resource(d)
-                load[key] = load.get(key, 0) + 1
-        for state in running:
-            keys = {host.resource(d) for d in state.devices[: state.workers]}
-            state.factor *= min(host.speed(load[k]) for k in keys)
 
     def _next_event(
         self,
