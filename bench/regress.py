@@ -2,8 +2,9 @@
 
 Each check times one piece of pure-Python work that the full benchmarks time
 at scale — the simulator on a trace under the default, Tiresias and Gandiva,
-Table 3's extreme setting, one decision over 5,000 jobs — and divides the
-wall time by a calibration loop run in the same process (``_common``), so
+Table 3's extreme setting, a Poisson workload decided once a tick, one
+decision over 5,000 jobs — and divides the wall time by a calibration loop
+run in the same process (``_common``), so
 the figure is "how many calibration loops", comparable across machines and
 days. The committed figures are in bench/results/regress.json; a check whose
 ratio is more than ``LIMIT`` times its committed ratio fails.
@@ -57,6 +58,16 @@ def _table3(policy: str) -> Callable[[], None]:
     return lambda: Simulator(policy_named(policy), cluster, jobs).run()
 
 
+def _ticked() -> Callable[[], None]:
+    from ringleader.policy import ClusterView, policy_named
+    from ringleader.sim import Simulator
+    from sim import poisson_jobs
+
+    jobs = poisson_jobs(1_000, 64)
+    cluster = ClusterView.uniform(64, 8)
+    return lambda: Simulator(policy_named("precompute"), cluster, jobs, tick_s=60.0).run()
+
+
 def _decision() -> Callable[[], None]:
     from decision import NODES, fresh, snapshot
     from ringleader.policy import ClusterView, policy_named
@@ -93,6 +104,10 @@ CHECKS: dict[str, tuple[str, Callable[[], Callable[[], None]]]] = {
     "sim-table3-extreme-gandiva": (
         "simulate Table 3's extreme setting under Gandiva's time-slicing",
         lambda: _table3("gandiva"),
+    ),
+    "sim-poisson-1k-ticked": (
+        "simulate 1,000 Poisson jobs on 512 GPUs under precompute, deciding once a minute",
+        _ticked,
     ),
     "decide-5k-jobs": (
         "five decisions of the default over 5,000 jobs on 10,000 GPUs",
