@@ -115,3 +115,41 @@ def test_a_run_leaves_the_collectors_frozen_objects_as_it_found_them() -> None:
     finally:
         gc.unfreeze()
     assert held
+
+
+def test_what_each_decision_leaves_is_kept_from_the_collector_for_the_run_only() -> None:
+    """The objects a decision leaves behind (views, plan, memos) are frozen with the
+    workload, so collections between decisions walk only what the engine makes; a
+    caller that froze objects itself is left to its own collector."""
+    jobs = [SimJob(f"j{i}", 100.0 * i, RESNET110_K40) for i in range(4)]
+    fifo = policy_named("fifo")
+    seen: list[tuple[bool, bool]] = []  # the last plan: tracked, and in a generation
+
+    class Watching:
+        name = fifo.name
+        needs = fifo.needs
+        last: object = None
+
+        def decide(self, views, cluster, now):  # type: ignore[no-untyped-def]
+            if self.last is not None:
+                young = any(
+                    any(o is self.last for o in gc.get_objects(generation=g)) for g in range(3)
+                )
+                seen.append((gc.is_tracked(self.last), young))
+            self.last = plan = fifo.decide(views, cluster, now)
+            return plan
+
+    def run() -> None:
+        Simulator(Watching(), ClusterView.uniform(1, 4), jobs).run()  # type: ignore[arg-type]
+
+    run()
+    assert len(seen) > 3 and all(tracked for tracked, _ in seen)
+    assert not any(young for _, young in seen)  # frozen: in no generation the collector walks
+    assert gc.get_freeze_count() == 0
+    seen.clear()
+    gc.freeze()  # the caller's own, as a server freezes before it forks
+    try:
+        run()
+        assert seen and all(young for _, young in seen)
+    finally:
+        gc.unfreeze()

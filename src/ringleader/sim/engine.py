@@ -126,6 +126,8 @@ class Simulator:
         None: at every event."""
         self._occupancy = Occupancy()
         """The GPUs the jobs run on and hold, as ``_apply`` and completions change them."""
+        self._freezing = False
+        """Whether this run froze the collector's objects (``run``), and so each decision's."""
         self._pacing = Pacing(cluster, contention, host, typed=any(j.type_speed for j in jobs))
 
     def run(self) -> SimResult:
@@ -136,15 +138,22 @@ class Simulator:
         (``gc.freeze``): the oldest generation's collections walk every object
         alive, and after a few trace simulations in one process those were a twentieth
         of the next (``bench/traces.py``: cluster07's default 6.26 -> 5.92 s compiled).
-        Nothing of the run's own is kept from the collector, and all is as it was after;
-        a process that froze objects itself (a server before it forks) is left alone.
+        So is what each decision leaves behind (its plan, the views and the stages'
+        memos), frozen as the decision returns: a decision makes no reference cycles
+        (``spine.deciding``), so reference counting frees all of it in time, while the
+        collector walked it once or more after every decision, a fifth of a run that
+        decides once a minute (``sim.ticks``). What the engine makes between decisions
+        is collected as usual. All is as it was after the run; a process that froze
+        objects itself (a server before it forks) is left alone.
         """
         if gc.get_freeze_count():
             return self._run()
         gc.freeze()
+        self._freezing = True
         try:
             return self._run()
         finally:
+            self._freezing = False
             gc.unfreeze()
 
     def _run(self) -> SimResult:
@@ -196,6 +205,8 @@ class Simulator:
                 restart = self.restart_delay_s
                 views = [s.view(capacity, needs, restart) for s in active.values()]
                 plan = decide(self.policy, views, self.cluster, now)
+                if self._freezing:
+                    gc.freeze()
                 decisions += 1
                 if self._apply(plan, active, now):
                     running = self._pacing.pace(active, running, self._occupancy.shared)

@@ -9,7 +9,8 @@ were a third of its time (1.2 s with, 0.75 s without, at 100k GPUs). The
 bodies therefore pause the collector while the policy decides; the young
 objects that outlive the decision are collected at the next allocation
 after it, as usual (about a tenth of the decision at that scale,
-``bench/decision.py``).
+``bench/decision.py``); the simulator freezes them instead, for its run's
+length (``Simulator.run``).
 
 The switch is the process's: in the server the API's threads go without
 cyclic collection for the decision's length too (reference counting still
