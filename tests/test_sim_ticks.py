@@ -205,3 +205,22 @@ def test_a_bad_tick_names_the_field(tmp_path: Path) -> None:
     assert out.returncode == 2 and "--tick-s applies to --workload and --trace" in out.stderr
     out = _simulate("--trace", "itp:cluster10", "--policy", "fifo", "--tick-s", "-1")
     assert out.returncode == 2 and "Traceback" not in out.stderr
+
+
+def test_a_driver_steers_at_decisions_only() -> None:
+    """A driver (a hyper-parameter search) is asked at each decision, with progress
+    brought up to date, and ends the run by answering None."""
+    asked: list[tuple[float, float]] = []
+
+    class Stopper:
+        def steer(self, now: float, done: dict[str, float]) -> dict[str, int] | None:
+            asked.append((now, done.get("a", 0.0)))
+            return None if now >= 1800.0 else {}
+
+    jobs = [SimJob("a", 0.0, P, max_gpus=8), SimJob("b", 90.0, P, max_gpus=8)]
+    result = Simulator(
+        policy_named("eight"), ClusterView.uniform(2, 8), jobs, tick_s=600.0, driver=Stopper()
+    ).run()
+    assert [t for t, _ in asked] == [0.0, 600.0, 1200.0, 1800.0]
+    assert asked[-1][1] == pytest.approx((1800.0 - DELAY) / P.seconds_alone(8), rel=1e-9)
+    assert result.summary.finished == 0

@@ -53,6 +53,7 @@ def test_bad_sweep_configs_exit_2(tmp_path: Path) -> None:
         ("traces: [itp:cluster10]\npolicies: [fifo]\ncolour: red\n", "colour"),
         ("traces: [itp:cluster10]\npolicies: [fifo]\nseeds: []\n", "seeds"),
         ("traces: [itp:cluster10]\npolicies: [fifo]\nload_scale: [.nan]\n", "finite"),
+        ("traces: [itp:cluster10]\npolicies: [fifo]\ntick_s: 0\n", "tick_s"),
         ("traces: [itp:cluster10]\npolicies: [fifo]\ngpus: [1]\n", "widest job needs 16"),
         ("traces: [itp:cluster10]\npolicies: [fifo, [x]]\n", "policies[1]"),
         (f"traces: [{dup}]\npolicies: [fifo]\n", "appears twice"),
@@ -62,3 +63,14 @@ def test_bad_sweep_configs_exit_2(tmp_path: Path) -> None:
         done = _sweep(config)
         assert done.returncode == 2, text
         assert expected in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_sweep_can_decide_once_a_tick() -> None:
+    from ringleader.scenarios.sweep import Cell, run_cell
+
+    every, _, _ = run_cell(Cell("itp:cluster10", None, 2.0, "tiresias", 0))
+    ticked, _, _ = run_cell(Cell("itp:cluster10", None, 2.0, "tiresias", 0, tick_s=300.0))
+    assert (every.tick_s, ticked.tick_s) == (None, 300.0)
+    assert ticked.jobs == every.jobs == 260
+    # Starts wait for the tick: the same jobs, a little later on average.
+    assert every.avg_queueing_s < ticked.avg_queueing_s
