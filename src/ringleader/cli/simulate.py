@@ -358,6 +358,8 @@ def _workload(
     except WorkloadFileError as err:
         fail(str(err))
     settings = workload.spec.simulation
+    if tick_s is None:
+        tick_s = settings.tick_s
     chosen = with_types(_chosen(policy_name, quantum_s, thresholds, settings), not type_agnostic)
     with progress_bar() as bar:
         task = bar.add_task(f"{policy_name}: simulating", total=len(workload.jobs))
@@ -369,7 +371,7 @@ def _workload(
                 restart_delay_s=settings.restart_delay_s,
                 round_s=settings.round_s,
                 on_finish=lambda done, _: bar.update(task, completed=done),
-                tick_s=settings.tick_s if tick_s is None else tick_s,
+                tick_s=tick_s,
             ).run()
         except (SimulationStalled, PolicyInputError) as err:
             fail(f"{path}: {err}")
@@ -384,7 +386,7 @@ def _workload(
                 "workload": str(path),
                 "gpus": workload.cluster.capacity,
                 "summary": result.summary.as_dict(),
-                "tick_s": settings.tick_s if tick_s is None else tick_s,
+                "tick_s": tick_s,
                 "decisions": result.decisions,
                 "counts": result.counts,
                 "wall_s": round(result.wall_s, 3),

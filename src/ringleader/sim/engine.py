@@ -37,7 +37,7 @@ from ringleader.sim.jobs import DONE, JobState, SimJob
 from ringleader.sim.occupancy import Occupancy
 from ringleader.sim.pacing import Contention, Pacing
 from ringleader.sim.result import JobProgress, SimResult, sample_shares
-from ringleader.sim.ticks import Finishes, tick_at_or_after
+from ringleader.sim.ticks import Finishes, advance, tick_at_or_after
 from ringleader.spine.actions import (
     EventCounts,
     Kind,
@@ -126,8 +126,6 @@ class Simulator:
         None: at every event."""
         self._occupancy = Occupancy()
         """The GPUs the jobs run on and hold, as ``_apply`` and completions change them."""
-        self._freezing = False
-        """Whether this run froze the collector's objects (``run``), and so each decision's."""
         self._pacing = Pacing(cluster, contention, host, typed=any(j.type_speed for j in jobs))
 
     def run(self) -> SimResult:
@@ -147,16 +145,16 @@ class Simulator:
         objects itself (a server before it forks) is left alone.
         """
         if gc.get_freeze_count():
-            return self._run()
+            return self._run(freezing=False)
         gc.freeze()
-        self._freezing = True
         try:
-            return self._run()
+            return self._run(freezing=True)
         finally:
-            self._freezing = False
             gc.unfreeze()
 
-    def _run(self) -> SimResult:
+    def _run(self, *, freezing: bool) -> SimResult:
+        """The run; ``freezing``: it froze the collector's objects, and so freezes each
+        decision's (``run``)."""
         started = time.perf_counter()
         occupancy = self._occupancy = Occupancy()
         pending = self.jobs
@@ -190,7 +188,7 @@ class Simulator:
             deciding = now >= due
             if deciding:
                 if since < now:
-                    _advance(running, since, now)
+                    advance(running, since, now)
                     since = now
                 if self.driver is not None:
                     done_by = {i: 1.0 - s.remaining for i, s in active.items()}
@@ -205,7 +203,7 @@ class Simulator:
                 restart = self.restart_delay_s
                 views = [s.view(capacity, needs, restart) for s in active.values()]
                 plan = decide(self.policy, views, self.cluster, now)
-                if self._freezing:
+                if freezing:
                     gc.freeze()
                 decisions += 1
                 if self._apply(plan, active, now):
@@ -249,12 +247,11 @@ class Simulator:
                     "or work up, or submit closer to t=0)"
                 )
             if finishes is None:
-                for state in running:  # only a running job progresses
-                    state.advance(now, later)
+                advance(running, now, later)  # only a running job progresses
                 since = later
             now = later
             if marks and marks[0] <= now and since < now:
-                _advance(running, since, now)
+                advance(running, since, now)
                 since = now
                 finishes = Finishes(running, now)
             while marks and marks[0] <= now:
@@ -265,7 +262,9 @@ class Simulator:
             if finishes is None:
                 finished = [s for s in running if s.remaining <= DONE]
             else:
-                finished, since = self._finishes_due(finishes, running, since, now)
+                finished, caught_up = finishes.ended(now, running)
+                if caught_up:
+                    since = now
             changed = False  # ticking: a job that shared a GPU or host ended
             for state in finished:
                 del active[state.job.id]
@@ -282,15 +281,15 @@ class Simulator:
             if tick is not None:
                 if changed:  # speeds change now, not at the next tick
                     if since < now:
-                        _advance(running, since, now)
+                        advance(running, since, now)
                         since = now
                     running = self._pacing.pace(active, running, self._occupancy.shared)
                 assert finishes is not None
-                if since == now and finishes.since < now:
+                if finishes.since < since:  # someone moved on from it: index them again
                     finishes = Finishes(running, now)
                 due = min(due, tick_at_or_after(now, tick))
         if since < now:
-            _advance(running, since, now)
+            advance(running, since, now)
         usage.append(UsagePoint(now, 0, 0, 0))
         progress = tuple(
             JobProgress(s.job.id, s.job.submitted_at, 1.0 - s.remaining, s.first_at, s.finished_at)
@@ -391,24 +390,3 @@ class Simulator:
         for state in running:
             later = min(later, state.finish_time(now))
         return later
-
-    @staticmethod
-    def _finishes_due(
-        finishes: Finishes, running: list[JobState], since: float, now: float
-    ) -> tuple[list[JobState], float]:
-        """Ticking: the jobs that end at ``now``, and when every running job was last
-        advanced to (``now`` where one due to end had work left by rounding: then all
-        others are brought up to ``now`` too, and its end is worked out again)."""
-        due = finishes.due(now)
-        ended = [s for s in due if s.remaining <= DONE]
-        if len(ended) == len(due):
-            return ended, since
-        moved = {id(s) for s in due}
-        _advance([s for s in running if id(s) not in moved], since, now)
-        return ended, now
-
-
-def _advance(running: Sequence[JobState], start: float, end: float) -> None:
-    """Move every running job on from ``start`` to ``end`` at its speed."""
-    for state in running:
-        state.advance(start, end)

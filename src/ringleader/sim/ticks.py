@@ -27,7 +27,7 @@ import heapq
 import math
 from collections.abc import Sequence
 
-from ringleader.sim.jobs import JobState
+from ringleader.sim.jobs import DONE, JobState
 
 
 def tick_at_or_after(t: float, tick_s: float) -> float:
@@ -56,12 +56,28 @@ class Finishes:
         """When the next running job finishes (inf: none will)."""
         return self._heap[0][0] if self._heap else math.inf
 
-    def due(self, now: float) -> list[JobState]:
-        """The jobs due to finish by ``now``, taken out, each advanced from ``since``."""
+    def ended(self, now: float, running: Sequence[JobState]) -> tuple[list[JobState], bool]:
+        """The jobs that end by ``now``, taken out and advanced from ``since``; and whether
+        every other job of ``running`` was brought up to ``now`` too.
+
+        That happens where a job due to end had work left by rounding: it has moved on
+        from ``since`` alone, so all move on with it, and the caller indexes them again.
+        """
         heap = self._heap
-        out: list[JobState] = []
+        due: list[JobState] = []
         while heap and heap[0][0] <= now:
             state = heapq.heappop(heap)[2]
             state.advance(self.since, now)
-            out.append(state)
-        return out
+            due.append(state)
+        ended = [s for s in due if s.remaining <= DONE]
+        if len(ended) == len(due):
+            return ended, False
+        moved = {id(s) for s in due}
+        advance([s for s in running if id(s) not in moved], self.since, now)
+        return ended, True
+
+
+def advance(running: Sequence[JobState], start: float, end: float) -> None:
+    """Move every running job on from ``start`` to ``end`` at its speed."""
+    for state in running:
+        state.advance(start, end)
