@@ -224,3 +224,24 @@ def test_a_driver_steers_at_decisions_only() -> None:
     assert [t for t, _ in asked] == [0.0, 600.0, 1200.0, 1800.0]
     assert asked[-1][1] == pytest.approx((1800.0 - DELAY) / P.seconds_alone(8), rel=1e-9)
     assert result.summary.finished == 0
+
+
+def test_a_partner_ending_on_a_snapshot_mark_still_speeds_the_other_up() -> None:
+    """The mark brings everyone up to date first; the end must still re-index the rest."""
+    jobs = [
+        SimJob("a", 0.0, P, max_gpus=1, requested_gpus=1, elastic=False, work_scale=0.2),
+        SimJob("b", 0.0, P, max_gpus=1, requested_gpus=1, elastic=False, work_scale=0.4),
+    ]
+    base = Simulator(PackAll(), ClusterView.uniform(1, 8), jobs, round_s=None).run()
+    ends = {r.id: r.finished_at for r in base.records}
+    assert ends["a"] is not None
+    ticked = Simulator(
+        PackAll(),
+        ClusterView.uniform(1, 8),
+        jobs,
+        round_s=None,
+        tick_s=1e6,
+        snapshot_at=(ends["a"],),
+    ).run()
+    for r in ticked.records:
+        assert r.finished_at == pytest.approx(ends[r.id], rel=1e-12)

@@ -285,7 +285,7 @@ class Simulator:
                         since = now
                     running = self._pacing.pace(active, running, self._occupancy.shared)
                 assert finishes is not None
-                if finishes.since < since:  # someone moved on from it: index them again
+                if changed or finishes.since < since:  # new speeds, or moved on: index again
                     finishes = Finishes(running, now)
                 due = min(due, tick_at_or_after(now, tick))
         if since < now:
