@@ -1,4 +1,4 @@
-"""The greedy's kept chains and its all-fit shortcut give what the plain heap gives."""
+"""The walk over kept chains gives what the plain heap gives: sizes and every note."""
 
 from __future__ import annotations
 
@@ -57,14 +57,14 @@ def _all(g: Growth) -> tuple[dict[str, int], dict[str, object]]:
     return g.counts, notes
 
 
-@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("seed", range(12))
 def test_kept_chains_give_what_the_heap_gives(seed: int) -> None:
     rng = random.Random(seed)
     chains = Chains(limit=64)  # small: it is cleared along the way too
     step = Doubling._epoch_step
     shortcuts = 0
     for _ in range(60):
-        jobs, counts = _jobs(rng, rng.randint(1, 40))
+        jobs, counts = _jobs(rng, rng.randint(1, 80))
         whole = greedy(jobs, counts, 10**6, step, per_epoch=True)
         wanted = sum(whole.counts.values()) - sum(counts.values())
         # At the edge (all fits; one GPU short) and at random.
@@ -73,7 +73,7 @@ def test_kept_chains_give_what_the_heap_gives(seed: int) -> None:
             kept = greedy(jobs, counts, free, step, per_epoch=True, chains=chains)
             assert _all(kept) == _all(plain)
             assert sum(kept.counts.values()) - sum(counts.values()) <= max(free, 0)
-            shortcuts += kept.later is None and plain.later is None
+            shortcuts += plain.later is None
     # Both ways were taken: some decisions fit whole (the shortcut), others did not.
     assert 0 < shortcuts < 180
 
@@ -84,7 +84,7 @@ def test_a_grow_that_does_not_pay_stops_the_chain_in_the_shortcut_too() -> None:
     c = Candidate(job, job.speed)
     g = greedy([c], {"a": 1}, 100, Doubling._epoch_step, per_epoch=True, chains=Chains())
     assert g.counts == {"a": 2}  # 1 → 2 is no grow past where it runs; 2 → 4 does not pay
-    assert g.notes["a"][0] == "restart_not_won"
+    assert _all(g)[1]["a"][0] == "restart_not_won"
 
 
 @pytest.mark.parametrize("seed", range(3))

@@ -39,6 +39,7 @@ MODULES: tuple[str, ...] = (
     "ringleader.spine.observe",
     "ringleader.spine.views",
     "ringleader.policy.allocator",
+    "ringleader.policy.chains",
     "ringleader.policy.fairshare",
     "ringleader.policy.free",
     "ringleader.policy.groups",
