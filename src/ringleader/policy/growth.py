@@ -6,23 +6,37 @@ doubling, or one worker at a time). A job's steps from a size form a chain
 (``ringleader.policy.chains``): each step is taken only after the one before
 it, and the chain stops where the job is at its maximum, a step gains
 nothing, a job not yet measured reaches the size it asked to start at, or a
-grow would not win back its restart (``ringleader.policy.payback``). Taking
-the best next step of any job, again and again, is then a walk through all
-the chains' steps in a fixed order (``chains.walk``), without a heap of
-every job's next step. Where the step stage's objective reads no progress
-(per epoch), a chain depends only on the job's speed model and sizes, so
-such a stage passes ``Chains`` and its chains are kept from one decision to
-the next instead of asking its models again.
+grow would not win back its restart (``ringleader.policy.payback``).
+Everything but the last depends only on the job's speed model and sizes
+where the step stage's objective reads no progress (per epoch), so such a
+stage passes ``Chains``: its chains are kept from one decision to the next,
+and the greedy over them is a walk in a fixed order (``chains.walk``)
+instead of a heap of every job's next step.
 """
 
 from __future__ import annotations
 
+import heapq
+import math
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
-from ringleader.policy.chains import Chain, Chains, Counts, Step, StepOf, start_size, walk
+from ringleader.policy.chains import (
+    NONE3,
+    Chain,
+    Chains,
+    Counts,
+    Entry,
+    Step,
+    StepOf,
+    not_won,
+    start_size,
+    walk,
+    weigh,
+)
 from ringleader.policy.objective import Candidate
-from ringleader.policy.plan import NO_MODEL, Note
+from ringleader.policy.payback import pays
+from ringleader.policy.plan import NO_MODEL, OUTBID, Note
 
 __all__ = ["Chains", "Counts", "Growth", "Step", "StepOf", "greedy", "start_size"]
 
@@ -32,8 +46,8 @@ class Growth(NamedTuple):
 
     ``notes``: a ``plan.Sizing`` as a plain ``Note``, for the jobs whose
     growth the allocator weighed; a job it did not is ``FIXED``
-    (``plan.SizingNotes``). ``later``: more notes, worked out only if someone
-    asks (most decisions' never are).
+    (``plan.SizingNotes``). ``later``: the notes of the steps it had no
+    GPUs for, written only if someone asks (most decisions' never are).
     """
 
     counts: Counts
@@ -69,15 +83,15 @@ def greedy(
     ranking it on the guess would give it GPUs one moment and take them back
     the moment it reports, a restart for nothing.
 
-    Where each job's growth stopped, and on what numbers, is noted; most
-    notes are worked out only when asked for (``Growth.later``).
+    Where each job's growth stopped, and on what numbers, is noted as it
+    happens (``Growth``).
     """
     out = dict(counts)
     # Notes are plain tuples in ``Sizing``'s field order (see ``plan.Sizing``):
     # stop, workers, next_workers, before_s, after_s, per_epoch, free, bar,
     # saved_s, limit, held, measured.
     notes: dict[str, Note] = {}
-    grown: list[Candidate] = []
+    by_index: list[Candidate] = []
     of: list[Chain] = []
     for c in jobs:
         w = out.get(c.job.id, 0)
@@ -86,6 +100,60 @@ def greedy(
         if c.speed is None:
             notes[c.job.id] = (NO_MODEL, w)
             continue
-        grown.append(c)
-        of.append(Chain(w) if chains is None else chains.of(c, w))
-    return Growth(out, notes, walk(grown, of, free, step, per_epoch, out))
+        by_index.append(c)
+        if chains is not None:
+            of.append(chains.of(c, w))
+    if chains is not None:
+        return Growth(out, notes, walk(by_index, of, free, step, per_epoch, out))
+    heap: list[tuple[float, int, int]] = []
+    current: list[Entry | None] = [None] * len(by_index)
+    """Each job's step in the heap (or dropped)."""
+    dropped: list[tuple[int, int]] = []
+    """Steps not taken because they did not fit the GPUs left: (job index, GPUs left)."""
+    bar: float | None = None
+
+    def push(i: int, c: Candidate, sift: bool = True) -> None:
+        entry, end = weigh(c, out[c.job.id], step, per_epoch)
+        if entry is None:
+            assert end is not None  # weigh() gives one or the other
+            notes[c.job.id] = end
+            return
+        w, add, before, after, score = entry
+        if not pays(c, w + add):
+            notes[c.job.id] = not_won(c, w, add, before, after, per_epoch)
+            return
+        current[i] = entry
+        key = (-(score if c.measured else math.inf), i, add)
+        if sift:
+            heapq.heappush(heap, key)
+        else:
+            heap.append(key)
+
+    for i, c in enumerate(by_index):
+        push(i, c, sift=False)
+    heapq.heapify(heap)  # keys are unique (by index): pops come in the same order
+    while heap and free > 0:
+        neg, i, add = heapq.heappop(heap)
+        if add > free:
+            dropped.append((i, free))
+            continue
+        c = by_index[i]
+        out[c.job.id] += add
+        free -= add
+        if c.measured:
+            bar = -neg if bar is None else min(bar, -neg)
+        push(i, c)
+    if not heap and not dropped:
+        return Growth(out, notes)
+
+    def outbid() -> dict[str, Note]:
+        """Steps dropped for want of GPUs, and those left when they ran out (free is 0)."""
+        later: dict[str, Note] = {}
+        for i, left in [*dropped, *((e[1], free) for e in heap)]:
+            c = by_index[i]
+            w, add, before, after, _ = current[i] or (0, 0, 0.0, 0.0, 0.0)
+            note = (OUTBID, w, w + add, before, after, per_epoch, left, bar, *NONE3, c.measured)
+            later[c.job.id] = note
+        return later
+
+    return Growth(out, notes, outbid)
