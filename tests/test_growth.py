@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import math
 import random
 
 import pytest
 
 from ringleader.policy.allocator import Doubling
+from ringleader.policy.chains import Chain, Step, StepOf, walk
 from ringleader.policy.growth import Chains, Growth, greedy
 from ringleader.policy.objective import Candidate
-from ringleader.policy.payback import may_refuse, pays
+from ringleader.policy.payback import may_refuse, pays, saved_by
+from ringleader.policy.plan import NO_GAIN, Note
 from ringleader.policy.views import Device
 from ringleader.sim.profiles import RESNET110_K40
+from ringleader.spine.views import progress_view
 from tests.helpers import constant_epochs, latency_bound_model, resnet_job
 
 MODELS = [
@@ -50,8 +54,8 @@ def _jobs(rng: random.Random, n: int) -> tuple[list[Candidate], dict[str, int]]:
     return out, counts
 
 
-def _all(g: Growth) -> tuple[dict[str, int], dict[str, object]]:
-    notes: dict[str, object] = dict(g.notes)
+def _all(g: Growth) -> tuple[dict[str, int], dict[str, Note]]:
+    notes: dict[str, Note] = dict(g.notes)
     if g.later is not None:
         notes.update(g.later())
     return g.counts, notes
@@ -85,6 +89,82 @@ def test_a_grow_that_does_not_pay_stops_the_chain_in_the_shortcut_too() -> None:
     g = greedy([c], {"a": 1}, 100, Doubling._epoch_step, per_epoch=True, chains=Chains())
     assert g.counts == {"a": 2}  # 1 → 2 is no grow past where it runs; 2 → 4 does not pay
     assert _all(g)[1]["a"][0] == "restart_not_won"
+
+
+def test_a_refused_grow_is_noted_as_of_the_decision_though_progress_moves_on() -> None:
+    on = tuple(Device("n", k) for k in range(2))
+    job = resnet_job("a", max_gpus=16, workers=2, devices=on, restart_s=1e9, remaining=0.5)
+    c = Candidate(job, job.speed)
+    saved = saved_by(c, 4)
+    g = greedy([c], {"a": 1}, 100, Doubling._epoch_step, per_epoch=True, chains=Chains())
+    progress_view(job, 0.25, 0.0, None)  # the body moves the view on before notes are read
+    note = _all(g)[1]["a"]
+    assert note[0] == "restart_not_won" and note[8] == saved != saved_by(c, 4)
+
+
+def _made_up(rng: random.Random, jobs: list[Candidate]) -> dict[tuple[str, int], Step | None]:
+    """Steps of uneven sizes with few distinct scores (so many ties, within a job and
+    across jobs), some of infinite score, some of none (NaN: inf before and after)."""
+    table: dict[tuple[str, int], Step | None] = {}
+    for c in jobs:
+        w = 1
+        for _ in range(rng.randint(0, 5)):
+            add = rng.choice((1, 1, 2, 3, 5))
+            kind = rng.random()
+            if kind < 0.05:
+                table[c.job.id, w] = (add, math.inf, math.inf)
+            elif kind < 0.1:
+                table[c.job.id, w] = (add, math.inf, 10.0)
+            else:
+                table[c.job.id, w] = (add, 100.0, 100.0 - add * rng.choice((0.5, 1.0, 2.0)))
+            w += add
+    return table
+
+
+def _looked_up(table: dict[tuple[str, int], Step | None]) -> StepOf:
+    def step(c: Candidate, w: int) -> Step | None:
+        return table.get((c.job.id, w))
+
+    return step
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_the_walk_gives_what_the_heap_gives_on_made_up_steps(seed: int) -> None:
+    rng = random.Random(seed)
+    for _ in range(30):
+        jobs, _ = _jobs(rng, rng.randint(1, 40))
+        counts = {c.job.id: 1 for c in jobs if rng.random() < 0.9}
+        table = _made_up(rng, jobs)
+        step = _looked_up(table)
+        grown = [c for c in jobs if counts.get(c.job.id) and c.job.elastic and c.speed]
+        want = sum(add for add, _, _ in filter(None, table.values()))
+        for free in (-1, 0, 1, 2, 3, want - 1, want, rng.randint(0, want + 1)):
+            sizes, notes = _all(greedy(jobs, counts, free, step, per_epoch=True))
+            out = dict(counts)
+            later = walk(grown, [Chain(1) for _ in grown], free, step, True, out)
+            assert out == sizes
+            assert later() == {c.job.id: notes[c.job.id] for c in grown}
+
+
+def test_a_step_of_no_score_at_all_is_no_gain() -> None:
+    """An objective of inf at both sizes saves nothing measurable (its score is NaN)."""
+    jobs = [
+        resnet_job("j0", max_gpus=8, elastic=True),
+        # Another model: a chain is kept per model, and these steps are made up per job.
+        resnet_job("j1", at=1.0, max_gpus=8, elastic=True, speed=latency_bound_model()),
+    ]
+    cands = [Candidate(job, job.speed) for job in jobs]
+
+    def step(c: Candidate, w: int) -> Step | None:
+        if w >= 4:
+            return None
+        return (w, math.inf, math.inf) if c.job.id == "j0" else (w, 100.0, 50.0)
+
+    for chains in (None, Chains()):
+        g = greedy(cands, {"j0": 1, "j1": 1}, 3, step, per_epoch=True, chains=chains)
+        sizes, notes = _all(g)
+        assert sizes == {"j0": 1, "j1": 4}
+        assert notes["j0"][0] == NO_GAIN
 
 
 @pytest.mark.parametrize("seed", range(3))

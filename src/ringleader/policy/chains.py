@@ -76,7 +76,7 @@ def weigh(
         # Not measured yet: no bigger than the size it asked to start at.
         return None, (UNMEASURED, w, w + add, before, after, per_epoch, *NONE5, False)
     score = (before - after) / add
-    if score <= 0:
+    if not score > 0:  # no gain, or none to speak of (NaN: an objective of inf at both sizes)
         return None, (NO_GAIN, w, w + add, before, after, per_epoch, *NONE5, c.measured)
     return (w, add, before, after, score), None
 
@@ -215,6 +215,9 @@ def walk(
     n = len(jobs)
     ends = [0] * n
     """How many of its chain's steps each job may take: up to a grow that does not pay."""
+    refused: dict[int, Note] = {}
+    """The note of each job's grow that does not pay, written now: it reads the job's
+    progress, which the body moves on in place after the decision."""
     total = 0
     for i in range(n):
         c, chain = jobs[i], of[i]
@@ -228,6 +231,8 @@ def walk(
                 w, add = steps[k][0], steps[k][1]
                 if w + add > now and not pays(c, w + add):
                     t = k
+                    _, _, before, after, _ = steps[k]
+                    refused[i] = not_won(c, w, add, before, after, per_epoch)
                     break
         ends[i] = t
         total += chain.sizes[t] - chain.start
@@ -235,7 +240,7 @@ def walk(
         # Everything fits: no step is dropped, and the order they are taken in is moot.
         for i in range(n):
             out[jobs[i].job.id] = of[i].sizes[ends[i]]
-        return _Notes(jobs, of, ends, ends, [], per_epoch)
+        return _Notes(jobs, of, ends, ends, [], refused, per_epoch)
 
     levels: dict[float, int] = {}
     for i in range(n):
@@ -308,13 +313,13 @@ def walk(
             add = chain.steps[k][1]
             waiting[add] = waiting.get(add, 0) + 1
     dropped.extend((e[1], left) for e in heap)
-    return _Notes(jobs, of, ends, taken, dropped, per_epoch)
+    return _Notes(jobs, of, ends, taken, dropped, refused, per_epoch)
 
 
 class _Notes:
     """Where each job walked stopped, as ``plan.Sizing`` notes: worked out when called."""
 
-    __slots__ = ("dropped", "ends", "jobs", "of", "per_epoch", "taken")
+    __slots__ = ("dropped", "ends", "jobs", "of", "per_epoch", "refused", "taken")
 
     def __init__(
         self,
@@ -323,6 +328,7 @@ class _Notes:
         ends: list[int],
         taken: list[int],
         dropped: list[tuple[int, int]],
+        refused: dict[int, Note],
         per_epoch: bool,
     ) -> None:
         self.jobs = jobs
@@ -331,6 +337,7 @@ class _Notes:
         self.taken = taken
         self.dropped = dropped
         """Jobs outbid for the GPUs left: (job index, GPUs left when its step was weighed)."""
+        self.refused = refused
         self.per_epoch = per_epoch
 
     def __call__(self) -> dict[str, Note]:
@@ -346,8 +353,7 @@ class _Notes:
             if k < ends[i]:
                 continue  # outbid: below
             if k < len(chain.steps):
-                w, add, before, after, _ = chain.steps[k]
-                notes[c.job.id] = not_won(c, w, add, before, after, per_epoch)
+                notes[c.job.id] = self.refused[i]
             else:
                 assert chain.end is not None  # laid out: worked out to its end
                 notes[c.job.id] = chain.end
