@@ -167,6 +167,24 @@ def test_a_step_of_no_score_at_all_is_no_gain() -> None:
         assert notes["j0"][0] == NO_GAIN
 
 
+def test_a_job_measured_between_decisions_gets_its_measured_chain() -> None:
+    """One ``Chains`` across decisions: a job first grown on a guess (not yet measured,
+    up to its start size, ahead of the others) and then on its measurements."""
+    chains = Chains()
+    step = Doubling._epoch_step
+    others = [resnet_job(f"o{i}", at=float(i), max_gpus=8, elastic=True) for i in range(3)]
+    job = resnet_job("new", at=9.0, max_gpus=16, requested_gpus=4, elastic=True)
+    counts = {j.id: 1 for j in [*others, job]}
+    for measured in (False, True, False):
+        jobs = [Candidate(j, j.speed) for j in others] + [Candidate(job, job.speed, measured)]
+        for free in (0, 3, 7, 12, 40):
+            plain = greedy(jobs, counts, free, step, per_epoch=True)
+            kept = greedy(jobs, counts, free, step, per_epoch=True, chains=chains)
+            assert _all(kept) == _all(plain)
+        grown = greedy(jobs, counts, 40, step, per_epoch=True, chains=chains).counts["new"]
+        assert grown == (16 if measured else 4)  # a guess grows only to its start size
+
+
 @pytest.mark.parametrize("seed", range(3))
 def test_where_payback_may_not_refuse_it_never_does(seed: int) -> None:
     rng = random.Random(seed)
