@@ -87,76 +87,58 @@ def not_won(c: Candidate, w: int, add: int, before: float, after: float, per_epo
 
 
 class Chain:
-    """A job's growth steps from one size, worked out as far as asked, and where they stop.
+    """A job's growth steps from one size, and where they stop.
 
     ``steps[k]`` is an ``Entry``; ``end`` is the note where the chain stops
-    for a reason of its own (at its maximum, no gain, not yet measured), None
-    until reached. The restart test is not part of a chain: it reads the
-    job's progress. Once the chain is worked out to its end, ``lay_out``
-    adds what ``walk`` reads: each step's lead, the size after each step, and
-    the GPUs of each run of steps with one lead.
+    for a reason of its own (at its maximum, no gain, not yet measured). The
+    restart test is not part of a chain: it reads the job's progress. A
+    chain is worked out whole, once, the first time a decision walks it
+    (``lay_out``), with what ``walk`` reads: each step's lead, the size after
+    each step, and the GPUs of each run of steps with one lead.
     """
 
-    __slots__ = ("end", "leads", "reached", "runs", "sizes", "start", "steps")
+    __slots__ = ("end", "leads", "runs", "sizes", "start", "steps")
 
     def __init__(self, workers: int) -> None:
+        self.start = workers
         self.steps: list[Entry] = []
         self.end: Note | None = None
-        self.start = workers
-        self.reached = workers
-        """The size after the steps worked out so far."""
         self.leads: list[float] = []
         """Per step, the greedy's key for the worst step up to it (lower is taken first)."""
-        self.sizes: list[int] = []
+        self.sizes: list[int] = [workers]
         """``sizes[k]``: the size once the first ``k`` steps are taken."""
         self.runs: list[tuple[float, int]] | None = None
         """(lead, GPUs) per run of steps with one lead; None until laid out."""
 
-    def at(self, k: int, c: Candidate, step: StepOf, per_epoch: bool) -> bool:
-        """Whether the chain has a step ``k``, working it out (with ``c``) if need be."""
-        steps = self.steps
-        while len(steps) <= k:
-            if self.end is not None:
-                return False
-            w = self.reached
-            entry, end = weigh(c, w, step, per_epoch)
-            if entry is None:
-                self.end = end
-                return False
-            steps.append(entry)
-            self.reached = w + entry[1]
-        return True
-
-    def complete(self, c: Candidate, step: StepOf, per_epoch: bool) -> Note:
-        """Work the chain out to its end (once per chain); the note where it stops."""
-        while self.end is None:
-            self.at(len(self.steps), c, step, per_epoch)
-        return self.end
-
     def lay_out(self, c: Candidate, step: StepOf, per_epoch: bool) -> None:
-        """Work the chain out to its end and lay out what ``walk`` reads (once per chain).
+        """Work the chain out to its end (asking ``c``'s models) and lay out what ``walk``
+        reads; kept only once whole, so a model that fails half-way leaves it as it was.
 
         A chain is kept per candidate curve, sizes and measured or not, so its
         keys (``-score``, or minus infinity for a job not yet measured: those
         grow first, in order) are the same wherever it is walked.
         """
-        self.complete(c, step, per_epoch)
-        lead = -math.inf
+        steps: list[Entry] = []
+        leads: list[float] = []
         size = self.start
         sizes = [size]
         runs: list[tuple[float, int]] = []
-        for _, add, _, _, score in self.steps:
-            key = -score if c.measured else -math.inf
-            if key > lead or not runs:
-                lead = max(lead, key)
-                runs.append((lead, add))
-            else:
+        lead = -math.inf
+        while True:
+            entry, end = weigh(c, size, step, per_epoch)
+            if entry is None:
+                break
+            add, score = entry[1], entry[4]
+            lead = max(lead, -score if c.measured else -math.inf)
+            if runs and runs[-1][0] == lead:
                 runs[-1] = (lead, runs[-1][1] + add)
-            self.leads.append(lead)
+            else:
+                runs.append((lead, add))
+            steps.append(entry)
+            leads.append(lead)
             size += add
             sizes.append(size)
-        self.sizes = sizes
-        self.runs = runs
+        self.steps, self.end, self.leads, self.sizes, self.runs = steps, end, leads, sizes, runs
 
 
 class Chains:
@@ -226,7 +208,7 @@ def walk(
         steps = chain.steps
         t = len(steps)
         now = c.job.workers
-        if chain.reached > now and may_refuse(c):
+        if chain.sizes[-1] > now and may_refuse(c):
             for k in range(t):
                 w, add = steps[k][0], steps[k][1]
                 if w + add > now and not pays(c, w + add):

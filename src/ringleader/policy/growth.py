@@ -46,8 +46,9 @@ class Growth(NamedTuple):
 
     ``notes``: a ``plan.Sizing`` as a plain ``Note``, for the jobs whose
     growth the allocator weighed; a job it did not is ``FIXED``
-    (``plan.SizingNotes``). ``later``: the notes of the steps it had no
-    GPUs for, written only if someone asks (most decisions' never are).
+    (``plan.SizingNotes``). ``later``: more notes, written only if someone
+    asks (most decisions' never are): over kept chains every walked job's
+    (``chains.walk``), else those of the steps it had no GPUs for.
     """
 
     counts: Counts
