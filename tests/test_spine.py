@@ -252,23 +252,68 @@ def test_bodies_diff_plans_only_through_the_spine(body: tuple[str, ...]) -> None
     assert "diff_one" in whole and "job_view" in whole
 
 
-def test_a_running_jobs_view_is_moved_on_in_place_and_built_anew_when_it_moves() -> None:
+def test_a_jobs_view_is_moved_on_in_place_as_it_is_placed_and_progresses() -> None:
     from ringleader.sim.jobs import JobState
 
     state = JobState(SimJob("a", 0.0, RESNET110_K40, max_gpus=2), state_since=0.0)
     waiting = state.view(8, Needs(), 3.8)
     assert state.view(8, Needs(), 3.8) is waiting  # nothing changed: the same object
     state.carry_out(Assignment((Device("n0", 0), Device("n0", 1)), 2), alive=True)
-    state.seen = None  # as the simulator's _apply does on a new placement
+    state.state_since = 5.0
+    state.moved()  # as the simulator's _apply does on a new placement
     state.pace()
     running = state.view(8, Needs(), 3.8)
-    assert running is not waiting and running.workers == 2
+    assert running is waiting and running.workers == 2 and running.state_since == 5.0
+    assert running.devices == (Device("n0", 0), Device("n0", 1)) and not running.suspended
     state.advance(0.0, 60.0)
     moved = state.view(8, Needs(), 3.8)
     assert moved is running
     assert moved.remaining_fraction == state.remaining < 1.0
     assert moved.attained_gpu_s == state.attained_gpu_s == 120.0
     assert moved.observations[2].seconds == 60.0
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_view_moved_in_place_is_the_view_built_afresh(seed: int) -> None:
+    """Random placements carried out (launches, suspends, resumes, moves, stops, places
+    in a group not yet started) and progress: the kept view, moved on in place, equals
+    one built anew from the same state at every step."""
+    import dataclasses
+    import random
+
+    from ringleader.sim.jobs import JobState
+
+    rng = random.Random(seed)
+    devices = [Device(f"n{i // 2}", i % 2) for i in range(4)]
+    state = JobState(SimJob("a", 0.0, RESNET110_K40, max_gpus=2), state_since=0.0)
+    kept = state.view(4, Needs(), 3.8)
+    now = 0.0
+    for _ in range(60):
+        workers = rng.choice([0, 1, 2])
+        chosen = tuple(sorted(rng.sample(devices, rng.choice([workers, 2]) if workers else 0)))
+        target = (
+            Assignment(chosen, workers, suspended=rng.random() < 0.4) if workers else Assignment()
+        )
+        was_running = state.running
+        state.carry_out(target, alive=rng.random() < 0.7)
+        now += rng.choice([0.0, 1.0, 30.0])
+        if state.running != was_running:
+            state.state_since = now
+        state.moved()
+        if state.running and rng.random() < 0.5:
+            state.pace()
+            state.advance(now, now + 10.0)
+            now += 10.0
+        view = state.view(4, Needs(), 3.8)
+        assert view is kept
+        fresh = dataclasses.replace(state, seen=None).view(4, Needs(), 3.8)
+        assert fresh is not view and fresh == view
+        assert (view.devices, view.workers, view.suspended, view.state_since) == (
+            fresh.devices,
+            fresh.workers,
+            fresh.suspended,
+            fresh.state_since,
+        )
 
 
 def test_deciding_pauses_the_collector_and_turns_it_back_on_after_an_error() -> None:

@@ -333,7 +333,6 @@ class Simulator:
             if target is state.target or target == state.target:
                 continue  # as it was: nothing to do, nothing changes
             changed = True
-            state.seen = None
             was_running = state.running
             held = state.holding
             alive = bool(held.devices)
@@ -357,6 +356,7 @@ class Simulator:
             self._occupancy.add(state.devices, state.workers, state.suspended)
             if state.running != was_running:
                 state.state_since = now
+            state.moved()
         return changed
 
     def _launch_s(self, state: JobState) -> float:

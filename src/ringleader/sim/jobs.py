@@ -19,7 +19,7 @@ from ringleader.policy.views import Device, JobView, Observation
 from ringleader.sim.profiles import TrueProfile
 from ringleader.spine.actions import EventCounts, Held
 from ringleader.spine.observe import fold
-from ringleader.spine.views import Known, Submitted, job_view, progress_view
+from ringleader.spine.views import Known, Submitted, job_view, placement_view, progress_view
 
 FIRST_MINIBATCHES = 100
 """A job's time to first progress is when it has run this many minibatches (``first_at``)."""
@@ -101,8 +101,8 @@ class JobState:
     epochs: EpochsToConverge = field(init=False)
     submitted: Submitted = field(init=False)
     seen: JobView | None = None
-    """The last view built; kept until its placement or priority changes (a waiting job's
-    never does), a running job's progress moved on in it (``progressed``)."""
+    """The last view built; kept until its priority changes, moved on in place where the
+    job is placed (``moved``) or progresses (``progressed``)."""
     progressed: bool = False
     """The job ran since ``seen`` was last handed out: its progress there is out of date."""
     target: Assignment = WAIT
@@ -148,6 +148,11 @@ class JobState:
             progress_view(seen, self.remaining, self.attained_gpu_s, self._effective())
         self.progressed = False
         return seen
+
+    def moved(self) -> None:
+        """A plan was carried out for the job: its kept view shows where it is now."""
+        if self.seen is not None:
+            placement_view(self.seen, self.holding, self.target, self.state_since)
 
     def _effective(self) -> float | None:
         """Attained service in the job's best GPUs' terms, where its speed differs by type."""

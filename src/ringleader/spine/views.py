@@ -21,7 +21,7 @@ from ringleader.perf.epochs import EpochsToConverge
 from ringleader.perf.speed import SpeedModel
 from ringleader.policy.needs import Needs
 from ringleader.policy.plan import Assignment
-from ringleader.policy.views import JobShape, JobView, Observation
+from ringleader.policy.views import Device, JobShape, JobView, Observation
 from ringleader.spine.actions import Held
 
 NO_SPEEDS: Mapping[str, float] = MappingProxyType({})
@@ -76,15 +76,7 @@ def job_view(
     truth: SpeedModel | None = None,
 ) -> JobView:
     """The ``JobView`` of one job; ``placed`` is its assignment in the last plan carried out."""
-    devices, workers, suspended = held.devices, len(held.devices), held.suspended
-    if placed is not None and placed.workers:
-        active = placed.devices[: placed.workers]
-        if active == devices or (devices and set(active) == set(devices)):
-            # Carried out as planned: the plan's own devices, extra held ones included.
-            devices, workers, suspended = placed.devices, placed.workers, placed.suspended
-        elif not devices and placed.suspended:
-            # Placed in a time-sliced group, not started there yet: keep its place.
-            devices, workers, suspended = placed.devices, placed.workers, True
+    devices, workers, suspended = _placement(held, placed)
     return JobView(
         id=job.id,
         submitted_at=job.submitted_at,
@@ -114,7 +106,45 @@ def job_view(
     )
 
 
+def _placement(held: Held, placed: Assignment | None) -> tuple[tuple[Device, ...], int, bool]:
+    """The devices, workers and suspended a view shows for what is ``held`` and ``placed``."""
+    devices, workers, suspended = held.devices, len(held.devices), held.suspended
+    if placed is not None and placed.workers:
+        active = placed.devices[: placed.workers]
+        if active == devices or (devices and set(active) == set(devices)):
+            # Carried out as planned: the plan's own devices, extra held ones included.
+            return placed.devices, placed.workers, placed.suspended
+        if not devices and placed.suspended:
+            # Placed in a time-sliced group, not started there yet: keep its place.
+            return placed.devices, placed.workers, True
+    return devices, workers, suspended
+
+
 _set = object.__setattr__
+
+
+def placement_view(
+    view: JobView, held: Held, placed: Assignment | None, state_since: float
+) -> None:
+    """Move ``view`` to where its job is now, in place, as ``job_view`` would show it.
+
+    A plan carried out changes, of a job's view, only where it runs and since
+    when (``devices``, ``workers``, ``suspended``, ``state_since``): at every
+    quantum boundary a time-slicing policy suspends and resumes jobs by the
+    dozen, and building each one's view again was a fifth of a Gandiva trace
+    simulation. The body's progress figures are moved on apart
+    (``progress_view``). As there, only the body that built ``view`` calls
+    this, between decisions.
+    """
+    devices, workers, suspended = _placement(held, placed)
+    if devices is not view.devices:
+        _set(view, "devices", devices)
+    if workers != view.workers:
+        _set(view, "workers", workers)
+    if suspended is not view.suspended:
+        _set(view, "suspended", suspended)
+    if state_since != view.state_since:
+        _set(view, "state_since", state_since)
 
 
 def progress_view(
