@@ -54,16 +54,24 @@ class Packing:
 
     def verdict(self, a: JobView, b: JobView) -> Verdict:
         """What introspection knows about packing ``a`` with ``b``."""
+        left, gain = self._judge(a, b)
+        if gain is not None:
+            return Verdict(gain=gain, keep=gain >= self.keep_gain)
+        return Verdict(seconds_left=left)
+
+    def _judge(self, a: JobView, b: JobView) -> tuple[float | None, float | None]:
+        """``verdict``'s ``seconds_left`` and ``gain``, without building one: ``partner``
+        asks it of every pair in every time-sliced group at every decision."""
         alone_a = a.observations.get(a.requested_gpus)
         alone_b = b.observations.get(b.requested_gpus)
         if alone_a is None or alone_b is None:
-            return Verdict()  # nothing to compare a trial against yet
+            return None, None  # nothing to compare a trial against yet
         pa, pb = a.packed.get(b.id), b.packed.get(a.id)
         measured = min(pa.seconds if pa else 0.0, pb.seconds if pb else 0.0)
         if measured < self.trial_window_s or pa is None or pb is None:
-            return Verdict(seconds_left=self.trial_window_s - measured)
+            return self.trial_window_s - measured, None
         gain = _ratio(alone_a.step_time, pa.step_time) + _ratio(alone_b.step_time, pb.step_time)
-        return Verdict(gain=gain, keep=gain >= self.keep_gain)
+        return None, gain
 
     def partner(
         self, runner: JobView, residents: Sequence[JobView], now: float, gpu_memory: float
@@ -78,12 +86,12 @@ class Packing:
                 continue
             if not memory_fits(runner, other, gpu_memory):
                 continue
-            verdict = self.verdict(runner, other)
-            if verdict.gain is not None:
-                if verdict.keep and (best is None or verdict.gain > best[0]):
-                    best = (verdict.gain, other)
-            elif verdict.seconds_left is not None and (trial is None or other.running):
-                trial = (other, now + verdict.seconds_left)
+            left, gain = self._judge(runner, other)
+            if gain is not None:
+                if gain >= self.keep_gain and (best is None or gain > best[0]):
+                    best = (gain, other)
+            elif left is not None and (trial is None or other.running):
+                trial = (other, now + left)
         if best is not None:
             return best[1], None
         if trial is not None:

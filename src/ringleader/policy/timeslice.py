@@ -68,14 +68,35 @@ def rotation(residents: Sequence[JobView], now: float, quantum_s: float) -> JobV
         return residents[0]
     q = quantum_s
     top = max(j.priority for j in residents)
-    eligible = [j for j in residents if j.priority == top]
-    current = [j for j in eligible if j.running]
-    holder = min(current, key=lambda j: (j.state_since, j.id)) if current else None
+    # One pass over the group (asked of every group at every decision): the holder,
+    # the first running eligible job by (state_since, id); the next, the first
+    # waiting one by (held GPUs before, state_since, id), else the first of all.
+    holder: JobView | None = None
+    waiter: JobView | None = None
+    anyone: JobView | None = None
+    eligible = 0
+    for j in residents:
+        if j.priority != top:
+            continue
+        eligible += 1
+        if anyone is None or _waited_longer(j, anyone):
+            anyone = j
+        if j.running:
+            if holder is None or (j.state_since, j.id) < (holder.state_since, holder.id):
+                holder = j
+        elif waiter is None or _waited_longer(j, waiter):
+            waiter = j
     last = boundary_after(now, q) - q
-    if holder is not None and (holder.state_since > last - q / 2 or len(eligible) == 1):
+    if holder is not None and (holder.state_since > last - q / 2 or eligible == 1):
         return holder
-    rest = [j for j in eligible if j not in current] or eligible
-    return min(rest, key=lambda j: (j.workers > 0, j.state_since, j.id))
+    chosen = waiter if waiter is not None else anyone
+    assert chosen is not None  # the top priority is some resident's
+    return chosen
+
+
+def _waited_longer(a: JobView, b: JobView) -> bool:
+    """``a`` before ``b`` in turn: never-run jobs first, then the longest waiting."""
+    return (a.workers > 0, a.state_since, a.id) < (b.workers > 0, b.state_since, b.id)
 
 
 def queue_turns(
