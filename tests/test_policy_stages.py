@@ -119,6 +119,25 @@ def test_a_kept_candidate_is_used_only_while_what_it_was_made_from_is_unchanged(
     assert made == ["a", "a", "a", "a"]
 
 
+def test_exploratory_keeps_a_profiled_jobs_fitted_candidate_until_its_step_times_change() -> None:
+    from ringleader.policy.profiling import Exploratory, fitted_model
+    from ringleader.policy.views import Observation
+    from tests.helpers import resnet_job
+
+    stage = Exploratory(probe_sizes=(1, 2), window_s=60.0)
+    seen = {1: Observation(0.5, 60.0, 128), 2: Observation(0.3, 30.0, 128)}
+    job = resnet_job("a", max_gpus=2, observations=seen)
+    known, exploring = stage.split([job])
+    assert (known, exploring) == ([], [job])  # its probe at 2 GPUs ran 30 s of 60
+    seen[2] = Observation(0.3, 60.0, 128)  # now profiled: a candidate, fitted
+    (first,), exploring = stage.split([job])
+    assert exploring == [] and first.job is job and first.speed == fitted_model(job)
+    assert stage.split([job])[0][0] is first  # the same view and step times: kept
+    seen[2] = Observation(0.28, 90.0, 128)  # a new step time: fitted again
+    (again,), _ = stage.split([job])
+    assert again is not first and again.speed == fitted_model(job) != first.speed
+
+
 def test_kept_candidates_of_jobs_that_left_are_dropped_in_bulk() -> None:
     # The memo changes in place; what jobs that left keep is bounded by the jobs asked
     # about, and a view that comes back while still kept is not made again.

@@ -184,6 +184,12 @@ class Exploratory:
     probe_sizes: tuple[int, ...] = (1, 2, 4, 8)
     window_s: float = 150.0
     name: str = "exploratory"
+    _memo: LastCandidates = field(
+        default_factory=LastCandidates, init=False, repr=False, compare=False
+    )
+    """The last split's candidates of profiled jobs: a candidate is fitted from the step
+    times, and refitting (a memo keyed on them, built per job) and building every
+    profiled job's candidate at every event was half a trace simulation."""
 
     def _sizes(self, job: JobView) -> list[int]:
         sizes = [w for w in self.probe_sizes if job.min_gpus <= w <= job.max_gpus]
@@ -209,19 +215,20 @@ class Exploratory:
         return False
 
     def split(self, jobs: Sequence[JobView]) -> tuple[list[Candidate], list[JobView]]:
-        known: list[Candidate] = []
+        profiled: list[JobView] = []
         exploring: list[JobView] = []
         for job in jobs:
-            if self._probing(job):
-                exploring.append(job)
-                continue
-            try:
-                known.append(Candidate(job, fitted_model(job)))
-            except ModelFitError:
-                # Only one probe size fits this job: nothing to choose between,
-                # so it runs at its one size like a fixed-size job.
-                known.append(Candidate(job, None))
-        return known, exploring
+            (exploring if self._probing(job) else profiled).append(job)
+        return self._memo.split(profiled, self._candidate), exploring
+
+    @staticmethod
+    def _candidate(job: JobView) -> Candidate:
+        try:
+            return Candidate(job, fitted_model(job))
+        except ModelFitError:
+            # Only one probe size fits this job: nothing to choose between,
+            # so it runs at its one size like a fixed-size job.
+            return Candidate(job, None)
 
 
 @dataclass(frozen=True, slots=True)
