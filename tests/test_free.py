@@ -71,3 +71,21 @@ def test_a_kept_index_is_built_afresh_before_stale_entries_pile_up() -> None:
     entries = sum(len(h) for per in f.heaps.values() for h in per)
     assert entries <= 4 * 2 + 64 + 2
     assert f.best_fit(8, set()) == "node0"
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_gpus_outside_those_held_are_those_left_after_taking_them(seed: int) -> None:
+    rng = random.Random(seed)
+    cluster = ClusterView.uniform(5, 8)
+    held: dict[str, set[int]] = {}
+    taken = FreeGPUs(cluster)
+    for node in cluster.nodes:
+        if rng.random() < 0.8:
+            indices = set(rng.sample(range(8), rng.randint(0, 8)))
+            held[node.name] = indices
+            taken.take(node.name, indices)
+    outside = FreeGPUs.outside(cluster, held)
+    assert outside.free == taken.free and outside.total == taken.total
+    assert _searches(outside, set()) == _searches(taken, set())
+    outside.take("node0", {0, 1})  # its sets are its own: the cluster's view is unchanged
+    assert FreeGPUs(cluster).free["node0"] == set(range(8))

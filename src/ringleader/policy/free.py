@@ -56,6 +56,24 @@ class FreeGPUs:
             self.widest = max((n.gpus for n in cluster.nodes), default=0)
             self.total = sum(len(gpus) for gpus in self.free.values())
 
+    @classmethod
+    def outside(cls, cluster: ClusterView, held: Mapping[str, Collection[int]]) -> FreeGPUs:
+        """``cluster``'s GPUs free but those ``held`` (per node, their indices).
+
+        One change per node instead of a ``take`` per job: Gandiva's stack works out
+        which GPUs its groups hold at every decision, and took them one group at a
+        time, a fifth of a decision at 50k jobs.
+        """
+        free = cls(cluster)
+        total = free.total
+        for node, indices in held.items():
+            gpus = free.free[node]
+            before = len(gpus)
+            gpus.difference_update(indices)
+            total -= before - len(gpus)
+        free.total = total
+        return free
+
     def copy(self) -> FreeGPUs:
         """The same free GPUs, changed apart from this one from now on.
 

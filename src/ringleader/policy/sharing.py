@@ -103,10 +103,8 @@ class Sharing:
 
     def decide(self, jobs: Sequence[JobView], cluster: ClusterView, now: float) -> Plan:
         memory = {n.name: n.gpu_memory_gib for n in cluster.nodes}
-        groups, waiting = self._groups(jobs)
-        free = FreeGPUs(cluster)
-        for g in groups:
-            free.take_devices(g.devices)
+        groups, waiting, held = self._groups(jobs)
+        free = FreeGPUs.outside(cluster, held)
         if self.grow_shrink and waiting:
             self._shrink(groups, free)
         openings: list[Openings] = []  # made at the first job no free GPUs fit
@@ -138,27 +136,35 @@ class Sharing:
         return Plan(assignments, wake, SizingNotes(assignments, notes), turns)
 
     # -- groups ----------------------------------------------------------------
-    def _groups(self, jobs: Sequence[JobView]) -> tuple[list[Group], list[JobView]]:
-        """Current groups from where jobs are; jobs on GPUs claimed twice are re-placed."""
+    def _groups(
+        self, jobs: Sequence[JobView]
+    ) -> tuple[list[Group], list[JobView], dict[str, set[int]]]:
+        """Current groups from where jobs are, and the GPUs they hold (indices per node);
+        jobs on GPUs claimed twice are re-placed."""
         by_devices: dict[tuple[Device, ...], Group] = {}
-        claimed: set[Device] = set()
+        claimed: dict[str, set[int]] = {}
         waiting: list[JobView] = []
         for job in _resident_order(jobs):
             devices = _held(job)
             group = by_devices.get(devices)
-            if not devices or (group is None and any(d in claimed for d in devices)):
+            if not devices or (group is None and _any_claimed(devices, claimed)):
                 waiting.append(job)
                 continue
             if group is None:
                 group = by_devices[devices] = Group(devices)
-                claimed.update(devices)
+                for d in devices:
+                    on_node = claimed.get(d.node)
+                    if on_node is None:
+                        claimed[d.node] = {d.index}
+                    else:
+                        on_node.add(d.index)
             if len(group.residents) >= self.max_residents or (
                 group.residents and job.requested_gpus != group.size
             ):
                 waiting.append(job)
                 continue
             group.residents.append(job)
-        return list(by_devices.values()), waiting
+        return list(by_devices.values()), waiting, claimed
 
     def _admit(
         self, job: JobView, groups: list[Group], free: FreeGPUs, openings: list[Openings]
@@ -337,6 +343,14 @@ def _resident_order(jobs: Sequence[JobView]) -> list[JobView]:
             part = sorted(part, key=_order)
         ordered.extend(part)
     return ordered
+
+
+def _any_claimed(devices: tuple[Device, ...], claimed: dict[str, set[int]]) -> bool:
+    for d in devices:
+        on_node = claimed.get(d.node)
+        if on_node is not None and d.index in on_node:
+            return True
+    return False
 
 
 def _held(job: JobView) -> tuple[Device, ...]:
