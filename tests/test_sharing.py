@@ -275,3 +275,20 @@ def test_automl_cli_writes_the_documented_json(tmp_path: Path) -> None:
         minutes = [m for m in data["minutes"][name].values() if m is not None]
         assert minutes == sorted(minutes)  # 70% before 80% before 90%
     assert math.isfinite(data["ours"]["speedup_80"])
+
+
+@pytest.mark.parametrize("priorities", [(0, 5), (5, 0)])
+def test_of_two_jobs_claiming_one_gpu_the_first_in_priority_then_submission_keeps_it(
+    priorities: tuple[int, int],
+) -> None:
+    # Each says it runs on node0's GPU 0 (a body's view after a crash, say), on
+    # different gangs, so they cannot share a group: the one first in the order
+    # (priority, then submission) keeps the GPUs, whatever order they come in.
+    both = (Device("node0", 0), Device("node0", 1))
+    early = job("early", at=0.0, devices=D0, priority=priorities[0])
+    late = job("late", gpus=2, at=1.0, devices=both, priority=priorities[1])
+    plan = Sharing().decide([early, late], ClusterView.uniform(1, 2), 10.0)
+    keeper = late if priorities[1] > priorities[0] else early
+    assert plan.of(keeper.id).devices == keeper.devices and plan.of(keeper.id).running
+    other = early if keeper is late else late
+    assert not plan.of(other.id).running
