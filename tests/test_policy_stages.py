@@ -161,3 +161,21 @@ def test_kept_candidates_of_jobs_that_left_are_dropped_in_bulk() -> None:
         assert len(memo._last) <= 2 * n + 64
     back = memo.split(jobs[:1], make)[0]
     assert back.job is jobs[0] and len(made) == 200  # never made again
+
+
+def test_fifo_is_submission_order_then_id_whatever_order_jobs_come_in() -> None:
+    import random
+
+    from ringleader.policy.stack import fifo
+    from tests.helpers import resnet_job
+
+    rng = random.Random(3)
+    jobs = [resnet_job(f"j{i % 7}-{i}", at=float(rng.randrange(5))) for i in range(40)]
+    expected = sorted(jobs, key=lambda j: (j.submitted_at, j.id))
+    for _ in range(5):
+        rng.shuffle(jobs)
+        assert fifo(jobs) == expected
+    in_order = fifo(expected)
+    assert in_order == expected and in_order is not expected  # a list of its own
+    tie = [resnet_job("b", at=1.0), resnet_job("a", at=1.0)]
+    assert [j.id for j in fifo(tie)] == ["a", "b"]
