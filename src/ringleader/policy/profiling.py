@@ -76,11 +76,12 @@ class LastCandidates:
     A candidate is a function of its view's speed model and observations (the
     step time at each size, not for how long), and it reads the job's progress
     from the view itself. A view is the same object from one decision to the
-    next while nothing else in it changes: the simulator keeps a waiting job's
-    until it runs and moves a running job's progress on in place
-    (``spine.views.progress_view``), the runtime keeps a view until its stored
-    row changes. So a split takes the last one's candidate for the same view
-    with the same speed model and step times instead of building it, with its
+    next while only its progress and placement change: the simulator keeps
+    each job's and moves both on in place (``spine.views.progress_view``,
+    ``placement_view``), which no candidate reads when it is made; the runtime
+    keeps a view until its stored row changes. So a split takes the last one's
+    candidate for the same view with the same speed model and step times
+    instead of building it, with its
     prior and its memoised curve, again: under the default that was a fifth of
     a trace simulation for the waiting jobs, and as much again for the running
     ones. Outputs are unchanged.

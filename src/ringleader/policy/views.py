@@ -2,9 +2,9 @@
 
 Everything here is immutable to the policy: data a body (simulator or
 runtime) builds at decision time. Between decisions the body that built a
-running job's view may move its progress on in place
-(``spine.views.progress_view``), so a stage that keeps a view from one
-decision to the next reads that job's progress as of the decision at hand.
+job's view may move its progress and its placement on in place
+(``spine.views.progress_view``, ``placement_view``), so a stage that keeps a
+view from one decision to the next reads them as of the decision at hand.
 The policy never sees a clock, a process or a file.
 """
 
