@@ -86,6 +86,13 @@ def not_won(c: Candidate, w: int, add: int, before: float, after: float, per_epo
     return (RESTART_NOT_WON, w, w + add, before, after, per_epoch, None, None, saved_by(c, w + add))
 
 
+def outbid(c: Candidate, entry: Entry, per_epoch: bool, gpus: int, bar: float | None) -> Note:
+    """The note of ``c``'s step ``entry``, not taken for want of GPUs: ``gpus`` were left,
+    and ``bar`` was the lowest score of a step a measured job took."""
+    w, add, before, after, _ = entry
+    return (OUTBID, w, w + add, before, after, per_epoch, gpus, bar, *NONE3, c.measured)
+
+
 class Chain:
     """A job's growth steps from one size, and where they stop.
 
@@ -341,10 +348,7 @@ class _Notes:
                 notes[c.job.id] = chain.end
         for i, gpus in self.dropped:
             c = jobs[i]
-            w, add, before, after, _ = of[i].steps[taken[i]]
-            notes[c.job.id] = (
-                OUTBID, w, w + add, before, after, per_epoch, gpus, bar, *NONE3, c.measured
-            )  # fmt: skip
+            notes[c.job.id] = outbid(c, of[i].steps[taken[i]], per_epoch, gpus, bar)
         return notes
 
 

@@ -22,7 +22,6 @@ from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 from ringleader.policy.chains import (
-    NONE3,
     Chain,
     Chains,
     Counts,
@@ -30,13 +29,14 @@ from ringleader.policy.chains import (
     Step,
     StepOf,
     not_won,
+    outbid,
     start_size,
     walk,
     weigh,
 )
 from ringleader.policy.objective import Candidate
 from ringleader.policy.payback import pays
-from ringleader.policy.plan import NO_MODEL, OUTBID, Note
+from ringleader.policy.plan import NO_MODEL, Note
 
 __all__ = ["Chains", "Counts", "Growth", "Step", "StepOf", "greedy", "start_size"]
 
@@ -147,14 +147,12 @@ def greedy(
     if not heap and not dropped:
         return Growth(out, notes)
 
-    def outbid() -> dict[str, Note]:
+    def outbid_notes() -> dict[str, Note]:
         """Steps dropped for want of GPUs, and those left when they ran out (free is 0)."""
         later: dict[str, Note] = {}
         for i, left in [*dropped, *((e[1], free) for e in heap)]:
             c = by_index[i]
-            w, add, before, after, _ = current[i] or (0, 0, 0.0, 0.0, 0.0)
-            note = (OUTBID, w, w + add, before, after, per_epoch, left, bar, *NONE3, c.measured)
-            later[c.job.id] = note
+            later[c.job.id] = outbid(c, current[i] or (0, 0, 0.0, 0.0, 0.0), per_epoch, left, bar)
         return later
 
-    return Growth(out, notes, outbid)
+    return Growth(out, notes, outbid_notes)

@@ -44,6 +44,7 @@ from ringleader.policy.packing import (
 )
 from ringleader.policy.placement import place_one
 from ringleader.policy.plan import GROWN_IDLE, Assignment, Deferred, Note, Plan, SizingNotes, Turn
+from ringleader.policy.stack import arrives_before
 from ringleader.policy.timeslice import (
     DEFAULT_QUANTUM_S,
     boundary_after,
@@ -351,9 +352,7 @@ def _before(a: JobView, b: JobView) -> bool:
     """``_order(a) < _order(b)``, without building either."""
     if a.priority != b.priority:
         return a.priority > b.priority
-    if a.submitted_at != b.submitted_at:
-        return a.submitted_at < b.submitted_at
-    return a.id < b.id
+    return arrives_before(a, b)
 
 
 def _any_claimed(devices: tuple[Device, ...], claimed: dict[str, set[int]]) -> bool:

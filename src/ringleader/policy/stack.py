@@ -81,13 +81,14 @@ def fifo(jobs: Sequence[JobView]) -> list[JobView]:
     each neighbour, field by field, finds it so without a key tuple per job.
     """
     for i in range(1, len(jobs)):
-        if _arrives_before(jobs[i], jobs[i - 1]):
+        if arrives_before(jobs[i], jobs[i - 1]):
             return sorted(jobs, key=_ARRIVAL)
     return list(jobs)
 
 
-def _arrives_before(a: JobView, b: JobView) -> bool:
-    """``_ARRIVAL(a) < _ARRIVAL(b)``, without building either."""
+def arrives_before(a: JobView, b: JobView) -> bool:
+    """Whether ``a`` comes before ``b`` in submission order (ties by id), as ``fifo`` sorts,
+    without building a key for either."""
     if a.submitted_at != b.submitted_at:
         return a.submitted_at < b.submitted_at
     return a.id < b.id
