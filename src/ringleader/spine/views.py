@@ -121,6 +121,12 @@ def _placement(held: Held, placed: Assignment | None) -> tuple[tuple[Device, ...
 
 
 _set = object.__setattr__
+_NATIVE = not __file__.endswith(".py")
+"""Compiled (``make compiled``): a store to a view's field from this module is a
+plain store into the object, which the frozen class's ``__setattr__`` guards
+only against outside code; in pure Python it must go through
+``object.__setattr__``, a type lookup per field (80 ns against 1 ns compiled,
+for three fields of 80 running jobs at each of 31,000 events)."""
 
 
 def placement_view(
@@ -137,6 +143,12 @@ def placement_view(
     this, between decisions.
     """
     devices, workers, suspended = _placement(held, placed)
+    if _NATIVE:
+        view.devices = devices  # type: ignore[misc]
+        view.workers = workers  # type: ignore[misc]
+        view.suspended = suspended  # type: ignore[misc]
+        view.state_since = state_since  # type: ignore[misc]
+        return
     if devices is not view.devices:
         _set(view, "devices", devices)
     if workers != view.workers:
@@ -167,6 +179,11 @@ def progress_view(
     the plan's lazy notes (``SizingNotes.later``) read it when first asked, so
     a body that wants them as of the decision asks before the next event.
     """
+    if _NATIVE:
+        view.remaining_fraction = remaining_fraction  # type: ignore[misc]
+        view.attained_gpu_s = attained_gpu_s  # type: ignore[misc]
+        view.attained_effective_s = attained_effective_s  # type: ignore[misc]
+        return
     _set(view, "remaining_fraction", remaining_fraction)
     _set(view, "attained_gpu_s", attained_gpu_s)
     if attained_effective_s is not view.attained_effective_s:  # None, unless typed speeds
