@@ -117,6 +117,13 @@ def test_a_kept_candidate_is_used_only_while_what_it_was_made_from_is_unchanged(
     memo.split([other], make)
     memo.split([other], make)
     assert made == ["a", "a", "a", "a"]
+    seen[2] = Observation(0.7, 10.0, 128)  # a size measured for the first time: made again
+    memo.split([other], make)
+    assert made == ["a"] * 5
+    seen[2] = Observation(0.7, 20.0, 64)  # another batch at that size: made again
+    memo.split([other], make)
+    memo.split([other], make)
+    assert made == ["a"] * 6
 
 
 def test_exploratory_keeps_a_profiled_jobs_fitted_candidate_until_its_step_times_change() -> None:

@@ -126,6 +126,8 @@ class LastKept:
         """The last decision's outcome, changed where jobs changed; None where it must be
         worked out afresh (a GPU held twice, a job id given twice)."""
         last, owner = self._last, self._owner
+        # A dict's look-up compiles to a call into C, any other mapping's to a method call.
+        wants: dict[str, int] = counts if isinstance(counts, dict) else dict(counts)
         now: dict[str, Outcome] = {}
         placed: dict[str, tuple[Device, ...]] = {}
         to_place: list[JobView] = []  # in no particular order: the place stage sorts it
@@ -133,24 +135,21 @@ class LastKept:
         hits = 0
         for job in _held_last(jobs):
             job_id = job.id
-            want = counts.get(job_id, 0)
+            want = wants.get(job_id, 0)
             if want == 0:
                 continue
             hit = last.get(job_id)
-            if (
-                hit is not None
-                and hit[1] == want
-                and (hit[0] is job.devices or hit[0] == job.devices)
-            ):
-                now[job_id] = hit
-                hits += 1
-                kept = hit[2]
-                if kept is None:
-                    to_place.append(job)
-                else:
-                    placed[job_id] = kept
-            else:
-                changed.append((job, want))
+            if hit is not None:
+                held, asked, kept = hit
+                if asked == want and (held is job.devices or held == job.devices):
+                    now[job_id] = hit
+                    hits += 1
+                    if kept is None:
+                        to_place.append(job)
+                    else:
+                        placed[job_id] = kept
+                    continue
+            changed.append((job, want))
         if len(now) != hits:
             return None  # a job id given twice
         if len(now) < len(last):  # (all of now is in last: if as many, nobody left)

@@ -95,7 +95,7 @@ class LastCandidates:
     __slots__ = ("_last",)
 
     def __init__(self) -> None:
-        self._last: dict[str, tuple[JobView, Candidate, SpeedModel | None, Steps]] = {}
+        self._last: dict[str, _Made] = {}
 
     def split(
         self, jobs: Sequence[JobView], make: Callable[[JobView], Candidate]
@@ -105,11 +105,11 @@ class LastCandidates:
         known = []
         for job in jobs:
             hit = last.get(job.id)
-            if hit is not None and hit[0] is job and _still(hit[2], hit[3], job):
-                known.append(hit[1])
+            if hit is not None and hit.view is job and hit.still(job):
+                known.append(hit.candidate)
                 continue
             c = make(job)
-            last[job.id] = (job, c, job.speed, _steps(job))
+            last[job.id] = _Made(job, c)
             known.append(c)
         if len(last) > 2 * len(jobs) + 64:
             asked = {job.id for job in jobs}
@@ -117,27 +117,44 @@ class LastCandidates:
         return known
 
 
-Steps = list[tuple[int, float, float]]
-"""A job's step times as a candidate was made from them: (workers, step time, batch)."""
+class _Made:
+    """A candidate, with the view, speed model and step times it was made from.
 
+    A class, not a tuple: compiled, reading a field of a tuple held in a dict
+    unpacks the whole tuple, checking each item's type, at every read.
+    """
 
-def _steps(job: JobView) -> Steps:
-    return [(w, o.step_time, o.batch_per_worker) for w, o in job.observations.items()]
+    __slots__ = ("batches", "candidate", "sizes", "speed", "step_times", "view")
 
+    def __init__(self, view: JobView, candidate: Candidate) -> None:
+        self.view = view
+        self.candidate = candidate
+        self.speed = view.speed
+        self.sizes: list[int] = []
+        self.step_times: list[float] = []
+        self.batches: list[float] = []
+        for w, o in view.observations.items():
+            self.sizes.append(w)
+            self.step_times.append(o.step_time)
+            self.batches.append(o.batch_per_worker)
 
-def _still(speed: SpeedModel | None, steps: Steps, job: JobView) -> bool:
-    """Whether ``job`` has the speed model and step times a candidate was made from (the
-    rest of the view is the same object), checked without building them again."""
-    if not (speed is job.speed or speed == job.speed):
-        return False
-    seen = job.observations
-    if len(steps) != len(seen):
-        return False
-    for i, (w, o) in enumerate(seen.items()):
-        was = steps[i]
-        if was[0] != w or was[1] != o.step_time or was[2] != o.batch_per_worker:
+    def still(self, job: JobView) -> bool:
+        """Whether ``job`` has the speed model and step times the candidate was made from
+        (the rest of the view is the same object), checked without building them again."""
+        speed = self.speed
+        if not (speed is job.speed or speed == job.speed):
             return False
-    return True
+        observations = job.observations
+        # Both bodies hand over dicts: a dict's items compile to a walk in C, any other
+        # mapping's to the iterator protocol.
+        seen = observations if isinstance(observations, dict) else dict(observations)
+        sizes, step_times, batches = self.sizes, self.step_times, self.batches
+        if len(sizes) != len(seen):
+            return False
+        for i, (w, o) in enumerate(seen.items()):
+            if sizes[i] != w or step_times[i] != o.step_time or batches[i] != o.batch_per_worker:
+                return False
+        return True
 
 
 class Probe(NamedTuple):
