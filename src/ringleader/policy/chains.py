@@ -104,7 +104,7 @@ class Chain:
     each step, and the GPUs of each run of steps with one lead.
     """
 
-    __slots__ = ("end", "leads", "runs", "sizes", "start", "steps")
+    __slots__ = ("adds", "end", "leads", "runs", "sizes", "start", "steps")
 
     def __init__(self, workers: int) -> None:
         self.start = workers
@@ -114,6 +114,9 @@ class Chain:
         """Per step, the greedy's key for the worst step up to it (lower is taken first)."""
         self.sizes: list[int] = [workers]
         """``sizes[k]``: the size once the first ``k`` steps are taken."""
+        self.adds: list[int] = []
+        """``adds[k]``: the GPUs step ``k`` adds (``steps[k][1]``, read without unpacking
+        the step: compiled, reading an item of a tuple in a list unpacks all of it)."""
         self.runs: list[tuple[float, int]] | None = None
         """(lead, GPUs) per run of steps with one lead; None until laid out."""
 
@@ -146,6 +149,7 @@ class Chain:
             size += add
             sizes.append(size)
         self.steps, self.end, self.leads, self.sizes, self.runs = steps, end, leads, sizes, runs
+        self.adds = [entry[1] for entry in steps]
 
 
 class Chains:
@@ -162,7 +166,7 @@ class Chains:
 
     def __init__(self, limit: int = 1 << 17) -> None:
         self._chains: dict[tuple[SoloCurve | None, int, int, int], Chain] = {}
-        self._by_job: dict[str, tuple[Candidate, int, Chain]] = {}
+        self._by_job: dict[str, _Last] = {}
         """Each job's last candidate and size with their chain: the same candidate object
         (``profiling.LastCandidates``) from the same size has the same chain."""
         self.limit = limit
@@ -170,8 +174,8 @@ class Chains:
     def of(self, c: Candidate, workers: int) -> Chain:
         job = c.job
         hit = self._by_job.get(job.id)
-        if hit is not None and hit[0] is c and hit[1] == workers:
-            return hit[2]
+        if hit is not None and hit.candidate is c and hit.workers == workers:
+            return hit.chain
         key = (c.solo, workers, job.max_gpus, 0 if c.measured else start_size(job))
         chain = self._chains.get(key)
         if chain is None:
@@ -179,8 +183,20 @@ class Chains:
                 self._chains.clear()
                 self._by_job.clear()
             chain = self._chains[key] = Chain(workers)
-        self._by_job[job.id] = (c, workers, chain)
+        self._by_job[job.id] = _Last(c, workers, chain)
         return chain
+
+
+class _Last:
+    """A job's last candidate and size, with their chain (a class, not a tuple: see
+    ``Chain.adds``)."""
+
+    __slots__ = ("candidate", "chain", "workers")
+
+    def __init__(self, candidate: Candidate, workers: int, chain: Chain) -> None:
+        self.candidate = candidate
+        self.workers = workers
+        self.chain = chain
 
 
 Later = Callable[[], dict[str, Note]]
@@ -188,8 +204,8 @@ Later = Callable[[], dict[str, Note]]
 
 
 def walk(
-    jobs: Sequence[Candidate],
-    of: Sequence[Chain],
+    jobs: list[Candidate],
+    of: list[Chain],
     free: int,
     step: StepOf,
     per_epoch: bool,
@@ -212,15 +228,14 @@ def walk(
         c, chain = jobs[i], of[i]
         if chain.runs is None:
             chain.lay_out(c, step, per_epoch)
-        steps = chain.steps
-        t = len(steps)
+        sizes = chain.sizes
+        t = len(chain.adds)
         now = c.job.workers
-        if chain.sizes[-1] > now and may_refuse(c):
+        if sizes[-1] > now and may_refuse(c):
             for k in range(t):
-                w, add = steps[k][0], steps[k][1]
-                if w + add > now and not pays(c, w + add):
+                if sizes[k + 1] > now and not pays(c, sizes[k + 1]):
                     t = k
-                    _, _, before, after, _ = steps[k]
+                    w, add, before, after, _ = chain.steps[k]
                     refused[i] = not_won(c, w, add, before, after, per_epoch)
                     break
         ends[i] = t
@@ -234,14 +249,15 @@ def walk(
     levels: dict[float, int] = {}
     for i in range(n):
         chain, t = of[i], ends[i]
-        if t == len(chain.steps):
-            for lead, gpus in chain.runs or ():
+        runs = chain.runs
+        if t == len(chain.adds) and runs is not None:
+            for lead, gpus in runs:
                 levels[lead] = levels.get(lead, 0) + gpus
         else:
-            leads, steps = chain.leads, chain.steps
+            leads, adds = chain.leads, chain.adds
             for k in range(t):
                 lead = leads[k]
-                levels[lead] = levels.get(lead, 0) + steps[k][1]
+                levels[lead] = levels.get(lead, 0) + adds[k]
     left = free
     cut = math.inf
     for lead in sorted(levels):
@@ -262,7 +278,7 @@ def walk(
         leads = chain.leads
         k = bisect_left(leads, cut, 0, t)
         while k < t and leads[k] == cut:
-            add = chain.steps[k][1]
+            add = chain.adds[k]
             if add > left:
                 dropped.append((i, left))
                 t = -1  # dropped: nothing more for it
@@ -276,13 +292,13 @@ def walk(
     waiting: dict[int, int] = {}
     """How many steps in the heap add each number of GPUs."""
     for _, i, k in heap if left > 0 else ():
-        add = of[i].steps[k][1]
+        add = of[i].adds[k]
         waiting[add] = waiting.get(add, 0) + 1
     heapq.heapify(heap)  # keys are unique (by index): pops come in the greedy's order
     while heap and left > 0:
         _, i, k = heap[0]
         chain = of[i]
-        add = chain.steps[k][1]
+        add = chain.adds[k]
         waiting[add] -= 1
         if add > left:
             if all(a > left for a, m in waiting.items() if m):
@@ -299,7 +315,7 @@ def walk(
             heapq.heappop(heap)
         else:
             heapq.heapreplace(heap, (chain.leads[k], i, k))
-            add = chain.steps[k][1]
+            add = chain.adds[k]
             waiting[add] = waiting.get(add, 0) + 1
     dropped.extend((e[1], left) for e in heap)
     return _Notes(jobs, of, ends, taken, dropped, refused, per_epoch)
