@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from ringleader.policy.allocator import Doubling
+from ringleader.policy.allocator import Doubling, OptimusGreedy
 from ringleader.policy.chains import Chain, Step, StepOf, walk
 from ringleader.policy.growth import Chains, Growth, greedy
 from ringleader.policy.objective import Candidate
@@ -195,3 +195,60 @@ def test_where_payback_may_not_refuse_it_never_does(seed: int) -> None:
         if not may_refuse(c):
             assert all(pays(c, size) for size in range(1, 65))
     assert any(not pays(c, size) for c in refusable for size in range(1, 65))
+
+
+def _remaining_step(step: StepOf) -> StepOf:
+    """``step`` (per unit of work) in remaining seconds, as the sizing stages weighed before
+    their chains were kept: each objective times the job's remaining fraction."""
+
+    def remaining(c: Candidate, w: int) -> Step | None:
+        got = step(c, w)
+        if got is None:
+            return None
+        add, _, _ = got
+        return add, c.remaining_seconds(w), c.remaining_seconds(w + add)
+
+    return remaining
+
+
+@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("step", [Doubling._step, OptimusGreedy._step], ids=["doubling", "optimus"])
+def test_scaled_chains_give_what_the_scaled_heap_gives(seed: int, step: StepOf) -> None:
+    rng = random.Random(seed)
+    chains = Chains(limit=64)
+    walked = 0
+    for _ in range(40):
+        jobs, counts = _jobs(rng, rng.randint(1, 60))
+        whole = greedy(jobs, counts, 10**6, step, scaled=True)
+        wanted = sum(whole.counts.values()) - sum(counts.values())
+        for free in (wanted, wanted - 1, rng.choice((0, 1, 3, 8, 40, 200))):
+            plain = greedy(jobs, counts, free, step, scaled=True)
+            kept = greedy(jobs, counts, free, step, chains=chains, scaled=True)
+            assert _all(kept) == _all(plain)
+            walked += kept.later is not None
+            # Remaining seconds weighed step by step, as before: the same sizes, and the
+            # same notes but for the bar, a score worked out in another order.
+            before = _all(greedy(jobs, counts, free, _remaining_step(step)))
+            assert before[0] == plain.counts
+            for job_id, note in _all(plain)[1].items():
+                was = before[1][job_id]
+                assert note[:7] == was[:7] and note[8:] == was[8:]
+                if len(note) > 7 and note[7] is not None:
+                    assert math.isclose(note[7], was[7], rel_tol=1e-12)
+    assert walked > 0
+
+
+def test_a_job_with_no_work_left_gains_nothing_from_a_scaled_step() -> None:
+    """A scale of 0 cannot order a chain: that decision is weighed step by step, and the
+    job's grow saves nothing, as its remaining seconds say."""
+    jobs = [
+        resnet_job("done", max_gpus=8, elastic=True, remaining=0.0),
+        resnet_job("busy", at=1.0, max_gpus=8, elastic=True, remaining=0.5),
+    ]
+    cands = [Candidate(job, job.speed) for job in jobs]
+    counts = {"done": 1, "busy": 1}
+    g = greedy(cands, counts, 20, Doubling._step, chains=Chains(), scaled=True)
+    sizes, notes = _all(g)
+    assert sizes == {"done": 1, "busy": 8}
+    assert notes["done"][0] == NO_GAIN
+    assert _all(greedy(cands, counts, 20, _remaining_step(Doubling._step))) == (sizes, notes)

@@ -134,17 +134,19 @@ class Doubling:
     needs_speed: bool = True
     needs_true_remaining: bool = False
     _chains: Chains = field(default_factory=Chains, init=False, repr=False, compare=False)
-    """Per epoch, a step depends only on the job's model and sizes: its chains are kept
-    (``growth.Chains``). Not part of what the stage is, nor of its equality."""
+    """Per epoch or per unit of work, a step depends only on the job's model and sizes:
+    its chains are kept (``growth.Chains``). Not part of what the stage is, nor of its
+    equality."""
 
     def base(self, jobs: Sequence[Candidate], capacity: int) -> Counts:
         return (backfill_base if self.backfill else fifo_base)(jobs, capacity, _elastic_start)
 
     @staticmethod
     def _step(c: Candidate, w: int) -> Step | None:
+        """Per unit of work: the greedy scales it by the work left (``scaled``)."""
         if 2 * w > c.job.max_gpus:
             return None
-        return w, c.remaining_seconds(w), c.remaining_seconds(2 * w)
+        return w, c.whole_seconds(w), c.whole_seconds(2 * w)
 
     @staticmethod
     def _epoch_step(c: Candidate, w: int) -> Step | None:
@@ -155,7 +157,7 @@ class Doubling:
     def grow(self, jobs: Sequence[Candidate], counts: Counts, free: int) -> Growth:
         if self.per_epoch:
             return greedy(jobs, counts, free, self._epoch_step, per_epoch=True, chains=self._chains)
-        return greedy(jobs, counts, free, self._step)
+        return greedy(jobs, counts, free, self._step, chains=self._chains, scaled=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,15 +171,18 @@ class OptimusGreedy:
     name: str = "optimus"
     needs_speed: bool = True
     needs_true_remaining: bool = False
+    _chains: Chains = field(default_factory=Chains, init=False, repr=False, compare=False)
+    """Per unit of work, a step depends only on the job's model and sizes (``Doubling``)."""
 
     def base(self, jobs: Sequence[Candidate], capacity: int) -> Counts:
         return fifo_base(jobs, capacity, _elastic_start)
 
     @staticmethod
     def _step(c: Candidate, w: int) -> Step | None:
+        """Per unit of work: the greedy scales it by the work left (``scaled``)."""
         if w + 1 > c.job.max_gpus:
             return None
-        return 1, c.remaining_seconds(w), c.remaining_seconds(w + 1)
+        return 1, c.whole_seconds(w), c.whole_seconds(w + 1)
 
     def grow(self, jobs: Sequence[Candidate], counts: Counts, free: int) -> Growth:
-        return greedy(jobs, counts, free, self._step)
+        return greedy(jobs, counts, free, self._step, chains=self._chains, scaled=True)

@@ -77,8 +77,13 @@ def weigh(
         return None, (UNMEASURED, w, w + add, before, after, per_epoch, *NONE5, False)
     score = (before - after) / add
     if not score > 0:  # no gain, or none to speak of (NaN: an objective of inf at both sizes)
-        return None, (NO_GAIN, w, w + add, before, after, per_epoch, *NONE5, c.measured)
+        return None, no_gain(c, w, add, before, after, per_epoch)
     return (w, add, before, after, score), None
+
+
+def no_gain(c: Candidate, w: int, add: int, before: float, after: float, per_epoch: bool) -> Note:
+    """The note of a grow from ``w`` by ``add`` that saves nothing."""
+    return (NO_GAIN, w, w + add, before, after, per_epoch, *NONE5, c.measured)
 
 
 def not_won(c: Candidate, w: int, add: int, before: float, after: float, per_epoch: bool) -> Note:
@@ -210,12 +215,15 @@ def walk(
     step: StepOf,
     per_epoch: bool,
     out: Counts,
+    scales: list[float] | None = None,
 ) -> Later:
     """Grow ``jobs`` (each from the start of its chain ``of[i]``) as the greedy would.
 
     Writes each job's size into ``out``. Returns where each job's growth
     stopped (its chain's end, a grow that would not pay, or outbid for the
     GPUs left), worked out only if asked: most decisions' notes never are.
+    ``scales``: each job's objective and scores are its chain's times this
+    (``growth.greedy``'s ``scaled``; each above 0).
     """
     n = len(jobs)
     ends = [0] * n
@@ -236,6 +244,8 @@ def walk(
                 if sizes[k + 1] > now and not pays(c, sizes[k + 1]):
                     t = k
                     w, add, before, after, _ = chain.steps[k]
+                    if scales is not None:
+                        before, after = scales[i] * before, scales[i] * after
                     refused[i] = not_won(c, w, add, before, after, per_epoch)
                     break
         ends[i] = t
@@ -244,17 +254,24 @@ def walk(
         # Everything fits: no step is dropped, and the order they are taken in is moot.
         for i in range(n):
             out[jobs[i].job.id] = of[i].sizes[ends[i]]
-        return _Notes(jobs, of, ends, ends, [], refused, per_epoch)
+        return _Notes(jobs, of, ends, ends, [], refused, per_epoch, scales)
 
+    # A scale above 0 keeps a chain's leads in order and equal ones equal: its leads
+    # scaled are the leads of its steps' scores scaled, to the bit.
+    led: list[list[float]] = [of[i].leads for i in range(n)]
+    if scales is not None:
+        led = [[scales[i] * lead for lead in led[i]] for i in range(n)]
     levels: dict[float, int] = {}
     for i in range(n):
         chain, t = of[i], ends[i]
         runs = chain.runs
         if t == len(chain.adds) and runs is not None:
+            scale = 1.0 if scales is None else scales[i]
             for lead, gpus in runs:
+                lead = scale * lead
                 levels[lead] = levels.get(lead, 0) + gpus
         else:
-            leads, adds = chain.leads, chain.adds
+            leads, adds = led[i], chain.adds
             for k in range(t):
                 lead = leads[k]
                 levels[lead] = levels.get(lead, 0) + adds[k]
@@ -275,7 +292,7 @@ def walk(
     """Jobs whose next step did not fit the GPUs left: (job index, GPUs left)."""
     for i in range(n):
         chain, t = of[i], ends[i]
-        leads = chain.leads
+        leads = led[i]
         k = bisect_left(leads, cut, 0, t)
         while k < t and leads[k] == cut:
             add = chain.adds[k]
@@ -314,17 +331,17 @@ def walk(
         if k == ends[i]:
             heapq.heappop(heap)
         else:
-            heapq.heapreplace(heap, (chain.leads[k], i, k))
+            heapq.heapreplace(heap, (led[i][k], i, k))
             add = chain.adds[k]
             waiting[add] = waiting.get(add, 0) + 1
     dropped.extend((e[1], left) for e in heap)
-    return _Notes(jobs, of, ends, taken, dropped, refused, per_epoch)
+    return _Notes(jobs, of, ends, taken, dropped, refused, per_epoch, scales)
 
 
 class _Notes:
     """Where each job walked stopped, as ``plan.Sizing`` notes: worked out when called."""
 
-    __slots__ = ("dropped", "ends", "jobs", "of", "per_epoch", "refused", "taken")
+    __slots__ = ("dropped", "ends", "jobs", "of", "per_epoch", "refused", "scales", "taken")
 
     def __init__(
         self,
@@ -335,6 +352,7 @@ class _Notes:
         dropped: list[tuple[int, int]],
         refused: dict[int, Note],
         per_epoch: bool,
+        scales: list[float] | None,
     ) -> None:
         self.jobs = jobs
         self.of = of
@@ -344,16 +362,18 @@ class _Notes:
         """Jobs outbid for the GPUs left: (job index, GPUs left when its step was weighed)."""
         self.refused = refused
         self.per_epoch = per_epoch
+        self.scales = scales
 
     def __call__(self) -> dict[str, Note]:
         jobs, of, ends, taken, per_epoch = self.jobs, self.of, self.ends, self.taken, self.per_epoch
         notes: dict[str, Note] = {}
         bar: float | None = None
         """The lowest score of a step taken by a measured job: its lead, negated."""
+        scales = self.scales
         for i in range(len(jobs)):
             c, chain, k = jobs[i], of[i], taken[i]
             if k and c.measured:
-                worst = -chain.leads[k - 1]
+                worst = -chain.leads[k - 1] if scales is None else -(scales[i] * chain.leads[k - 1])
                 bar = worst if bar is None else min(bar, worst)
             if k < ends[i]:
                 continue  # outbid: below
@@ -361,11 +381,29 @@ class _Notes:
                 notes[c.job.id] = self.refused[i]
             else:
                 assert chain.end is not None  # laid out: worked out to its end
-                notes[c.job.id] = chain.end
+                notes[c.job.id] = chain.end if scales is None else scale_note(chain.end, scales[i])
         for i, gpus in self.dropped:
             c = jobs[i]
-            notes[c.job.id] = outbid(c, of[i].steps[taken[i]], per_epoch, gpus, bar)
+            entry = of[i].steps[taken[i]]
+            if scales is not None:
+                entry = scaled_entry(entry, scales[i])
+            notes[c.job.id] = outbid(c, entry, per_epoch, gpus, bar)
         return notes
+
+
+def scaled_entry(entry: Entry, scale: float) -> Entry:
+    """A step of a chain laid out per unit of work (``growth.greedy``'s ``scaled``), for a
+    job with ``scale`` of it left: its objectives and score times ``scale``."""
+    w, add, before, after, score = entry
+    return w, add, scale * before, scale * after, scale * score
+
+
+def scale_note(note: Note, scale: float) -> Note:
+    """A note of a chain laid out per unit of work, with its objectives (``Sizing``'s
+    ``before_s`` and ``after_s``, where it has them) times ``scale``."""
+    if len(note) < 5 or note[3] is None:
+        return note
+    return (*note[:3], scale * note[3], scale * note[4], *note[5:])
 
 
 NONE3 = (None,) * 3

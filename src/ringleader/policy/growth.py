@@ -28,8 +28,11 @@ from ringleader.policy.chains import (
     Entry,
     Step,
     StepOf,
+    no_gain,
     not_won,
     outbid,
+    scale_note,
+    scaled_entry,
     start_size,
     walk,
     weigh,
@@ -64,6 +67,7 @@ def greedy(
     *,
     per_epoch: bool = False,
     chains: Chains | None = None,
+    scaled: bool = False,
 ) -> Growth:
     """Hand out GPUs by repeatedly taking the best-scoring next step of any job.
 
@@ -76,6 +80,14 @@ def greedy(
     restart is never taken (``ringleader.policy.payback``). ``chains``: the
     step stage's answers depend on nothing a job's progress changes, and its
     chains are kept there (see the module docstring).
+
+    ``scaled``: ``step`` gives objectives per unit of work left (the job's
+    ``Candidate.solo`` curve), and a job's are those times its remaining
+    fraction, as are its scores (``remaining_fraction * saved per GPU``). Its
+    steps then read no progress but that one factor, so its chain is kept
+    all the same and walked with its leads scaled: a scale above 0 keeps them
+    in order. The remaining seconds the notes give are as
+    ``Candidate.remaining_seconds`` gives them, to the bit.
 
     A job not yet measured (``Candidate.measured`` false) grows first, in
     FIFO order, up to its ``start_size``: its guessed model has no scale to
@@ -104,8 +116,9 @@ def greedy(
         by_index.append(c)
         if chains is not None:
             of.append(chains.of(c, w))
-    if chains is not None:
-        return Growth(out, notes, walk(by_index, of, free, step, per_epoch, out))
+    scales = [c.job.remaining_fraction for c in by_index] if scaled else None
+    if chains is not None and (scales is None or all(s > 0 for s in scales)):
+        return Growth(out, notes, walk(by_index, of, free, step, per_epoch, out, scales))
     heap: list[tuple[float, int, int]] = []
     current: list[Entry | None] = [None] * len(by_index)
     """Each job's step in the heap (or dropped)."""
@@ -117,9 +130,14 @@ def greedy(
         entry, end = weigh(c, out[c.job.id], step, per_epoch)
         if entry is None:
             assert end is not None  # weigh() gives one or the other
-            notes[c.job.id] = end
+            notes[c.job.id] = end if scales is None else scale_note(end, scales[i])
             return
         w, add, before, after, score = entry
+        if scales is not None:
+            entry = w, add, before, after, score = scaled_entry(entry, scales[i])
+            if not score > 0:  # none of the job left (or too little to tell)
+                notes[c.job.id] = no_gain(c, w, add, before, after, per_epoch)
+                return
         if not pays(c, w + add):
             notes[c.job.id] = not_won(c, w, add, before, after, per_epoch)
             return

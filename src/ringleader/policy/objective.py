@@ -80,6 +80,14 @@ class Candidate:
         by every candidate of the same epochs and speed model."""
         return self._solo
 
+    def whole_seconds(self, workers: int) -> float:
+        """Seconds the whole job would take at ``workers`` (``remaining_seconds`` is this
+        times the fraction left): what a kept chain of the greedy weighs
+        (``growth.greedy``'s ``scaled``)."""
+        if self._solo is None:
+            raise ValueError(f"job {self.job.id} has no speed model to predict from")
+        return self._solo(workers)
+
     def remaining_seconds(self, workers: int) -> float:
         if self._solo is None:
             raise ValueError(f"job {self.job.id} has no speed model to predict from")
