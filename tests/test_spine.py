@@ -266,11 +266,37 @@ def test_a_jobs_view_is_moved_on_in_place_as_it_is_placed_and_progresses() -> No
     assert running is waiting and running.workers == 2 and running.state_since == 5.0
     assert running.devices == (Device("n0", 0), Device("n0", 1)) and not running.suspended
     state.advance(0.0, 60.0)
+    measured = state.view(8, Needs(), 3.8)
+    assert measured is not running  # its first step time at 2 GPUs: a new view
+    state.advance(60.0, 120.0)
     moved = state.view(8, Needs(), 3.8)
-    assert moved is running
+    assert moved is measured
     assert moved.remaining_fraction == state.remaining < 1.0
-    assert moved.attained_gpu_s == state.attained_gpu_s == 120.0
-    assert moved.observations[2].seconds == 60.0
+    assert moved.attained_gpu_s == state.attained_gpu_s == 240.0
+    assert moved.observations[2].seconds == 120.0
+
+
+def test_a_new_step_time_comes_in_a_new_view_and_only_then() -> None:
+    """A view stands for one set of step times (``spine.views``): stages keep what they
+    worked out from them for as long as they get the same object."""
+    from ringleader.sim.jobs import JobState
+
+    state = JobState(SimJob("a", 0.0, RESNET110_K40, max_gpus=2), state_since=0.0)
+    state.carry_out(Assignment((Device("n0", 0),), 1), alive=True)
+    state.moved()
+    state.pace()
+    before = state.view(8, Needs(), 3.8)
+    state.advance(0.0, 30.0)  # a size measured for the first time
+    first = state.view(8, Needs(), 3.8)
+    assert first is not before and set(first.observations) == {1}
+    step = first.observations[1].step_time
+    state.advance(30.0, 60.0)  # measured longer at the same step time
+    assert state.view(8, Needs(), 3.8) is first and first.observations[1].seconds == 60.0
+    state.factor = 0.5  # slowed down, as by contention: a new step time
+    state.pace()
+    state.advance(60.0, 90.0)
+    slowed = state.view(8, Needs(), 3.8)
+    assert slowed is not first and slowed.observations[1].step_time > step
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -300,12 +326,15 @@ def test_a_view_moved_in_place_is_the_view_built_afresh(seed: int) -> None:
         if state.running != was_running:
             state.state_since = now
         state.moved()
+        sizes = len(state.observations)
         if state.running and rng.random() < 0.5:
             state.pace()
             state.advance(now, now + 10.0)
             now += 10.0
         view = state.view(4, Needs(), 3.8)
-        assert view is kept
+        # Kept, unless a size was measured for the first time (spine.views).
+        assert (view is kept) == (len(state.observations) == sizes)
+        kept = view
         fresh = dataclasses.replace(state, seen=None).view(4, Needs(), 3.8)
         assert fresh is not view and fresh == view
         assert (view.devices, view.workers, view.suspended, view.state_since) == (

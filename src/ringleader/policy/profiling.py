@@ -71,20 +71,20 @@ def _prior(shape: JobShape, step: float, workers: int = 1) -> SpeedModel:
 
 
 class LastCandidates:
-    """The candidates the last split made, by job id, with what each was made from.
+    """The candidates the last split made, by job id, with the view each was made from.
 
     A candidate is a function of its view's speed model and observations (the
     step time at each size, not for how long), and it reads the job's progress
     from the view itself. A view is the same object from one decision to the
-    next while only its progress and placement change: the simulator keeps
-    each job's and moves both on in place (``spine.views.progress_view``,
-    ``placement_view``), which no candidate reads when it is made; the runtime
-    keeps a view until its stored row changes. So a split takes the last one's
-    candidate for the same view with the same speed model and step times
-    instead of building it, with its
-    prior and its memoised curve, again: under the default that was a fifth of
-    a trace simulation for the waiting jobs, and as much again for the running
-    ones. Outputs are unchanged.
+    next while only its progress, its placement and how long it has run at each
+    size change: the simulator keeps each job's and moves those on in place
+    (``spine.views.progress_view``, ``placement_view``), and builds a new one
+    when a step time changes; the runtime keeps a view until its stored row
+    changes (``spine.views``: a view stands for one set of step times). So a
+    split takes the last one's candidate for the very same view instead of
+    building it, with its prior and its memoised curve, again: under the
+    default that was a fifth of a trace simulation for the waiting jobs, and as
+    much again for the running ones. Outputs are unchanged.
 
     The memo is changed in place, only where a job's candidate is made: a job that
     has left keeps its entry until the memo holds twice the jobs asked about (plus
@@ -105,7 +105,7 @@ class LastCandidates:
         known = []
         for job in jobs:
             hit = last.get(job.id)
-            if hit is not None and hit.view is job and hit.still(job):
+            if hit is not None and hit.view is job:
                 known.append(hit.candidate)
                 continue
             c = make(job)
@@ -118,43 +118,17 @@ class LastCandidates:
 
 
 class _Made:
-    """A candidate, with the view, speed model and step times it was made from.
+    """A candidate with the view it was made from.
 
     A class, not a tuple: compiled, reading a field of a tuple held in a dict
     unpacks the whole tuple, checking each item's type, at every read.
     """
 
-    __slots__ = ("batches", "candidate", "sizes", "speed", "step_times", "view")
+    __slots__ = ("candidate", "view")
 
     def __init__(self, view: JobView, candidate: Candidate) -> None:
         self.view = view
         self.candidate = candidate
-        self.speed = view.speed
-        self.sizes: list[int] = []
-        self.step_times: list[float] = []
-        self.batches: list[float] = []
-        for w, o in view.observations.items():
-            self.sizes.append(w)
-            self.step_times.append(o.step_time)
-            self.batches.append(o.batch_per_worker)
-
-    def still(self, job: JobView) -> bool:
-        """Whether ``job`` has the speed model and step times the candidate was made from
-        (the rest of the view is the same object), checked without building them again."""
-        speed = self.speed
-        if not (speed is job.speed or speed == job.speed):
-            return False
-        observations = job.observations
-        # Both bodies hand over dicts: a dict's items compile to a walk in C, any other
-        # mapping's to the iterator protocol.
-        seen = observations if isinstance(observations, dict) else dict(observations)
-        sizes, step_times, batches = self.sizes, self.step_times, self.batches
-        if len(sizes) != len(seen):
-            return False
-        for i, (w, o) in enumerate(seen.items()):
-            if sizes[i] != w or step_times[i] != o.step_time or batches[i] != o.batch_per_worker:
-                return False
-        return True
 
 
 class Probe(NamedTuple):

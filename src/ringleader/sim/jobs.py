@@ -245,4 +245,11 @@ class JobState:
                 self.packed[other] = fold(self.packed.get(other), step, productive, batch)
         else:
             seen = self.observations
-            seen[self.workers] = fold(seen.get(self.workers), step, productive, batch)
+            was = seen.get(self.workers)
+            now = seen[self.workers] = fold(was, step, productive, batch)
+            if (
+                was is None
+                or now.step_time != was.step_time
+                or now.batch_per_worker != was.batch_per_worker
+            ):
+                self.seen = None  # a view stands for one set of step times (spine.views)

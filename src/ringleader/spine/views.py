@@ -8,7 +8,14 @@ these become a ``JobView``, so the two bodies cannot drift apart on:
   it is given one (``Needs.true_model``), never an online learner;
 * **size bounds**: ``max_gpus`` never exceeds the cluster;
 * **placement**: a job placed in a time-sliced group but not started there
-  keeps its place in the next view (suspended, on its group's GPUs).
+  keeps its place in the next view (suspended, on its group's GPUs);
+* **one set of step times per view**: a body may hand over the view it built
+  last time while only the job's progress, its placement and how long it has
+  run at each size change (``progress_view``, ``placement_view``; the
+  observations mapping may be shared, and its seconds grow), but a step time
+  or batch that changes, or a size measured for the first time, comes in a
+  new view object. Stages keep what they worked out from a view's step times
+  for as long as they get the same object (``LastCandidates``).
 """
 
 from __future__ import annotations
@@ -168,7 +175,8 @@ def progress_view(
     """Move a running job's ``view`` on to its progress now, in place.
 
     Between two events a running job changes only in these three figures
-    (its observations are shared mappings, already current), so a body may
+    (its observations are shared mappings, already current: only their
+    seconds, as a new step time comes in a new view), so a body may
     update the view it built instead of building all 25 fields again: that
     was a third of a trace simulation, 80 running jobs at each of 31,000
     events. Only the body that built ``view`` calls this, and only between
