@@ -29,13 +29,20 @@ def test_occupancy_matches_counting_afresh_through_random_placements() -> None:
     for _ in range(3000):
         job = f"j{rng.randrange(8)}"
         old = jobs.pop(job, None)
-        if old is not None:
-            occupancy.remove(old.devices, old.workers, old.suspended)
         if rng.random() < 0.8:  # placed again (packed, suspended or reserved), or gone
-            devices = tuple(rng.sample(gpus, rng.randint(1, 4)))
+            if old is not None and rng.random() < 0.5:  # on the same GPUs: a turn
+                devices = old.devices
+            else:
+                devices = tuple(rng.sample(gpus, rng.randint(1, 4)))
             new = Assignment(devices, rng.randint(0, len(devices)), rng.random() < 0.2)
             jobs[job] = new
-            occupancy.add(new.devices, new.workers, new.suspended)
+            if old is None:
+                occupancy.add(new.devices, new.workers, new.suspended)
+            else:
+                was = (old.devices, old.workers, old.suspended)
+                occupancy.change(was, new.devices, new.workers, new.suspended)
+        elif old is not None:
+            occupancy.remove(old.devices, old.workers, old.suspended)
         busy, held, shared = _from_scratch(jobs)
         assert (occupancy.busy, occupancy.held, occupancy.shared) == (busy, held, shared)
         shared_seen += shared > 0

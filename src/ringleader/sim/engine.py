@@ -351,9 +351,9 @@ class Simulator:
                     state.counts.add(Kind.RESUME)
                 elif isinstance(action, Suspend):
                     state.counts.add(Kind.SUSPEND)
-            self._occupancy.remove(state.devices, state.workers, state.suspended)
+            was = (state.devices, state.workers, state.suspended)
             state.carry_out(target, alive)
-            self._occupancy.add(state.devices, state.workers, state.suspended)
+            self._occupancy.change(was, state.devices, state.workers, state.suspended)
             if state.running != was_running:
                 state.state_since = now
             state.moved()

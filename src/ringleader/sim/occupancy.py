@@ -39,10 +39,44 @@ class Occupancy:
 
     def add(self, devices: tuple[Device, ...], workers: int, suspended: bool) -> None:
         """A job now holds ``devices`` and runs on the first ``workers`` unless suspended."""
-        held, running = self._held, self._running
+        held = self._held
         for d in devices:
             key = (d.node, d.index)
             held[key] = held.get(key, 0) + 1
+        self._run(devices, workers, suspended)
+
+    def remove(self, devices: tuple[Device, ...], workers: int, suspended: bool) -> None:
+        """The inverse of ``add`` with the same arguments."""
+        held = self._held
+        for d in devices:
+            key = (d.node, d.index)
+            n = held[key] - 1
+            if n:
+                held[key] = n
+            else:
+                del held[key]
+        self._stop(devices, workers, suspended)
+
+    def change(
+        self,
+        was: tuple[tuple[Device, ...], int, bool],
+        devices: tuple[Device, ...],
+        workers: int,
+        suspended: bool,
+    ) -> None:
+        """``remove(*was)`` then ``add(devices, workers, suspended)``; on the same GPUs (a
+        time-sliced job suspended or resumed, as most changes are) only what runs
+        changes, so the GPUs held are left as they are."""
+        held, ran, paused = was
+        if held is devices or held == devices:
+            self._stop(held, ran, paused)
+            self._run(devices, workers, suspended)
+        else:
+            self.remove(held, ran, paused)
+            self.add(devices, workers, suspended)
+
+    def _run(self, devices: tuple[Device, ...], workers: int, suspended: bool) -> None:
+        running = self._running
         if workers > 0 and not suspended:
             for d in devices[:workers]:
                 key = (d.node, d.index)
@@ -51,16 +85,8 @@ class Occupancy:
                 if n == 2:
                     self.shared += 1
 
-    def remove(self, devices: tuple[Device, ...], workers: int, suspended: bool) -> None:
-        """The inverse of ``add`` with the same arguments."""
-        held, running = self._held, self._running
-        for d in devices:
-            key = (d.node, d.index)
-            n = held[key] - 1
-            if n:
-                held[key] = n
-            else:
-                del held[key]
+    def _stop(self, devices: tuple[Device, ...], workers: int, suspended: bool) -> None:
+        running = self._running
         if workers > 0 and not suspended:
             for d in devices[:workers]:
                 key = (d.node, d.index)
