@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from ringleader.policy.free import FreeGPUs
+from ringleader.policy.free import Blank, FreeGPUs
 from ringleader.policy.views import ClusterView
 
 
@@ -89,3 +89,12 @@ def test_the_gpus_outside_those_held_are_those_left_after_taking_them(seed: int)
     assert _searches(outside, set()) == _searches(taken, set())
     outside.take("node0", {0, 1})  # its sets are its own: the cluster's view is unchanged
     assert FreeGPUs(cluster).free["node0"] == set(range(8))
+    # From a kept blank, again and again: each copy is changed apart from the blank.
+    blank = Blank()
+    for _ in range(3):
+        kept = FreeGPUs.outside(cluster, held, blank)
+        assert kept.free == taken.free and kept.total == taken.total
+        assert _searches(kept, set()) == _searches(taken, set())
+        for node in cluster.nodes:
+            kept.take(node.name, set(kept.free[node.name]))
+        assert kept.total == 0

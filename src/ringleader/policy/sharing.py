@@ -32,7 +32,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ringleader.policy.free import FreeGPUs
+from ringleader.policy.free import Blank, FreeGPUs
 from ringleader.policy.groups import Group, Openings, top
 from ringleader.policy.keeping import keep_subset
 from ringleader.policy.needs import Needs
@@ -76,6 +76,9 @@ class Sharing:
     max_migrations: int = 8
     """Per decision, so a burst of moves never stalls the cluster at once."""
     _packer: Packing = field(init=False, repr=False, compare=False)
+    _blank: Blank = field(default_factory=Blank, init=False, repr=False, compare=False)
+    """Every GPU free, kept across decisions (``free.Blank``): not part of what the stack
+    is, nor of its equality."""
 
     def __post_init__(self) -> None:
         if self.quantum_s <= 0 or self.trial_window_s <= 0:
@@ -105,7 +108,7 @@ class Sharing:
     def decide(self, jobs: Sequence[JobView], cluster: ClusterView, now: float) -> Plan:
         memory = {n.name: n.gpu_memory_gib for n in cluster.nodes}
         groups, waiting, held = self._groups(jobs)
-        free = FreeGPUs.outside(cluster, held)
+        free = FreeGPUs.outside(cluster, held, self._blank)
         if self.grow_shrink and waiting:
             self._shrink(groups, free)
         openings: list[Openings] = []  # made at the first job no free GPUs fit
