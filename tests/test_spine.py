@@ -371,3 +371,15 @@ def test_deciding_pauses_the_collector_and_turns_it_back_on_after_an_error() -> 
         assert not gc.isenabled()  # someone else's switch stays as they left it
     finally:
         gc.enable()
+
+
+def test_what_a_job_holds_is_a_value() -> None:
+    import pickle
+
+    held = Held((A, B), True, (A,))
+    same = Held((A, B), True, (A,))
+    assert held == same and hash(held) == hash(same) and not held != same
+    assert held != Held((A, B), False, (A,)) and held != Held((A, B), True, None)
+    assert held != Held((A,), True, (A,))
+    assert pickle.loads(pickle.dumps(held)) == held
+    assert repr(Held()) == "Held(devices=(), suspended=False, last=None)"
