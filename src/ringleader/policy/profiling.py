@@ -116,6 +116,11 @@ class LastCandidates:
             self._last = {k: v for k, v in last.items() if k in asked}
         return known
 
+    def has(self, job: JobView) -> bool:
+        """Whether the last split made a candidate for this very view."""
+        hit = self._last.get(job.id)
+        return hit is not None and hit.view is job
+
 
 class _Made:
     """A candidate with the view it was made from.
@@ -209,9 +214,14 @@ class Exploratory:
     def split(self, jobs: Sequence[JobView]) -> tuple[list[Candidate], list[JobView]]:
         profiled: list[JobView] = []
         exploring: list[JobView] = []
+        memo = self._memo
         for job in jobs:
-            (exploring if self._probing(job) else profiled).append(job)
-        return self._memo.split(profiled, self._candidate), exploring
+            # A view profiled once stays so: the seconds run at each size only grow.
+            if memo.has(job) or not self._probing(job):
+                profiled.append(job)
+            else:
+                exploring.append(job)
+        return memo.split(profiled, self._candidate), exploring
 
     @staticmethod
     def _candidate(job: JobView) -> Candidate:

@@ -12,10 +12,11 @@ these become a ``JobView``, so the two bodies cannot drift apart on:
 * **one set of step times per view**: a body may hand over the view it built
   last time while only the job's progress, its placement and how long it has
   run at each size change (``progress_view``, ``placement_view``; the
-  observations mapping may be shared, and its seconds grow), but a step time
+  observations mapping may be shared, and its seconds only grow), but a step time
   or batch that changes, or a size measured for the first time, comes in a
   new view object. Stages keep what they worked out from a view's step times
-  for as long as they get the same object (``LastCandidates``).
+  for as long as they get the same object (``LastCandidates``), and a view
+  once profiled by its seconds stays profiled (``Exploratory.split``).
 """
 
 from __future__ import annotations
