@@ -7,7 +7,6 @@ allreduce cost, epochs through the global batch size.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from functools import lru_cache
 
 from ringleader.perf.epochs import EpochsToConverge
@@ -55,24 +54,28 @@ def solo_curve(epochs: EpochsToConverge, speed: SpeedModel) -> SoloCurve:
     return SoloCurve(epochs, speed)
 
 
-@dataclass(slots=True, eq=False)
 class Candidate:
     """A job with the speed model the allocator should trust for it (if any).
 
-    Not frozen, though no stage changes one: a decision makes one per job in the
-    system, and a frozen dataclass is built four times slower (``object.__setattr__``
-    per field), a tenth of a whole trace simulation under FIFO.
+    ``measured``: False while ``speed`` is a guess made before the job reported
+    anything. Equal only to itself. A plain class, neither frozen nor a
+    dataclass, though no stage changes one: a decision makes one per job in
+    the system under the fixed-size policies, and compiled, a frozen dataclass
+    was built four times slower (``object.__setattr__`` per field) and a
+    dataclass with a ``__post_init__`` three times (200 against 65 ns): a tenth
+    of a whole trace simulation under FIFO.
     """
 
-    job: JobView
-    speed: SpeedModel | None
-    measured: bool = True
-    """False while ``speed`` is a guess made before the job reported anything."""
-    _solo: SoloCurve | None = field(default=None, init=False, compare=False, repr=False)
+    __slots__ = ("_solo", "job", "measured", "speed")
 
-    def __post_init__(self) -> None:
-        if self.speed is not None:
-            self._solo = solo_curve(self.job.epochs, self.speed)
+    def __init__(self, job: JobView, speed: SpeedModel | None, measured: bool = True) -> None:
+        self.job = job
+        self.speed = speed
+        self.measured = measured
+        self._solo: SoloCurve | None = None if speed is None else solo_curve(job.epochs, speed)
+
+    def __repr__(self) -> str:
+        return f"Candidate(job={self.job.id!r}, speed={self.speed!r}, measured={self.measured!r})"
 
     @property
     def solo(self) -> SoloCurve | None:
