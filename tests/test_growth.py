@@ -8,12 +8,13 @@ import random
 import pytest
 
 from ringleader.policy.allocator import Doubling, OptimusGreedy
-from ringleader.policy.chains import Chain, Step, StepOf, walk
+from ringleader.policy.chains import Chain, Step, StepOf
 from ringleader.policy.growth import Chains, Growth, greedy
 from ringleader.policy.objective import Candidate
 from ringleader.policy.payback import may_refuse, pays, saved_by
 from ringleader.policy.plan import NO_GAIN, Note
 from ringleader.policy.views import Device
+from ringleader.policy.walk import walk
 from ringleader.sim.profiles import RESNET110_K40
 from ringleader.spine.views import progress_view
 from tests.helpers import constant_epochs, latency_bound_model, resnet_job

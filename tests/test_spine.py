@@ -378,7 +378,7 @@ def test_what_a_job_holds_is_a_value() -> None:
 
     held = Held((A, B), True, (A,))
     same = Held((A, B), True, (A,))
-    assert held == same and hash(held) == hash(same) and not held != same
+    assert held == same and hash(held) == hash(same) and held.__ne__(same) is False
     assert held != Held((A, B), False, (A,)) and held != Held((A, B), True, None)
     assert held != Held((A,), True, (A,))
     assert pickle.loads(pickle.dumps(held)) == held

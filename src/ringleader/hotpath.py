@@ -59,6 +59,7 @@ MODULES: tuple[str, ...] = (
     "ringleader.policy.timeslice",
     "ringleader.policy.traffic",
     "ringleader.policy.views",
+    "ringleader.policy.walk",
 )
 """What ``make compiled`` builds: where a trace simulation and a decision spend their time."""
 

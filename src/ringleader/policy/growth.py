@@ -10,7 +10,7 @@ grow would not win back its restart (``ringleader.policy.payback``).
 Everything but the last depends only on the job's speed model and sizes
 where the step stage's objective reads no progress (per epoch), so such a
 stage passes ``Chains``: its chains are kept from one decision to the next,
-and the greedy over them is a walk in a fixed order (``chains.walk``)
+and the greedy over them is a walk in a fixed order (``walk.walk``)
 instead of a heap of every job's next step.
 """
 
@@ -31,15 +31,13 @@ from ringleader.policy.chains import (
     no_gain,
     not_won,
     outbid,
-    scale_note,
-    scaled_entry,
     start_size,
-    walk,
     weigh,
 )
 from ringleader.policy.objective import Candidate
 from ringleader.policy.payback import pays
 from ringleader.policy.plan import NO_MODEL, Note
+from ringleader.policy.walk import scale_note, scaled_entry, walk
 
 __all__ = ["Chains", "Counts", "Growth", "Step", "StepOf", "greedy", "start_size"]
 
@@ -51,7 +49,7 @@ class Growth(NamedTuple):
     growth the allocator weighed; a job it did not is ``FIXED``
     (``plan.SizingNotes``). ``later``: more notes, written only if someone
     asks (most decisions' never are): over kept chains every walked job's
-    (``chains.walk``), else those of the steps it had no GPUs for.
+    (``walk.walk``), else those of the steps it had no GPUs for.
     """
 
     counts: Counts

@@ -1,0 +1,230 @@
+"""The walk that hands out GPUs along kept chains, as the greedy would.
+
+The greedy (``ringleader.policy.growth``) takes, one at a time, the best
+next step of any job. Over kept chains that is a walk in a fixed order,
+which ``walk`` takes without a heap for most of its length: a step is
+reached once every step before it in its chain is taken, so it comes
+when the greedy's heap would pop its *lead*, the worst key along the chain
+up to it (a later, better-scoring step waits for the worse one before it).
+So the greedy takes the steps in the order of (lead, the job's place in
+the order, the step's place in its chain), taking each that fits the GPUs
+left, dropping a job for good at its first step that does not fit, and
+stopping a chain at the first grow that would not win back its restart
+(``ringleader.policy.payback``). Every level of lead whose steps all fit
+the GPUs left is taken whole, in any order; only the steps from the first
+level that does not fit onward need the heap, and they stop where the GPUs
+run out.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from bisect import bisect_left
+from collections.abc import Callable, Sequence
+
+from ringleader.policy.chains import Chain, Counts, Entry, StepOf, not_won, outbid
+from ringleader.policy.objective import Candidate
+from ringleader.policy.payback import may_refuse, pays
+from ringleader.policy.plan import Note
+
+Later = Callable[[], dict[str, Note]]
+"""Notes worked out when first asked for (``plan.SizingNotes``)."""
+
+
+def walk(
+    jobs: list[Candidate],
+    of: list[Chain],
+    free: int,
+    step: StepOf,
+    per_epoch: bool,
+    out: Counts,
+    scales: list[float] | None = None,
+) -> Later:
+    """Grow ``jobs`` (each from the start of its chain ``of[i]``) as the greedy would.
+
+    Writes each job's size into ``out``. Returns where each job's growth
+    stopped (its chain's end, a grow that would not pay, or outbid for the
+    GPUs left), worked out only if asked: most decisions' notes never are.
+    ``scales``: each job's objective and scores are its chain's times this
+    (``growth.greedy``'s ``scaled``; each above 0).
+    """
+    n = len(jobs)
+    ends = [0] * n
+    """How many of its chain's steps each job may take: up to a grow that does not pay."""
+    refused: dict[int, Note] = {}
+    """The note of each job's grow that does not pay, written now: it reads the job's
+    progress, which the body moves on in place after the decision."""
+    total = 0
+    for i in range(n):
+        c, chain = jobs[i], of[i]
+        if chain.runs is None:
+            chain.lay_out(c, step, per_epoch)
+        sizes = chain.sizes
+        t = len(chain.adds)
+        now = c.job.workers
+        if sizes[-1] > now and may_refuse(c):
+            for k in range(t):
+                if sizes[k + 1] > now and not pays(c, sizes[k + 1]):
+                    t = k
+                    w, add, before, after, _ = chain.steps[k]
+                    if scales is not None:
+                        before, after = scales[i] * before, scales[i] * after
+                    refused[i] = not_won(c, w, add, before, after, per_epoch)
+                    break
+        ends[i] = t
+        total += chain.sizes[t] - chain.start
+    if total <= free:
+        # Everything fits: no step is dropped, and the order they are taken in is moot.
+        for i in range(n):
+            out[jobs[i].job.id] = of[i].sizes[ends[i]]
+        return _Notes(jobs, of, ends, ends, [], refused, per_epoch, scales)
+
+    # A scale above 0 keeps a chain's leads in order and equal ones equal: its leads
+    # scaled are the leads of its steps' scores scaled, to the bit.
+    led: list[list[float]] = [of[i].leads for i in range(n)]
+    if scales is not None:
+        led = [[scales[i] * lead for lead in led[i]] for i in range(n)]
+    levels: dict[float, int] = {}
+    for i in range(n):
+        chain, t = of[i], ends[i]
+        runs = chain.runs
+        if t == len(chain.adds) and runs is not None:
+            scale = 1.0 if scales is None else scales[i]
+            for lead, gpus in runs:
+                lead = scale * lead
+                levels[lead] = levels.get(lead, 0) + gpus
+        else:
+            leads, adds = led[i], chain.adds
+            for k in range(t):
+                lead = leads[k]
+                levels[lead] = levels.get(lead, 0) + adds[k]
+    left = free
+    cut = math.inf
+    for lead in sorted(levels):
+        gpus = levels[lead]
+        if gpus > left:
+            cut = lead
+            break
+        left -= gpus
+
+    # Every step led by better than the cut is taken; the cut's own steps come in the
+    # jobs' order, each taken while it fits; the rest wait in the heap.
+    heap: list[tuple[float, int, int]] = []
+    taken = [0] * n
+    dropped: list[tuple[int, int]] = []
+    """Jobs whose next step did not fit the GPUs left: (job index, GPUs left)."""
+    for i in range(n):
+        chain, t = of[i], ends[i]
+        leads = led[i]
+        k = bisect_left(leads, cut, 0, t)
+        while k < t and leads[k] == cut:
+            add = chain.adds[k]
+            if add > left:
+                dropped.append((i, left))
+                t = -1  # dropped: nothing more for it
+                break
+            left -= add
+            k += 1
+        taken[i] = k
+        out[jobs[i].job.id] = chain.sizes[k]
+        if k < t:
+            heap.append((leads[k], i, k))
+    waiting: dict[int, int] = {}
+    """How many steps in the heap add each number of GPUs."""
+    for _, i, k in heap if left > 0 else ():
+        add = of[i].adds[k]
+        waiting[add] = waiting.get(add, 0) + 1
+    heapq.heapify(heap)  # keys are unique (by index): pops come in the greedy's order
+    while heap and left > 0:
+        _, i, k = heap[0]
+        chain = of[i]
+        add = chain.adds[k]
+        waiting[add] -= 1
+        if add > left:
+            if all(a > left for a, m in waiting.items() if m):
+                waiting[add] += 1
+                break  # no step left fits: each is outbid with the GPUs left, as if dropped
+            dropped.append((i, left))
+            heapq.heappop(heap)
+            continue
+        left -= add
+        k += 1
+        taken[i] = k
+        out[jobs[i].job.id] = chain.sizes[k]
+        if k == ends[i]:
+            heapq.heappop(heap)
+        else:
+            heapq.heapreplace(heap, (led[i][k], i, k))
+            add = chain.adds[k]
+            waiting[add] = waiting.get(add, 0) + 1
+    dropped.extend((e[1], left) for e in heap)
+    return _Notes(jobs, of, ends, taken, dropped, refused, per_epoch, scales)
+
+
+class _Notes:
+    """Where each job walked stopped, as ``plan.Sizing`` notes: worked out when called."""
+
+    __slots__ = ("dropped", "ends", "jobs", "of", "per_epoch", "refused", "scales", "taken")
+
+    def __init__(
+        self,
+        jobs: Sequence[Candidate],
+        of: Sequence[Chain],
+        ends: list[int],
+        taken: list[int],
+        dropped: list[tuple[int, int]],
+        refused: dict[int, Note],
+        per_epoch: bool,
+        scales: list[float] | None,
+    ) -> None:
+        self.jobs = jobs
+        self.of = of
+        self.ends = ends
+        self.taken = taken
+        self.dropped = dropped
+        """Jobs outbid for the GPUs left: (job index, GPUs left when its step was weighed)."""
+        self.refused = refused
+        self.per_epoch = per_epoch
+        self.scales = scales
+
+    def __call__(self) -> dict[str, Note]:
+        jobs, of, ends, taken, per_epoch = self.jobs, self.of, self.ends, self.taken, self.per_epoch
+        notes: dict[str, Note] = {}
+        bar: float | None = None
+        """The lowest score of a step taken by a measured job: its lead, negated."""
+        scales = self.scales
+        for i in range(len(jobs)):
+            c, chain, k = jobs[i], of[i], taken[i]
+            if k and c.measured:
+                worst = -chain.leads[k - 1] if scales is None else -(scales[i] * chain.leads[k - 1])
+                bar = worst if bar is None else min(bar, worst)
+            if k < ends[i]:
+                continue  # outbid: below
+            if k < len(chain.steps):
+                notes[c.job.id] = self.refused[i]
+            else:
+                assert chain.end is not None  # laid out: worked out to its end
+                notes[c.job.id] = chain.end if scales is None else scale_note(chain.end, scales[i])
+        for i, gpus in self.dropped:
+            c = jobs[i]
+            entry = of[i].steps[taken[i]]
+            if scales is not None:
+                entry = scaled_entry(entry, scales[i])
+            notes[c.job.id] = outbid(c, entry, per_epoch, gpus, bar)
+        return notes
+
+
+def scaled_entry(entry: Entry, scale: float) -> Entry:
+    """A step of a chain laid out per unit of work (``growth.greedy``'s ``scaled``), for a
+    job with ``scale`` of it left: its objectives and score times ``scale``."""
+    w, add, before, after, score = entry
+    return w, add, scale * before, scale * after, scale * score
+
+
+def scale_note(note: Note, scale: float) -> Note:
+    """A note of a chain laid out per unit of work, with its objectives (``Sizing``'s
+    ``before_s`` and ``after_s``, where it has them) times ``scale``."""
+    if len(note) < 5 or note[3] is None:
+        return note
+    return (*note[:3], scale * note[3], scale * note[4], *note[5:])
