@@ -62,6 +62,13 @@ def _all(g: Growth) -> tuple[dict[str, int], dict[str, Note]]:
     return g.counts, notes
 
 
+def _frees(rng: random.Random, whole: Growth, counts: dict[str, int]) -> tuple[int, ...]:
+    """GPUs free to try, given what ``whole`` grew with GPUs to spare: at the edge (all
+    fits; one GPU short) and at random."""
+    wanted = sum(whole.counts.values()) - sum(counts.values())
+    return wanted, wanted - 1, rng.choice((0, 1, 3, 8, 40, 200))
+
+
 @pytest.mark.parametrize("seed", range(12))
 def test_kept_chains_give_what_the_heap_gives(seed: int) -> None:
     rng = random.Random(seed)
@@ -70,10 +77,7 @@ def test_kept_chains_give_what_the_heap_gives(seed: int) -> None:
     shortcuts = 0
     for _ in range(60):
         jobs, counts = _jobs(rng, rng.randint(1, 80))
-        whole = greedy(jobs, counts, 10**6, step, per_epoch=True)
-        wanted = sum(whole.counts.values()) - sum(counts.values())
-        # At the edge (all fits; one GPU short) and at random.
-        for free in (wanted, wanted - 1, rng.choice((0, 1, 3, 8, 40, 200))):
+        for free in _frees(rng, greedy(jobs, counts, 10**6, step, per_epoch=True), counts):
             plain = greedy(jobs, counts, free, step, per_epoch=True)
             kept = greedy(jobs, counts, free, step, per_epoch=True, chains=chains)
             assert _all(kept) == _all(plain)
@@ -220,9 +224,7 @@ def test_scaled_chains_give_what_the_scaled_heap_gives(seed: int, step: StepOf) 
     walked = 0
     for _ in range(40):
         jobs, counts = _jobs(rng, rng.randint(1, 60))
-        whole = greedy(jobs, counts, 10**6, step, scaled=True)
-        wanted = sum(whole.counts.values()) - sum(counts.values())
-        for free in (wanted, wanted - 1, rng.choice((0, 1, 3, 8, 40, 200))):
+        for free in _frees(rng, greedy(jobs, counts, 10**6, step, scaled=True), counts):
             plain = greedy(jobs, counts, free, step, scaled=True)
             kept = greedy(jobs, counts, free, step, chains=chains, scaled=True)
             assert _all(kept) == _all(plain)
