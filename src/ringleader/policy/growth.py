@@ -81,11 +81,11 @@ def greedy(
 
     ``scaled``: ``step`` gives objectives per unit of work left (the job's
     ``Candidate.solo`` curve), and a job's are those times its remaining
-    fraction, as are its scores (``remaining_fraction * saved per GPU``). Its
+    fraction, as ``Candidate.remaining_seconds`` gives them, to the bit. Its
     steps then read no progress but that one factor, so its chain is kept
-    all the same and walked with its leads scaled: a scale above 0 keeps them
-    in order. The remaining seconds the notes give are as
-    ``Candidate.remaining_seconds`` gives them, to the bit.
+    all the same; each decision scales its steps' objectives and works out
+    their scores and leads from them as the heap would (``walk.scaled_entry``):
+    a few multiplications a step, where the heap asked the models again.
 
     A job not yet measured (``Candidate.measured`` false) grows first, in
     FIFO order, up to its ``start_size``: its guessed model has no scale to

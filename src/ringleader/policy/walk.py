@@ -23,7 +23,7 @@ import math
 from bisect import bisect_left
 from collections.abc import Callable, Sequence
 
-from ringleader.policy.chains import Chain, Counts, Entry, StepOf, not_won, outbid
+from ringleader.policy.chains import Chain, Counts, Entry, StepOf, no_gain, not_won, outbid
 from ringleader.policy.objective import Candidate
 from ringleader.policy.payback import may_refuse, pays
 from ringleader.policy.plan import Note
@@ -46,15 +46,18 @@ def walk(
     Writes each job's size into ``out``. Returns where each job's growth
     stopped (its chain's end, a grow that would not pay, or outbid for the
     GPUs left), worked out only if asked: most decisions' notes never are.
-    ``scales``: each job's objective and scores are its chain's times this
-    (``growth.greedy``'s ``scaled``; each above 0).
+    ``scales``: each job's objectives are its chain's times this
+    (``growth.greedy``'s ``scaled``; each above 0), and its scores and leads
+    are worked out from them as the greedy's heap works them out.
     """
     n = len(jobs)
     ends = [0] * n
     """How many of its chain's steps each job may take: up to a grow that does not pay."""
     refused: dict[int, Note] = {}
-    """The note of each job's grow that does not pay, written now: it reads the job's
-    progress, which the body moves on in place after the decision."""
+    """The note of each job's grow that does not pay (or, scaled, gains nothing), written
+    now: it reads the job's progress, which the body moves on in place after the decision."""
+    led: list[list[float]] = []
+    """Each job's leads: its chain's, or, scaled, worked out for this decision."""
     total = 0
     for i in range(n):
         c, chain = jobs[i], of[i]
@@ -63,13 +66,14 @@ def walk(
         sizes = chain.sizes
         t = len(chain.adds)
         now = c.job.workers
-        if sizes[-1] > now and may_refuse(c):
+        refusing = sizes[-1] > now and may_refuse(c)
+        if scales is not None:
+            t = _scaled(c, chain, scales[i], refusing, per_epoch, i, refused, led)
+        elif refusing:
             for k in range(t):
                 if sizes[k + 1] > now and not pays(c, sizes[k + 1]):
                     t = k
                     w, add, before, after, _ = chain.steps[k]
-                    if scales is not None:
-                        before, after = scales[i] * before, scales[i] * after
                     refused[i] = not_won(c, w, add, before, after, per_epoch)
                     break
         ends[i] = t
@@ -78,21 +82,16 @@ def walk(
         # Everything fits: no step is dropped, and the order they are taken in is moot.
         for i in range(n):
             out[jobs[i].job.id] = of[i].sizes[ends[i]]
-        return _Notes(jobs, of, ends, ends, [], refused, per_epoch, scales)
+        return _Notes(jobs, of, ends, ends, [], refused, per_epoch, scales, led)
 
-    # A scale above 0 keeps a chain's leads in order and equal ones equal: its leads
-    # scaled are the leads of its steps' scores scaled, to the bit.
-    led: list[list[float]] = [of[i].leads for i in range(n)]
-    if scales is not None:
-        led = [[scales[i] * lead for lead in led[i]] for i in range(n)]
+    if scales is None:
+        led = [of[i].leads for i in range(n)]
     levels: dict[float, int] = {}
     for i in range(n):
         chain, t = of[i], ends[i]
         runs = chain.runs
-        if t == len(chain.adds) and runs is not None:
-            scale = 1.0 if scales is None else scales[i]
+        if t == len(chain.adds) and runs is not None and scales is None:
             for lead, gpus in runs:
-                lead = scale * lead
                 levels[lead] = levels.get(lead, 0) + gpus
         else:
             leads, adds = led[i], chain.adds
@@ -159,13 +158,49 @@ def walk(
             add = chain.adds[k]
             waiting[add] = waiting.get(add, 0) + 1
     dropped.extend((e[1], left) for e in heap)
-    return _Notes(jobs, of, ends, taken, dropped, refused, per_epoch, scales)
+    return _Notes(jobs, of, ends, taken, dropped, refused, per_epoch, scales, led)
+
+
+def _scaled(
+    c: Candidate,
+    chain: Chain,
+    scale: float,
+    refusing: bool,
+    per_epoch: bool,
+    i: int,
+    refused: dict[int, Note],
+    led: list[list[float]],
+) -> int:
+    """How many of ``chain``'s steps ``c`` may take with ``scale`` of its work left, its
+    leads appended to ``led``: each step's objectives are the chain's times ``scale``,
+    and its score is worked out from them as the heap's is (``scaled_entry``), to the
+    bit. A step that so saves nothing (the product too small to tell) or does not pay
+    ends the job's growth, as in the heap, with its note in ``refused``."""
+    leads: list[float] = []
+    lead = -math.inf
+    sizes, now = chain.sizes, c.job.workers
+    steps = chain.steps
+    for k in range(len(steps)):
+        w, add, before, after, score = scaled_entry(steps[k], scale)
+        if not score > 0:
+            refused[i] = no_gain(c, w, add, before, after, per_epoch)
+            led.append(leads)
+            return k
+        if refusing and sizes[k + 1] > now and not pays(c, sizes[k + 1]):
+            refused[i] = not_won(c, w, add, before, after, per_epoch)
+            led.append(leads)
+            return k
+        if c.measured:
+            lead = max(lead, -score)
+        leads.append(lead)
+    led.append(leads)
+    return len(steps)
 
 
 class _Notes:
     """Where each job walked stopped, as ``plan.Sizing`` notes: worked out when called."""
 
-    __slots__ = ("dropped", "ends", "jobs", "of", "per_epoch", "refused", "scales", "taken")
+    __slots__ = ("dropped", "ends", "jobs", "led", "of", "per_epoch", "refused", "scales", "taken")
 
     def __init__(
         self,
@@ -177,6 +212,7 @@ class _Notes:
         refused: dict[int, Note],
         per_epoch: bool,
         scales: list[float] | None,
+        led: list[list[float]],
     ) -> None:
         self.jobs = jobs
         self.of = of
@@ -187,6 +223,8 @@ class _Notes:
         self.refused = refused
         self.per_epoch = per_epoch
         self.scales = scales
+        self.led = led
+        """Each job's leads as walked (scaled: worked out for the decision; else empty)."""
 
     def __call__(self) -> dict[str, Note]:
         jobs, of, ends, taken, per_epoch = self.jobs, self.of, self.ends, self.taken, self.per_epoch
@@ -197,7 +235,7 @@ class _Notes:
         for i in range(len(jobs)):
             c, chain, k = jobs[i], of[i], taken[i]
             if k and c.measured:
-                worst = -chain.leads[k - 1] if scales is None else -(scales[i] * chain.leads[k - 1])
+                worst = -(chain.leads if scales is None else self.led[i])[k - 1]
                 bar = worst if bar is None else min(bar, worst)
             if k < ends[i]:
                 continue  # outbid: below
@@ -217,9 +255,12 @@ class _Notes:
 
 def scaled_entry(entry: Entry, scale: float) -> Entry:
     """A step of a chain laid out per unit of work (``growth.greedy``'s ``scaled``), for a
-    job with ``scale`` of it left: its objectives and score times ``scale``."""
-    w, add, before, after, score = entry
-    return w, add, scale * before, scale * after, scale * score
+    job with ``scale`` of it left: its objectives times ``scale``, and its score worked
+    out from those as ``chains.weigh`` works out any step's (not the chain's score
+    scaled, which may differ in its last bit and so turn a near tie round)."""
+    w, add, before, after, _ = entry
+    before, after = scale * before, scale * after
+    return w, add, before, after, (before - after) / add
 
 
 def scale_note(note: Note, scale: float) -> Note:
