@@ -84,7 +84,10 @@ def test_the_default_policy_time_slices_its_last_queue_on_real_processes(
     # jobs take turns instead of waiting for the one ahead to end.
     server = _server(tmp_path, 1, "ringleader", 2.0, "--tiresias-thresholds", "")
     stop_after.append(server)
-    ids = [server.submit(tiny_job(f"turn{i}", epochs=20)) for i in range(2)]
+    # The first runs long enough to outlast the second's start-up and a turn back: at 20
+    # epochs, in one loaded fresh-clone `make test`, it had ended 0.5 s before the
+    # second's first step (likely its start-up outlasted the 2-s quantum).
+    ids = [server.submit(tiny_job(f"turn{i}", epochs=60 if i == 0 else 20)) for i in range(2)]
     for job_id in ids:
         assert server.wait_state(job_id, {"succeeded", "failed"}, 180)["state"] == "succeeded"
     kinds = {job_id: [e["kind"] for e in server.job(job_id)["events"]] for job_id in ids}
