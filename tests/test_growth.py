@@ -235,8 +235,8 @@ def test_scaled_chains_give_what_the_scaled_heap_gives(seed: int, step: StepOf) 
 
 
 def test_a_job_with_no_work_left_gains_nothing_from_a_scaled_step() -> None:
-    """A scale of 0 cannot order a chain: that decision is weighed step by step, and the
-    job's grow saves nothing, as its remaining seconds say."""
+    """At a scale of 0 the kept chain's steps save nothing, as the job's remaining seconds
+    say when weighed step by step."""
     jobs = [
         resnet_job("done", max_gpus=8, elastic=True, remaining=0.0),
         resnet_job("busy", at=1.0, max_gpus=8, elastic=True, remaining=0.5),

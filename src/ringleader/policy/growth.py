@@ -115,7 +115,7 @@ def greedy(
         if chains is not None:
             of.append(chains.of(c, w))
     scales = [c.job.remaining_fraction for c in by_index] if scaled else None
-    if chains is not None and (scales is None or all(s > 0 for s in scales)):
+    if chains is not None:
         return Growth(out, notes, walk(by_index, of, free, step, per_epoch, out, scales))
     heap: list[tuple[float, int, int]] = []
     current: list[Entry | None] = [None] * len(by_index)

@@ -47,8 +47,9 @@ def walk(
     stopped (its chain's end, a grow that would not pay, or outbid for the
     GPUs left), worked out only if asked: most decisions' notes never are.
     ``scales``: each job's objectives are its chain's times this
-    (``growth.greedy``'s ``scaled``; each above 0), and its scores and leads
-    are worked out from them as the greedy's heap works them out.
+    (``growth.greedy``'s ``scaled``), and its scores and leads are worked out
+    from them as the greedy's heap works them out, whatever the scale (at 0,
+    no step gains anything).
     """
     n = len(jobs)
     ends = [0] * n
@@ -57,7 +58,7 @@ def walk(
     """The note of each job's grow that does not pay (or, scaled, gains nothing), written
     now: it reads the job's progress, which the body moves on in place after the decision."""
     led: list[list[float]] = []
-    """Each job's leads: its chain's, or, scaled, worked out for this decision."""
+    """Each job's leads as walked: its chain's, or, scaled, worked out for this decision."""
     total = 0
     for i in range(n):
         c, chain = jobs[i], of[i]
@@ -69,13 +70,10 @@ def walk(
         refusing = sizes[-1] > now and may_refuse(c)
         if scales is not None:
             t = _scaled(c, chain, scales[i], refusing, per_epoch, i, refused, led)
-        elif refusing:
-            for k in range(t):
-                if sizes[k + 1] > now and not pays(c, sizes[k + 1]):
-                    t = k
-                    w, add, before, after, _ = chain.steps[k]
-                    refused[i] = not_won(c, w, add, before, after, per_epoch)
-                    break
+        else:
+            led.append(chain.leads)
+            if refusing:
+                t = _paying(c, chain, per_epoch, i, refused)
         ends[i] = t
         total += chain.sizes[t] - chain.start
     if total <= free:
@@ -84,8 +82,6 @@ def walk(
             out[jobs[i].job.id] = of[i].sizes[ends[i]]
         return _Notes(jobs, of, ends, ends, [], refused, per_epoch, scales, led)
 
-    if scales is None:
-        led = [of[i].leads for i in range(n)]
     levels: dict[float, int] = {}
     for i in range(n):
         chain, t = of[i], ends[i]
@@ -161,6 +157,18 @@ def walk(
     return _Notes(jobs, of, ends, taken, dropped, refused, per_epoch, scales, led)
 
 
+def _paying(c: Candidate, chain: Chain, per_epoch: bool, i: int, refused: dict[int, Note]) -> int:
+    """How many of ``chain``'s steps ``c`` may take before a grow past its size that does
+    not win back its restart, whose note goes in ``refused``."""
+    sizes, now = chain.sizes, c.job.workers
+    for k in range(len(chain.adds)):
+        if sizes[k + 1] > now and not pays(c, sizes[k + 1]):
+            w, add, before, after, _ = chain.steps[k]
+            refused[i] = not_won(c, w, add, before, after, per_epoch)
+            return k
+    return len(chain.adds)
+
+
 def _scaled(
     c: Candidate,
     chain: Chain,
@@ -224,7 +232,7 @@ class _Notes:
         self.per_epoch = per_epoch
         self.scales = scales
         self.led = led
-        """Each job's leads as walked (scaled: worked out for the decision; else empty)."""
+        """Each job's leads as walked (its chain's, or, scaled, worked out for the decision)."""
 
     def __call__(self) -> dict[str, Note]:
         jobs, of, ends, taken, per_epoch = self.jobs, self.of, self.ends, self.taken, self.per_epoch
@@ -235,7 +243,7 @@ class _Notes:
         for i in range(len(jobs)):
             c, chain, k = jobs[i], of[i], taken[i]
             if k and c.measured:
-                worst = -(chain.leads if scales is None else self.led[i])[k - 1]
+                worst = -self.led[i][k - 1]
                 bar = worst if bar is None else min(bar, worst)
             if k < ends[i]:
                 continue  # outbid: below

@@ -184,7 +184,7 @@ def progress_view(
     decisions; a policy sees a frozen view. A stage that keeps what it worked
     out from a view must not take the same object for the same progress:
     ``policy.profiling.LastCandidates`` keeps a candidate, which reads progress
-    from the view when asked, only while what it was made from is unchanged;
+    from the view when asked, for the very view it was made from;
     the plan's lazy notes (``SizingNotes.later``) read it when first asked, so
     a body that wants them as of the decision asks before the next event.
     """
