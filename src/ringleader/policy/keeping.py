@@ -14,9 +14,6 @@ from collections.abc import Collection, Mapping, Sequence
 from ringleader.policy.free import FreeGPUs
 from ringleader.policy.views import ClusterView, Device, JobView
 
-Outcome = tuple[tuple[Device, ...], int, "tuple[Device, ...] | None"]
-"""A job's devices and GPU count as asked, and the GPUs it keeps (None: to place)."""
-
 
 def keep_subset(devices: Sequence[Device], count: int) -> tuple[Device, ...]:
     """``count`` of ``devices``, on the nodes where the job has most (a shrink moves least)."""
@@ -78,6 +75,21 @@ def _held_last(jobs: Sequence[JobView]) -> Sequence[JobView]:
     return jobs
 
 
+class _Outcome:
+    """One job's last outcome: its devices and GPU count as asked, the GPUs it keeps
+    (None: to place), and the decision that last saw it (``LastKept._stamp``)."""
+
+    __slots__ = ("asked", "held", "kept", "stamp")
+
+    def __init__(
+        self, held: tuple[Device, ...], asked: int, kept: tuple[Device, ...] | None, stamp: int
+    ) -> None:
+        self.held = held
+        self.asked = asked
+        self.kept = kept
+        self.stamp = stamp
+
+
 class LastKept:
     """``keep_held`` across decisions, redone only for the jobs that changed.
 
@@ -91,17 +103,19 @@ class LastKept:
     who keeps it, and every decision works it all out again (``keep_held``).
     Outputs are the same either way (the jobs left to place may come in another
     order: the place stages sort them by a total key); one decision's worth is
-    kept.
+    kept. Each kept outcome is stamped with the last decision that saw it, so
+    the jobs that left are found without a set of who stayed.
     """
 
-    __slots__ = ("_cluster", "_free", "_gpus", "_last", "_owner")
+    __slots__ = ("_cluster", "_free", "_gpus", "_last", "_owner", "_stamp")
 
     def __init__(self) -> None:
         self._cluster: ClusterView | None = None
         self._gpus: dict[str, range] = {}
         self._free: FreeGPUs | None = None
-        self._last: dict[str, Outcome] = {}
+        self._last: dict[str, _Outcome] = {}
         self._owner: dict[tuple[str, int], str] = {}
+        self._stamp = 0
 
     def keep_held(
         self, counts: Mapping[str, int], jobs: Sequence[JobView], cluster: ClusterView
@@ -126,9 +140,9 @@ class LastKept:
         """The last decision's outcome, changed where jobs changed; None where it must be
         worked out afresh (a GPU held twice, a job id given twice)."""
         last, owner = self._last, self._owner
+        stamp = self._stamp = self._stamp + 1
         # A dict's look-up compiles to a call into C, any other mapping's to a method call.
         wants: dict[str, int] = counts if isinstance(counts, dict) else dict(counts)
-        now: dict[str, Outcome] = {}
         placed: dict[str, tuple[Device, ...]] = {}
         to_place: list[JobView] = []  # in no particular order: the place stage sorts it
         changed: list[tuple[JobView, int]] = []
@@ -140,36 +154,37 @@ class LastKept:
                 continue
             hit = last.get(job_id)
             if hit is not None:
-                held, asked, kept = hit
-                if asked == want and (held is job.devices or held == job.devices):
-                    now[job_id] = hit
+                if hit.stamp == stamp:
+                    return None  # a job id given twice
+                held = hit.held
+                if hit.asked == want and (held is job.devices or held == job.devices):
+                    hit.stamp = stamp
                     hits += 1
+                    kept = hit.kept
                     if kept is None:
                         to_place.append(job)
                     else:
                         placed[job_id] = kept
                     continue
             changed.append((job, want))
-        if len(now) != hits:
-            return None  # a job id given twice
-        if len(now) < len(last):  # (all of now is in last: if as many, nobody left)
-            for job_id in last.keys() - now.keys():  # it left, or asks for something else
-                held, _, kept = last[job_id]
-                for d in held:
+        if hits < len(last):  # a job left, or asks for something else: give its GPUs back
+            for gone in [o for o in last.items() if o[1].stamp != stamp]:
+                job_id, outcome = gone
+                for d in outcome.held:
                     del owner[d.node, d.index]
-                if kept is not None:
-                    free.give_devices(kept)
+                if outcome.kept is not None:
+                    free.give_devices(outcome.kept)
+                del last[job_id]
         for job, want in changed:
-            if job.id in now or not _claim(owner, job):
+            if job.id in last or not _claim(owner, job):
                 return None
             kept = _keep_one(job, want, self._gpus)
-            now[job.id] = (job.devices, want, kept)
+            last[job.id] = _Outcome(job.devices, want, kept, stamp)
             if kept is None:
                 to_place.append(job)
             else:
                 free.take_devices(kept)
                 placed[job.id] = kept
-        self._last = now
         return free.copy(), placed, to_place
 
     def _afresh(
@@ -180,14 +195,15 @@ class LastKept:
         placed, to_place = keep_held(counts, jobs, free)
         self._cluster, self._free, self._last, self._owner = None, None, {}, {}
         owner: dict[tuple[str, int], str] = {}
-        last: dict[str, Outcome] = {}
+        last: dict[str, _Outcome] = {}
+        stamp = self._stamp
         for job in _held_last(jobs):
             want = counts.get(job.id, 0)
             if want == 0:
                 continue
             if job.id in last or not _claim(owner, job):
                 return free, placed, to_place  # nothing kept: see _again
-            last[job.id] = (job.devices, want, placed.get(job.id))
+            last[job.id] = _Outcome(job.devices, want, placed.get(job.id), stamp)
         kept = free.copy()
         kept.index()  # kept up to date from here on, so each decision's copy starts with it
         self._cluster, self._free, self._last, self._owner = cluster, kept, last, owner
