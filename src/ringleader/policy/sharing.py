@@ -112,10 +112,10 @@ class Sharing:
         if self.grow_shrink and waiting:
             self._shrink(groups, free)
         openings: list[Openings] = []  # made at the first job no free GPUs fit
+        queued = False
         for job in sorted(waiting, key=_order):
-            self._admit(job, groups, free, openings)
-        admitted = {j.id for g in groups for j in g.residents}
-        queued = [j for j in waiting if j.id not in admitted]
+            if not self._admit(job, groups, free, openings):
+                queued = True
         if self.migration:
             self._migrate(groups, free)
         if self.time_slicing:
@@ -172,21 +172,21 @@ class Sharing:
 
     def _admit(
         self, job: JobView, groups: list[Group], free: FreeGPUs, openings: list[Openings]
-    ) -> None:
+    ) -> bool:
         """``job`` onto free GPUs, else into the open group of its size it is likeliest to
-        run in soonest (``groups.Openings``), else it stays queued."""
+        run in soonest (``groups.Openings``), else it stays queued (False)."""
         size = job.requested_gpus
         if free.total >= size:
             g = Group(place_one(job, size, free), [job])
             groups.append(g)
             if openings:
                 openings[0].added(g)
-            return
+            return True
         if not self.time_slicing:
-            return
+            return False
         if not openings:
             openings.append(Openings(groups, self.max_residents))
-        openings[0].admit(job)
+        return openings[0].admit(job)
 
     def _rebalance(self, groups: list[Group]) -> None:
         """Move waiting high-priority jobs to groups that run lower-priority ones.

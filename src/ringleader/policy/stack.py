@@ -186,7 +186,10 @@ class Policy:
             grown = self._fair_growth(known, counts, free, shares)
         else:
             grown = self.size.grow(known, counts, free)
-        held.update(grown.counts)  # sized jobs are known, probing ones exploring: apart
+        if held:
+            held.update(grown.counts)  # sized jobs are known, probing ones exploring: apart
+        else:
+            held = grown.counts  # nothing probes: no copy of every job's size
         devices = self.place.place(held, ordered, cluster)
         unplaced: set[str] = set()
         assignments: dict[str, Assignment] = {}
