@@ -43,7 +43,8 @@ def walk(
 ) -> Later:
     """Grow ``jobs`` (each from the start of its chain ``of[i]``) as the greedy would.
 
-    Writes each job's size into ``out``. Returns where each job's growth
+    Writes each job's size into ``out``, which has each job's chain's start size
+    already (``growth.greedy``). Returns where each job's growth
     stopped (its chain's end, a grow that would not pay, or outbid for the
     GPUs left), worked out only if asked: most decisions' notes never are.
     ``scales``: each job's objectives are its chain's times this
@@ -79,7 +80,8 @@ def walk(
     if total <= free:
         # Everything fits: no step is dropped, and the order they are taken in is moot.
         for i in range(n):
-            out[jobs[i].job.id] = of[i].sizes[ends[i]]
+            if ends[i]:  # (none taken: ``out`` has the chain's start already)
+                out[jobs[i].job.id] = of[i].sizes[ends[i]]
         return _Notes(jobs, of, ends, ends, [], refused, per_epoch, scales, led)
 
     levels: dict[float, int] = {}
@@ -122,7 +124,8 @@ def walk(
             left -= add
             k += 1
         taken[i] = k
-        out[jobs[i].job.id] = chain.sizes[k]
+        if k:
+            out[jobs[i].job.id] = chain.sizes[k]
         if k < t:
             heap.append((leads[k], i, k))
     waiting: dict[int, int] = {}
