@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import importlib.util
+import random
 import sys
 from pathlib import Path
 from types import ModuleType
+
+import pytest
 
 from ringleader.perf.epochs import EpochsToConverge
 from ringleader.policy import ClusterView, JobShape, JobView, policy_named
@@ -70,6 +73,33 @@ def test_the_starvation_guard_puts_a_long_waiting_job_ahead_of_every_queue() -> 
     assert [c.job.id for c in plain.order(candidates, 5000.0)] == ["fresh", "served"]
     assert [c.job.id for c in guarded.order(candidates, 5000.0)] == ["served", "fresh"]
     assert [c.job.id for c in guarded.order(candidates, 500.0)] == ["fresh", "served"]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_least_attained_orders_as_a_stable_sort_by_queue(seed: int) -> None:
+    rng = random.Random(seed)
+    jobs = []
+    for i in range(rng.randint(0, 60)):
+        running = rng.random() < 0.5
+        jobs.append(
+            _view(
+                f"j{i}",
+                float(i),
+                attained_gpu_s=rng.choice([0.0, 3599.0, 3600.0, 20_000.0, 40_000.0]),
+                state_since=rng.uniform(0, 5000),
+                workers=1 if running else 0,
+                suspended=running and rng.random() < 0.3,
+            )
+        )
+    candidates = [Candidate(j, None) for j in jobs]
+    rng.shuffle(candidates)
+    for stage in (
+        LeastAttained(),
+        LeastAttained((3600.0,), starve_after_s=1000.0),
+        LeastAttained((), starve_after_s=2000.0),
+    ):
+        want = sorted(candidates, key=lambda c: stage.queue(c, 5000.0))
+        assert stage.order(candidates, 5000.0) == want
 
 
 def test_priority_goes_first_and_the_inner_order_keeps_ties() -> None:
