@@ -13,7 +13,7 @@ from ringleader.policy.catalog import (
 )
 from ringleader.policy.plan import Plan
 from ringleader.policy.stack import Policy
-from ringleader.policy.timeslice import TimeSlice
+from ringleader.policy.timeslice import TimeSlice, _since_before, _waited_longer
 from ringleader.policy.views import ClusterView, Device, JobShape, JobView, Observation
 from ringleader.sim.engine import Simulator
 from ringleader.sim.jobs import SimJob
@@ -261,3 +261,19 @@ def test_a_share_stage_says_itself_whether_it_packs() -> None:
     assert replace(base, share=None).needs.packing is False
     custom = replace(base, share=PackEveryone())
     assert custom.needs.packing and custom.needs.time_slicing
+
+
+def test_who_waited_longer_is_compared_as_the_key_tuples_compare() -> None:
+    held = (Device("n0", 0),)
+    views = [
+        job(name, devices=devices, since=since)
+        for name in ("a", "b")
+        for devices in ((), held)
+        for since in (0.0, 5.0)
+    ]
+    for a in views:
+        for b in views:
+            key_a = (a.workers > 0, a.state_since, a.id)
+            key_b = (b.workers > 0, b.state_since, b.id)
+            assert _waited_longer(a, b) == (key_a < key_b)
+            assert _since_before(a, b) == ((a.state_since, a.id) < (b.state_since, b.id))

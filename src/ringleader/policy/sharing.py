@@ -127,6 +127,12 @@ class Sharing:
         sliced: list[tuple[list[JobView], set[str]]] = []
         wake: float | None = None
         for g in groups:
+            if len(g.residents) == 1:  # it runs (as ``_turns`` says), with no set made
+                job = g.residents[0]
+                assignments[job.id] = Assignment(g.devices, g.size)
+                if g.size > job.requested_gpus:  # grown; else FIXED
+                    notes[job.id] = (GROWN_IDLE, g.size)
+                continue
             running, due = self._turns(g, now, memory)
             if due is not None:
                 wake = due if wake is None else min(wake, due)
@@ -248,7 +254,7 @@ class Sharing:
         for g in sorted(spread, key=lambda g: (-g.size, g.devices)):
             if moves >= self.max_migrations:
                 break
-            node = free.best_fit(g.size, set())
+            node = free.best_fit(g.size, set()) if free.total >= g.size else None
             if node is None:
                 continue  # only moves onto one node; wider jobs stay where they are
             indices = sorted(free.free[node])[: g.size]

@@ -82,7 +82,7 @@ def rotation(residents: Sequence[JobView], now: float, quantum_s: float) -> JobV
         if anyone is None or _waited_longer(j, anyone):
             anyone = j
         if j.running:
-            if holder is None or (j.state_since, j.id) < (holder.state_since, holder.id):
+            if holder is None or _since_before(j, holder):
                 holder = j
         elif waiter is None or _waited_longer(j, waiter):
             waiter = j
@@ -95,8 +95,22 @@ def rotation(residents: Sequence[JobView], now: float, quantum_s: float) -> JobV
 
 
 def _waited_longer(a: JobView, b: JobView) -> bool:
-    """``a`` before ``b`` in turn: never-run jobs first, then the longest waiting."""
-    return (a.workers > 0, a.state_since, a.id) < (b.workers > 0, b.state_since, b.id)
+    """``a`` before ``b`` in turn: never-run jobs first, then the longest waiting.
+
+    ``(a.workers > 0, a.state_since, a.id) < (b.workers > 0, ...)``, compared field by
+    field: two key tuples per comparison were half of ``rotation``, which is asked of
+    every time-sliced group at every decision."""
+    ran = a.workers > 0
+    if ran != (b.workers > 0):
+        return not ran
+    return _since_before(a, b)
+
+
+def _since_before(a: JobView, b: JobView) -> bool:
+    """``(a.state_since, a.id) < (b.state_since, b.id)``, as tuples compare."""
+    if a.state_since != b.state_since:
+        return a.state_since < b.state_since
+    return a.id < b.id
 
 
 def queue_turns(
