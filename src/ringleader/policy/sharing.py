@@ -201,6 +201,8 @@ class Sharing:
         while another GPU runs a lower-priority job: suspended for a lower one.
         Each move raises the receiving group's top priority, so this ends.
         """
+        if _one_top(groups):
+            return  # no group's top is below a waiting peer's: nowhere to move one to
         for _ in range(len(groups) * self.max_residents):
             # The first job, in ``_order``, that waits behind a peer of its group's top
             # priority: in each group that is the second of those peers.
@@ -324,6 +326,20 @@ class Sharing:
         for residents, running in groups:
             turns.update(queue_turns(residents, running, now, self.quantum_s))
         return turns
+
+
+def _one_top(groups: list[Group]) -> bool:
+    """Whether every group with residents has the same top priority (usually: every
+    job has the default one), without sorting any group's peers."""
+    seen: int | None = None
+    for g in groups:
+        if g.residents:
+            t = top(g)
+            if seen is None:
+                seen = t
+            elif t != seen:
+                return False
+    return True
 
 
 def _one_node(devices: tuple[Device, ...]) -> bool:
