@@ -292,3 +292,15 @@ def test_of_two_jobs_claiming_one_gpu_the_first_in_priority_then_submission_keep
     assert plan.of(keeper.id).devices == keeper.devices and plan.of(keeper.id).running
     other = early if keeper is late else late
     assert not plan.of(other.id).running
+
+
+def test_a_gang_on_gpus_that_overlap_another_gangs_of_its_size_is_placed_again() -> None:
+    # Both say they run on node0's GPU 0 (a body's view after a crash, say), each with
+    # another GPU: of one size, yet not a group, so the later one is placed again on the
+    # GPUs free, and both run (without migration, which would move it there too).
+    first = job("first", gpus=2, at=0.0, devices=(Device("node0", 0), Device("node0", 1)))
+    second = job("second", gpus=2, at=1.0, devices=(Device("node0", 0), Device("node0", 2)))
+    plan = Sharing(migration=False).decide([second, first], ClusterView.uniform(1, 4), 10.0)
+    assert plan.of("first").devices == first.devices and plan.of("first").running
+    moved = plan.of("second")
+    assert moved.running and set(moved.devices).isdisjoint(first.devices)
