@@ -291,10 +291,11 @@ class Sharing:
                 g.devices = kept
 
     def _grow(self, groups: list[Group], free: FreeGPUs) -> None:
-        for g in sorted(groups, key=lambda g: _order(g.residents[0])):
+        # Only the groups that may grow are sorted (usually few or none: most jobs are
+        # not elastic), in the order all would be.
+        growing = [g for g in groups if g.residents[0].elastic and g.size < g.residents[0].max_gpus]
+        for g in sorted(growing, key=lambda g: _order(g.residents[0])):
             job = g.residents[0]
-            if not job.elastic or g.size >= job.max_gpus:
-                continue
             node = g.devices[0].node
             if not _one_node(g.devices):
                 continue
