@@ -4,9 +4,15 @@ from __future__ import annotations
 
 import random
 
-from ringleader.policy.groups import Group, Openings, top
+from ringleader.policy.groups import (
+    Group,
+    Openings,
+    _held,
+    _resident_order,
+    top,
+    turn_order,
+)
 from ringleader.policy.placement import nodes_spanned
-from ringleader.policy.sharing import _held, _order, _resident_order
 from ringleader.policy.views import Device, JobView
 from tests.test_sharing import job
 
@@ -116,7 +122,7 @@ def test_residents_are_ordered_as_one_sort_of_every_job_orders_them() -> None:
             jobs.append(j)
         if trial % 3 == 0:
             jobs.sort(key=lambda j: (j.submitted_at, j.id))
-        want = sorted(jobs, key=lambda j: (not j.workers, not j.suspended, *_order(j)))
+        want = sorted(jobs, key=lambda j: (not j.workers, not j.suspended, *turn_order(j)))
         assert [id(j) for j in _resident_order(jobs)] == [id(j) for j in want]
         for j in jobs:
             assert _held(j) == (tuple(sorted(j.devices[: j.workers])) if j.workers else ())

@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ringleader.policy.free import Blank, FreeGPUs
-from ringleader.policy.groups import Group, Openings, top
+from ringleader.policy.groups import Group, Openings, current_groups, top, turn_order
 from ringleader.policy.keeping import keep_subset
 from ringleader.policy.needs import Needs
 from ringleader.policy.packing import (
@@ -44,7 +44,6 @@ from ringleader.policy.packing import (
 )
 from ringleader.policy.placement import place_one
 from ringleader.policy.plan import GROWN_IDLE, Assignment, Deferred, Note, Plan, SizingNotes, Turn
-from ringleader.policy.stack import arrives_before
 from ringleader.policy.timeslice import (
     DEFAULT_QUANTUM_S,
     boundary_after,
@@ -52,10 +51,6 @@ from ringleader.policy.timeslice import (
     rotation,
 )
 from ringleader.policy.views import ClusterView, Device, JobView
-
-
-def _order(job: JobView) -> tuple[int, float, str]:
-    return (-job.priority, job.submitted_at, job.id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,13 +102,13 @@ class Sharing:
 
     def decide(self, jobs: Sequence[JobView], cluster: ClusterView, now: float) -> Plan:
         memory = {n.name: n.gpu_memory_gib for n in cluster.nodes}
-        groups, waiting, held = self._groups(jobs)
+        groups, waiting, held = current_groups(jobs, self.max_residents)
         free = FreeGPUs.outside(cluster, held, self._blank)
         if self.grow_shrink and waiting:
             self._shrink(groups, free)
         openings: list[Openings] = []  # made at the first job no free GPUs fit
         queued = False
-        for job in sorted(waiting, key=_order):
+        for job in sorted(waiting, key=turn_order):
             if not self._admit(job, groups, free, openings):
                 queued = True
         if self.migration:
@@ -146,51 +141,6 @@ class Sharing:
         return Plan(assignments, wake, SizingNotes(assignments, notes), turns)
 
     # -- groups ----------------------------------------------------------------
-    def _groups(
-        self, jobs: Sequence[JobView]
-    ) -> tuple[list[Group], list[JobView], dict[str, dict[int, Group]]]:
-        """Current groups from where jobs are, and the GPUs they hold (per node, each
-        index with the group holding it); jobs on GPUs claimed twice are re-placed.
-
-        A job joins the group holding its first GPU if that group holds exactly its
-        GPUs: no other could (a group is made only on GPUs nobody holds yet), so no
-        dictionary keyed by device tuples is needed, whose hashing, a call per
-        device, was a sixth of this at every decision.
-        """
-        claimed: dict[str, dict[int, Group]] = {}
-        groups: list[Group] = []
-        waiting: list[JobView] = []
-        for job in _resident_order(jobs):
-            devices = _held(job)
-            if not devices:
-                waiting.append(job)
-                continue
-            first = devices[0]
-            on_node = claimed.get(first.node)
-            group = None if on_node is None else on_node.get(first.index)
-            if group is None:
-                if _any_claimed(devices, claimed):
-                    waiting.append(job)
-                    continue
-                group = Group(devices)
-                groups.append(group)
-                for d in devices:
-                    on_node = claimed.get(d.node)
-                    if on_node is None:
-                        claimed[d.node] = {d.index: group}
-                    else:
-                        on_node[d.index] = group
-            elif group.devices != devices:
-                waiting.append(job)  # its GPUs overlap another group's
-                continue
-            if len(group.residents) >= self.max_residents or (
-                group.residents and job.requested_gpus != group.size
-            ):
-                waiting.append(job)
-                continue
-            group.residents.append(job)
-        return groups, waiting, claimed
-
     def _admit(
         self, job: JobView, groups: list[Group], free: FreeGPUs, openings: list[Openings]
     ) -> bool:
@@ -219,17 +169,17 @@ class Sharing:
         if _one_top(groups):
             return  # no group's top is below a waiting peer's: nowhere to move one to
         for _ in range(len(groups) * self.max_residents):
-            # The first job, in ``_order``, that waits behind a peer of its group's top
+            # The first job, in ``turn_order``, that waits behind a peer of its group's top
             # priority: in each group that is the second of those peers.
             first: tuple[tuple[int, float, str], JobView, Group] | None = None
             for g in groups:
                 if len(g.residents) < 2:
                     continue
                 t = top(g)
-                peers = sorted((r for r in g.residents if r.priority == t), key=_order)
+                peers = sorted((r for r in g.residents if r.priority == t), key=turn_order)
                 if len(peers) < 2:
                     continue
-                key = _order(peers[1])
+                key = turn_order(peers[1])
                 if first is None or key < first[0]:
                     first = (key, peers[1], g)
             if first is None:
@@ -243,7 +193,7 @@ class Sharing:
             receiver = min(receivers, key=lambda g: (top(g), len(g.residents), g.devices))
             donor.residents.remove(job)
             if len(receiver.residents) >= self.max_residents:
-                low = max(receiver.residents, key=_order)
+                low = max(receiver.residents, key=turn_order)
                 receiver.residents.remove(low)
                 donor.residents.append(low)
             receiver.residents.append(job)
@@ -259,7 +209,7 @@ class Sharing:
             while len(g.residents) > 1 and moves < self.max_migrations:
                 if free.total < g.size:
                     break
-                mover = max(g.residents, key=lambda j: (not j.running, *_order(j)))
+                mover = max(g.residents, key=lambda j: (not j.running, *turn_order(j)))
                 target = place_one(mover, g.size, free)
                 g.residents.remove(mover)
                 groups.append(Group(target, [mover]))
@@ -294,7 +244,7 @@ class Sharing:
         # Only the groups that may grow are sorted (usually few or none: most jobs are
         # not elastic), in the order all would be.
         growing = [g for g in groups if g.residents[0].elastic and g.size < g.residents[0].max_gpus]
-        for g in sorted(growing, key=lambda g: _order(g.residents[0])):
+        for g in sorted(growing, key=lambda g: turn_order(g.residents[0])):
             job = g.residents[0]
             node = g.devices[0].node
             if not _one_node(g.devices):
@@ -364,52 +314,3 @@ def _one_node(devices: tuple[Device, ...]) -> bool:
         return False
     node = devices[0].node
     return all(d.node == node for d in devices)
-
-
-def _resident_order(jobs: Sequence[JobView]) -> list[JobView]:
-    """``jobs`` sorted by (not running, not suspended, ``_order``), as ``sorted`` would.
-
-    Split by the first two (stably, in ``jobs``' order), then each part sorted by
-    ``_order`` unless it is in that order already, which it is when the jobs come in
-    submission order and share one priority (usually): a sort that builds a key
-    tuple per job through a call was a seventh of a decision at 50k jobs.
-    """
-    parts: list[list[JobView]] = [[], [], [], []]
-    for job in jobs:
-        parts[(0 if job.workers else 2) + (0 if job.suspended else 1)].append(job)
-    ordered: list[JobView] = []
-    for part in parts:
-        # As timsort finds a run: in order unless some job's key is less than the one
-        # before it (compared field by field: a key tuple per job was a tenth of this).
-        for i in range(1, len(part)):
-            if _before(part[i], part[i - 1]):
-                part = sorted(part, key=_order)
-                break
-        ordered.extend(part)
-    return ordered
-
-
-def _before(a: JobView, b: JobView) -> bool:
-    """``_order(a) < _order(b)``, without building either."""
-    if a.priority != b.priority:
-        return a.priority > b.priority
-    return arrives_before(a, b)
-
-
-def _any_claimed(devices: tuple[Device, ...], claimed: dict[str, dict[int, Group]]) -> bool:
-    for d in devices:
-        on_node = claimed.get(d.node)
-        if on_node is not None and d.index in on_node:
-            return True
-    return False
-
-
-def _held(job: JobView) -> tuple[Device, ...]:
-    """The devices ``job`` runs on, sorted (``()``: it runs on none)."""
-    if not job.workers:
-        return ()
-    devices = job.devices[: job.workers]
-    for i in range(1, len(devices)):
-        if devices[i] < devices[i - 1]:
-            return tuple(sorted(devices))
-    return devices
