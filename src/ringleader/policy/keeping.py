@@ -168,13 +168,12 @@ class LastKept:
                     continue
             changed.append((job, want))
         if hits < len(last):  # a job left, or asks for something else: give its GPUs back
-            for gone in [o for o in last.items() if o[1].stamp != stamp]:
-                job_id, outcome = gone
+            for job_id in [k for k, o in last.items() if o.stamp != stamp]:
+                outcome = last.pop(job_id)
                 for d in outcome.held:
                     del owner[d.node, d.index]
                 if outcome.kept is not None:
                     free.give_devices(outcome.kept)
-                del last[job_id]
         for job, want in changed:
             if job.id in last or not _claim(owner, job):
                 return None

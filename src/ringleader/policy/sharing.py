@@ -122,7 +122,7 @@ class Sharing:
         sliced: list[tuple[list[JobView], set[str]]] = []
         wake: float | None = None
         for g in groups:
-            if len(g.residents) == 1:  # it runs (as ``_turns`` says), with no set made
+            if len(g.residents) == 1:  # a lone resident runs, with no turns to work out
                 job = g.residents[0]
                 assignments[job.id] = Assignment(g.devices, g.size)
                 if g.size > job.requested_gpus:  # grown; else FIXED
@@ -260,13 +260,12 @@ class Sharing:
     def _turns(
         self, g: Group, now: float, memory: dict[str, float]
     ) -> tuple[set[str], float | None]:
-        """The ids running in ``g`` now, and when the group wants a new decision.
+        """The ids running in ``g`` (of two residents or more: ``decide`` runs a lone
+        one) now, and when the group wants a new decision.
 
         Who runs is ``timeslice.rotation``'s choice, at quanta aligned to the
         clock; a partner may be packed beside a single-GPU runner.
         """
-        if len(g.residents) == 1:
-            return {g.residents[0].id}, None
         q = self.quantum_s
         runner = rotation(g.residents, now, q)
         due = boundary_after(now, q)
