@@ -304,3 +304,15 @@ def test_a_gang_on_gpus_that_overlap_another_gangs_of_its_size_is_placed_again()
     assert plan.of("first").devices == first.devices and plan.of("first").running
     moved = plan.of("second")
     assert moved.running and set(moved.devices).isdisjoint(first.devices)
+
+
+def test_a_plan_is_settled_only_while_no_group_takes_turns() -> None:
+    # Settled: nothing the plan weighs moves with the clock, so the simulator may skip a
+    # quiet round tick after it (``Plan.settled``). A group taking turns reads the clock.
+    policy = Sharing(packing=False)
+    alone = policy.decide([job("a", devices=D0)], ONE_GPU, 100.0)
+    assert alone.settled and alone.wake_at is None
+    queued = policy.decide([job("a", devices=D0), job("b", at=1.0)], ONE_GPU, 100.0)
+    a, b = queued.of("a"), queued.of("b")
+    assert a.devices == b.devices == D0 and a.suspended != b.suspended  # taking turns
+    assert not queued.settled and queued.wake_at is not None

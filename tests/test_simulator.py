@@ -1,9 +1,15 @@
+import dataclasses
 import gc
+from collections.abc import Sequence
 
 import pytest
 
 from ringleader.policy import ClusterView, policy_named
-from ringleader.sim import RESNET110_K40, SimJob, SimulationStalled, Simulator
+from ringleader.policy.needs import Needs
+from ringleader.policy.plan import Decider, Plan
+from ringleader.policy.views import JobView
+from ringleader.scenarios import table3
+from ringleader.sim import RESNET110_K40, SharedCores, SimJob, SimulationStalled, Simulator
 from ringleader.sim.arrivals import poisson_arrivals
 
 DELAY = 3.8
@@ -60,6 +66,40 @@ def test_round_ticks_do_not_change_a_fixed_policy() -> None:
     without = _run("four", jobs, nodes=2, round_s=None)
     assert [r.jct for r in with_ticks.records] == pytest.approx([r.jct for r in without.records])
     assert with_ticks.decisions > without.decisions
+
+
+class _ReadsTheClock:
+    """``policy`` with none of its plans settled: asked again at every round tick."""
+
+    def __init__(self, policy: Decider) -> None:
+        self.policy = policy
+        self.name = policy.name
+
+    @property
+    def needs(self) -> Needs:
+        return self.policy.needs
+
+    def decide(self, jobs: Sequence[JobView], cluster: ClusterView, now: float) -> Plan:
+        return dataclasses.replace(self.policy.decide(jobs, cluster, now), settled=False)
+
+
+def test_a_quiet_round_tick_after_a_settled_plan_is_skipped_and_changes_nothing() -> None:
+    # Gandiva's stack with elastic jobs on shared CPU cores: a plan that places a job is
+    # settled, yet the next decision grows the job onto GPUs left idle (the new job was
+    # not running when it was placed), so a tick is skipped only after a plan that
+    # moved nobody. Every outcome is as when each round tick is asked.
+    jobs = table3.workload("moderate", 2)[:60]
+    cluster = ClusterView.uniform(2, 4)
+    skipping = Simulator(policy_named("gandiva"), cluster, jobs, host=SharedCores(4, (0, 1))).run()
+    asking = Simulator(
+        _ReadsTheClock(policy_named("gandiva")), cluster, jobs, host=SharedCores(4, (0, 1))
+    ).run()
+    assert skipping.decisions < asking.decisions
+    assert skipping.records == asking.records
+    assert skipping.counts == asking.counts
+    assert skipping.usage == asking.usage
+    assert skipping.shares == asking.shares
+    assert skipping.progress == asking.progress
 
 
 def test_same_input_same_result() -> None:

@@ -261,6 +261,13 @@ class Plan:
     sizing: Mapping[str, Sizing] = field(default_factory=dict)
     turns: Mapping[str, Turn] = field(default_factory=dict)
     traffic: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+    settled: bool = False
+    """The plan reads nothing the clock moves on (the time, progress, measured seconds):
+    asked again about the same jobs where they are now, before ``wake_at``, the policy
+    gives the same plan. So where a plan moved nobody and nothing arrived or ended
+    since, a simulator need not ask again at a round tick (``sim.engine``). False:
+    time alone may change it (attained service past a threshold, the work left
+    rescaling a size, a quantum's end)."""
 
     def of(self, job_id: str) -> Assignment:
         return self.assignments.get(job_id, WAIT)

@@ -22,6 +22,8 @@ On top of that, each decision:
 Everything it needs is in the snapshot — who is resident where, since when,
 measured minibatch times alone and packed with each partner — so the policy
 stays a pure function and a restarted controller resumes the same decisions.
+Where no group takes turns, nothing it weighs moves with the clock: its plan
+is settled (``Plan.settled``).
 With every mechanism off it is the no-sharing baseline: exclusive GPUs, first
 come first served with backfill.
 """
@@ -138,7 +140,10 @@ class Sharing:
             elif g.size > g.residents[0].requested_gpus:  # grown: one resident; else FIXED
                 notes[g.residents[0].id] = (GROWN_IDLE, g.size)
         turns = Deferred(lambda: self._queues(sliced, now)) if sliced else {}
-        return Plan(assignments, wake, SizingNotes(assignments, notes), turns)
+        # With no group taking turns (no wake-up asked for) nothing here reads the clock
+        # or what it moves on (progress, measured seconds): see ``Plan.settled``.
+        settled = wake is None
+        return Plan(assignments, wake, SizingNotes(assignments, notes), turns, settled=settled)
 
     # -- groups ----------------------------------------------------------------
     def _admit(

@@ -15,6 +15,12 @@ speed a ``Contention`` model gives (measured pairwise throughputs in the
 scenarios). Each job reports its minibatch time alone and, separately, while
 packed with each partner — the profile introspection judges packings by.
 
+A round tick is skipped where the last decision moved nobody, nothing
+arrived or ended since, and its plan is settled (``Plan.settled``: it reads
+nothing the clock moves on, so asking again would give it back; Gandiva's
+stack while no group takes turns). The tick still divides the time jobs
+advance over, so every float is as it was.
+
 The engine makes no scheduling decision of its own: which jobs run, where and
 at what size all come from the Plan.
 """
@@ -179,13 +185,19 @@ class Simulator:
         """Every running job has advanced to here (ticking, only at decisions)."""
         finishes = None if tick is None else Finishes([], now)
         plan: Plan | None = None
+        still = False
+        """The last decision moved nobody, and no job arrived or ended since."""
+        steered = self.driver is not None  # a driver may change priorities at any event
         while (nxt < len(pending) or active) and now < until:
             while nxt < len(pending) and pending[nxt].submitted_at <= now:
                 job = pending[nxt]
                 # Nobody's sharing changes until the job is placed (``_apply`` sees that).
                 active[job.id] = JobState(job, state_since=now)
                 nxt += 1
+                still = False
             deciding = now >= due
+            if deciding and still and tick is None and _stands(plan, now) and not steered:
+                deciding = False  # only the clock moved, and the plan would stand
             if deciding:
                 if since < now:
                     advance(running, since, now)
@@ -206,9 +218,11 @@ class Simulator:
                 if freezing:
                     gc.freeze()
                 decisions += 1
+                still = True
                 if self._apply(plan, active, now):
                     running = self._pacing.pace(active, running, self._occupancy.shared)
                     gpus = None
+                    still = False
                 if tick is not None:
                     finishes = Finishes(running, now)
                     due = math.inf
@@ -278,6 +292,7 @@ class Simulator:
             if finished:
                 running = [s for s in running if s.remaining > DONE]
                 gpus = None
+                still = False
             if tick is not None:
                 if changed:  # speeds change now, not at the next tick
                     if since < now:
@@ -390,3 +405,8 @@ class Simulator:
         for state in running:
             later = min(later, state.finish_time(now))
         return later
+
+
+def _stands(plan: Plan | None, now: float) -> bool:
+    """Whether ``plan`` is settled and not due for the wake-up it asked for by ``now``."""
+    return plan is not None and plan.settled and (plan.wake_at is None or plan.wake_at > now)
