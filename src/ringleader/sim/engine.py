@@ -35,7 +35,7 @@ from typing import Protocol
 
 from ringleader.fairness import ShareSample
 from ringleader.metrics import JobRecord, UsagePoint, summarize
-from ringleader.policy.plan import Decider, Plan
+from ringleader.policy.plan import WAIT, Decider, Plan
 from ringleader.policy.views import ClusterView
 from ringleader.sim.errors import SimulationStalled
 from ringleader.sim.host import Host
@@ -342,9 +342,11 @@ class Simulator:
         """
         changed = self._jobs_changed
         self._jobs_changed = False
-        of = plan.of
+        # ``plan.of`` without a call per job: a dict's look-up compiles to a call into C.
+        given = plan.assignments
+        assigned = given if isinstance(given, dict) else dict(given)
         for state in active.values():
-            target = of(state.job.id)
+            target = assigned.get(state.job.id, WAIT)
             if target is state.target or target == state.target:
                 continue  # as it was: nothing to do, nothing changes
             changed = True
