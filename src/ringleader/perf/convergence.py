@@ -21,6 +21,7 @@ from math import isfinite, sqrt
 import numpy as np
 
 from ringleader.perf.errors import ModelFitError
+from ringleader.perf.nnls import nnls
 
 MIN_SAMPLES = 3
 
@@ -61,8 +62,6 @@ def _linear_fit(
     With ``β2`` fixed, ``1/(l − β2) = β0·k + β1`` is linear: solve it by NNLS,
     then score the result on the loss itself.
     """
-    from scipy.optimize import nnls  # here: scipy.optimize is a third of a server's start-up
-
     gap = np.maximum(loss - floor, 1e-12)
     design = np.column_stack([k, np.ones_like(k)]) * (w * gap)[:, None]
     solution, _ = nnls(design, w * gap / gap)

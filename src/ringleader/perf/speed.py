@@ -33,6 +33,7 @@ import numpy as np
 
 from ringleader.perf.allreduce import Algorithm, allreduce_cost
 from ringleader.perf.errors import ModelFitError
+from ringleader.perf.nnls import nnls
 
 N_COEFFICIENTS = 5
 _RIDGE = 1e-9
@@ -207,9 +208,6 @@ def fit_speed_model(
         weight = np.sqrt(_RIDGE) * float(np.linalg.norm(scaled))
         scaled = np.vstack([scaled, weight * np.eye(N_COEFFICIENTS)])
         y = np.concatenate([y, np.zeros(N_COEFFICIENTS)])
-    from scipy.optimize import nnls  # here: importing scipy.optimize takes 0.35 s, and
-    # every ``ringleader`` command and server start would pay it, fitting or not
-
     solution, _ = nnls(scaled, y)
     theta = solution / scale
     if not np.all(np.isfinite(theta)):
