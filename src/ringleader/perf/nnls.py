@@ -9,11 +9,11 @@ simulation under those policies (ITP cluster07 under the default takes about
 4 s in all), for a routine that takes microseconds a fit.
 
 Where the installed scipy keeps the routine in a compiled module of its own
-(``_slsqplib.nnls``: scipy 1.15 on), that module is loaded alone and called
-exactly as ``scipy.optimize.nnls`` calls it, so the numbers are scipy's to the
-bit (``tests/test_nnls.py`` compares them). It must first solve a small
-problem right, answer for answer; anything else (another layout, a failed
-load, ``scipy.optimize`` imported already) takes ``scipy.optimize.nnls``.
+(``_slsqplib.nnls``, as scipy 1.17 does), that module is loaded alone and
+called exactly as ``scipy.optimize.nnls`` calls it, so the numbers are
+scipy's to the bit (``tests/test_nnls.py`` compares them). It must first
+solve a small problem right; anything else (another layout, a failed load,
+``scipy.optimize`` imported already) takes ``scipy.optimize.nnls``.
 """
 
 from __future__ import annotations
@@ -41,11 +41,6 @@ def nnls(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, float]:
     return _solver()(a, b)
 
 
-def source() -> str:
-    """Which routine ``nnls`` calls: for ``ringleader`` diagnostics and the tests."""
-    return "scipy.optimize.nnls" if _solver() is _public else "scipy's compiled nnls, alone"
-
-
 def _public(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, float]:
     from scipy.optimize import nnls as solve  # here: see the module docstring
 
@@ -71,7 +66,7 @@ def compiled_solver() -> Solve | None:
         return None
 
     def solve(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, float]:
-        # As scipy.optimize.nnls (1.15 on) prepares its arguments and reads the answer.
+        # As scipy.optimize.nnls (1.17) prepares its arguments and reads the answer.
         a = np.asarray_chkfinite(a, dtype=np.float64, order="C")
         b = np.asarray_chkfinite(b, dtype=np.float64)
         if a.ndim != 2 or b.ndim != 1 or a.shape[0] != b.shape[0]:
