@@ -86,6 +86,8 @@ class SimulationSpec(_Strict):
         DEFAULT_RESTART_DELAY_S
     )
     round_s: Annotated[float, Field(ge=0.1, le=DAY_S, allow_inf_nan=False)] | None = DEFAULT_ROUND_S
+    """Ask the policy again at least this often (None: only at events); a round at which
+    nothing moved is skipped where the last plan reads no clock (``Plan.settled``)."""
     tick_s: Annotated[float, Field(ge=0.01, le=DAY_S, allow_inf_nan=False)] | None = None
     """Decide once a tick over every event since, as the runtime does (None: at every event)."""
     quantum_s: Annotated[float, Field(ge=0.1, le=DAY_S, allow_inf_nan=False)] | None = None
