@@ -234,6 +234,8 @@ class Exploratory:
         try:
             return Candidate(job, fitted_model(job))
         except ModelFitError:
+            # The samples support no model (bad values, no single-worker time): it
+            # runs at its size, as a job measured at one size does.
             return Candidate(job, None)
 
 
