@@ -14,7 +14,7 @@ from ringleader.policy.objective import Candidate
 from ringleader.policy.payback import may_refuse, pays, saved_by
 from ringleader.policy.plan import NO_GAIN, Note
 from ringleader.policy.views import Device
-from ringleader.policy.walk import walk
+from ringleader.policy.walk import SORTED_FROM, _cut_sorted, _cut_summed, walk
 from ringleader.sim.profiles import RESNET110_K40
 from ringleader.spine.views import progress_view
 from tests.helpers import constant_epochs, latency_bound_model, resnet_job
@@ -149,6 +149,38 @@ def test_the_walk_gives_what_the_heap_gives_on_made_up_steps(seed: int) -> None:
             later = walk(grown, [Chain(1) for _ in grown], free, step, True, out)
             assert out == sizes
             assert later() == {c.job.id: notes[c.job.id] for c in grown}
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_walk_gives_what_the_heap_gives_where_it_sorts_its_steps(seed: int) -> None:
+    """Enough steps that the cut is found by sorting them (``walk.SORTED_FROM``)."""
+    rng = random.Random(seed)
+    jobs, _ = _jobs(rng, 700)
+    counts = {c.job.id: 1 for c in jobs}
+    table = _made_up(rng, jobs)
+    step = _looked_up(table)
+    grown = [c for c in jobs if c.job.elastic and c.speed]
+    steps = [s for (job_id, _), s in table.items() if s is not None]
+    assert len(steps) >= SORTED_FROM
+    want = sum(add for add, _, _ in steps)
+    for free in (0, 1, want // 3, want // 2, want - 1, rng.randint(0, want)):
+        sizes, notes = _all(greedy(jobs, counts, free, step, per_epoch=True))
+        out = dict(counts)
+        later = walk(grown, [Chain(1) for _ in grown], free, step, True, out)
+        assert out == sizes
+        assert later() == {c.job.id: notes[c.job.id] for c in grown}
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_the_cut_is_the_same_sorted_or_summed_per_lead(seed: int) -> None:
+    rng = random.Random(seed)
+    pool = [-math.inf, -3.0, -2.5, -2.0, -1.0, -0.5, -1e-300]
+    for n in (0, 1, 5, 300, SORTED_FROM + 7):
+        leads = [rng.choice(pool) if rng.random() < 0.7 else -rng.random() for _ in range(n)]
+        gpus = [rng.choice((1, 2, 4, 8)) for _ in range(n)]
+        total = sum(gpus)
+        for free in {0, 1, total // 2, total - 1, total, total + 5, rng.randint(0, total)}:
+            assert _cut_sorted(leads, gpus, free) == _cut_summed(leads, gpus, free)
 
 
 def test_a_step_of_no_score_at_all_is_no_gain() -> None:

@@ -23,6 +23,8 @@ import math
 from bisect import bisect_left
 from collections.abc import Callable, Sequence
 
+import numpy as np
+
 from ringleader.policy.chains import Chain, Counts, Entry, StepOf, no_gain, not_won, outbid
 from ringleader.policy.objective import Candidate
 from ringleader.policy.payback import may_refuse, pays
@@ -61,6 +63,15 @@ def walk(
     led: list[list[float]] = []
     """Each job's leads as walked: its chain's, or, scaled, worked out for this decision."""
     total = 0
+    lasts: list[float] = [0.0] * n
+    """Each job's last lead it may take (where it may take any): compared with the cut."""
+    ids: list[str] = [""] * n
+    """Each job's id, where it may take a step: read here, while the job is at hand."""
+    level_leads: list[float] = []
+    level_gpus: list[int] = []
+    """The steps the jobs may take, as (lead, GPUs) in two lists: a chain taken whole by its
+    runs, else step by step. Gathered while each chain is at hand: a pass of its own over
+    50,000 chains, each a cache miss, was a tenth of a decision there."""
     for i in range(n):
         c, chain = jobs[i], of[i]
         if chain.runs is None:
@@ -76,34 +87,28 @@ def walk(
             if refusing:
                 t = _paying(c, chain, per_epoch, i, refused)
         ends[i] = t
-        total += chain.sizes[t] - chain.start
+        if not t:
+            continue
+        total += sizes[t] - chain.start
+        lasts[i] = led[i][t - 1]
+        ids[i] = c.job.id
+        runs = chain.runs
+        if t == len(chain.adds) and runs is not None and scales is None:
+            for lead, gpus in runs:
+                level_leads.append(lead)
+                level_gpus.append(gpus)
+        else:
+            leads, adds = led[i], chain.adds
+            for k in range(t):
+                level_leads.append(leads[k])
+                level_gpus.append(adds[k])
     if total <= free:
         # Everything fits: no step is dropped, and the order they are taken in is moot.
         for i in range(n):
             if ends[i]:  # (none taken: ``out`` has the chain's start already)
                 out[jobs[i].job.id] = of[i].sizes[ends[i]]
         return _Notes(jobs, of, ends, ends, [], refused, per_epoch, scales, led)
-
-    levels: dict[float, int] = {}
-    for i in range(n):
-        chain, t = of[i], ends[i]
-        runs = chain.runs
-        if t == len(chain.adds) and runs is not None and scales is None:
-            for lead, gpus in runs:
-                levels[lead] = levels.get(lead, 0) + gpus
-        else:
-            leads, adds = led[i], chain.adds
-            for k in range(t):
-                lead = leads[k]
-                levels[lead] = levels.get(lead, 0) + adds[k]
-    left = free
-    cut = math.inf
-    for lead in sorted(levels):
-        gpus = levels[lead]
-        if gpus > left:
-            cut = lead
-            break
-        left -= gpus
+    cut, left = cut_level(level_leads, level_gpus, free)
 
     # Every step led by better than the cut is taken; the cut's own steps come in the
     # jobs' order, each taken while it fits; the rest wait in the heap.
@@ -111,9 +116,18 @@ def walk(
     taken = [0] * n
     dropped: list[tuple[int, int]] = []
     """Jobs whose next step did not fit the GPUs left: (job index, GPUs left)."""
+    waiting: dict[int, int] = {}
+    """How many steps in the heap add each number of GPUs."""
     for i in range(n):
-        chain, t = of[i], ends[i]
-        leads = led[i]
+        t = ends[i]
+        if not t:
+            continue  # no step to take: ``out`` has the chain's start already
+        if lasts[i] < cut:
+            # Leads only grow along a chain: every step is led by better than the cut.
+            taken[i] = t
+            out[ids[i]] = of[i].sizes[t]
+            continue
+        chain, leads = of[i], led[i]
         k = bisect_left(leads, cut, 0, t)
         while k < t and leads[k] == cut:
             add = chain.adds[k]
@@ -123,16 +137,13 @@ def walk(
                 break
             left -= add
             k += 1
-        taken[i] = k
-        if k:
-            out[jobs[i].job.id] = chain.sizes[k]
         if k < t:
             heap.append((leads[k], i, k))
-    waiting: dict[int, int] = {}
-    """How many steps in the heap add each number of GPUs."""
-    for _, i, k in heap if left > 0 else ():
-        add = of[i].adds[k]
-        waiting[add] = waiting.get(add, 0) + 1
+            add = chain.adds[k]
+            waiting[add] = waiting.get(add, 0) + 1
+        taken[i] = k
+        if k:
+            out[ids[i]] = chain.sizes[k]
     heapq.heapify(heap)  # keys are unique (by index): pops come in the greedy's order
     while heap and left > 0:
         _, i, k = heap[0]
@@ -158,6 +169,56 @@ def walk(
             waiting[add] = waiting.get(add, 0) + 1
     dropped.extend((e[1], left) for e in heap)
     return _Notes(jobs, of, ends, taken, dropped, refused, per_epoch, scales, led)
+
+
+SORTED_FROM = 1024
+"""Steps from which ``cut_level`` sorts them in numpy: below, numpy's fixed cost per call
+is more than a dictionary of levels costs."""
+
+
+def cut_level(leads: list[float], gpus: list[int], free: int) -> tuple[float, int]:
+    """The lowest lead whose steps, with every step led by better, need more than ``free``
+    GPUs (``inf`` where none does), and the GPUs left once those better-led steps are
+    taken. ``leads[j]`` is a step's (or a run of steps') lead and ``gpus[j]`` its GPUs.
+
+    The same answer either way: from ``SORTED_FROM`` steps by sorting them in numpy (at
+    50,000 jobs summing them per lead in a dictionary, a float hashed per step, and
+    sorting its keys was a seventh of a decision), below that by the dictionary.
+    """
+    if len(leads) >= SORTED_FROM:
+        return _cut_sorted(leads, gpus, free)
+    return _cut_summed(leads, gpus, free)
+
+
+def _cut_summed(leads: list[float], gpus: list[int], free: int) -> tuple[float, int]:
+    """``cut_level`` by summing the steps' GPUs per lead in a dictionary, in lead order."""
+    levels: dict[float, int] = {}
+    for j in range(len(leads)):
+        lead = leads[j]
+        levels[lead] = levels.get(lead, 0) + gpus[j]
+    left = free
+    for lead in sorted(levels):
+        g = levels[lead]
+        if g > left:
+            return lead, left
+        left -= g
+    return math.inf, left
+
+
+def _cut_sorted(leads: list[float], gpus: list[int], free: int) -> tuple[float, int]:
+    """``cut_level`` by sorting the steps by lead and summing their GPUs in that order:
+    the first step whose running sum passes ``free`` has the cut's lead, as the steps of
+    one lead lie together (integer sums, and floats only compared: exact)."""
+    by_lead = np.array(leads, dtype=np.float64)
+    order = np.argsort(by_lead)
+    sorted_leads = by_lead[order]
+    summed = np.cumsum(np.array(gpus, dtype=np.int64)[order])
+    j = int(np.searchsorted(summed, free, side="right"))
+    if j == len(summed):
+        return math.inf, free - int(summed[-1]) if j else free
+    cut = float(sorted_leads[j])
+    first = int(np.searchsorted(sorted_leads, cut, side="left"))
+    return cut, free - int(summed[first - 1]) if first else free
 
 
 def _paying(c: Candidate, chain: Chain, per_epoch: bool, i: int, refused: dict[int, Note]) -> int:
