@@ -225,7 +225,7 @@ def test_a_job_measured_between_decisions_gets_its_measured_chain() -> None:
 @pytest.mark.parametrize("seed", range(3))
 def test_where_payback_may_not_refuse_it_never_does(seed: int) -> None:
     rng = random.Random(seed)
-    jobs, _ = _jobs(rng, 700)
+    jobs, _ = _jobs(rng, 200)
     refusable = [c for c in jobs if may_refuse(c)]
     assert 0 < len(refusable) < len(jobs)
     for c in jobs:
