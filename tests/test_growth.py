@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Iterable
 
 import pytest
 
@@ -133,6 +134,19 @@ def _looked_up(table: dict[tuple[str, int], Step | None]) -> StepOf:
     return step
 
 
+def _walks_as_the_heap(
+    jobs: list[Candidate], counts: dict[str, int], step: StepOf, frees: Iterable[int]
+) -> None:
+    """The walk over fresh chains gives the heap's sizes and every note, at each of ``frees``."""
+    grown = [c for c in jobs if counts.get(c.job.id) and c.job.elastic and c.speed]
+    for free in frees:
+        sizes, notes = _all(greedy(jobs, counts, free, step, per_epoch=True))
+        out = dict(counts)
+        later = walk(grown, [Chain(1) for _ in grown], free, step, True, out)
+        assert out == sizes
+        assert later() == {c.job.id: notes[c.job.id] for c in grown}
+
+
 @pytest.mark.parametrize("seed", range(20))
 def test_the_walk_gives_what_the_heap_gives_on_made_up_steps(seed: int) -> None:
     rng = random.Random(seed)
@@ -140,15 +154,9 @@ def test_the_walk_gives_what_the_heap_gives_on_made_up_steps(seed: int) -> None:
         jobs, _ = _jobs(rng, rng.randint(1, 40))
         counts = {c.job.id: 1 for c in jobs if rng.random() < 0.9}
         table = _made_up(rng, jobs)
-        step = _looked_up(table)
-        grown = [c for c in jobs if counts.get(c.job.id) and c.job.elastic and c.speed]
         want = sum(add for add, _, _ in filter(None, table.values()))
-        for free in (-1, 0, 1, 2, 3, want - 1, want, rng.randint(0, want + 1)):
-            sizes, notes = _all(greedy(jobs, counts, free, step, per_epoch=True))
-            out = dict(counts)
-            later = walk(grown, [Chain(1) for _ in grown], free, step, True, out)
-            assert out == sizes
-            assert later() == {c.job.id: notes[c.job.id] for c in grown}
+        frees = (-1, 0, 1, 2, 3, want - 1, want, rng.randint(0, want + 1))
+        _walks_as_the_heap(jobs, counts, _looked_up(table), frees)
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -156,19 +164,12 @@ def test_the_walk_gives_what_the_heap_gives_where_it_sorts_its_steps(seed: int) 
     """Enough steps that the cut is found by sorting them (``walk.SORTED_FROM``)."""
     rng = random.Random(seed)
     jobs, _ = _jobs(rng, 700)
-    counts = {c.job.id: 1 for c in jobs}
     table = _made_up(rng, jobs)
-    step = _looked_up(table)
-    grown = [c for c in jobs if c.job.elastic and c.speed]
-    steps = [s for (job_id, _), s in table.items() if s is not None]
+    steps = [s for s in table.values() if s is not None]
     assert len(steps) >= SORTED_FROM
     want = sum(add for add, _, _ in steps)
-    for free in (0, 1, want // 3, want // 2, want - 1, rng.randint(0, want)):
-        sizes, notes = _all(greedy(jobs, counts, free, step, per_epoch=True))
-        out = dict(counts)
-        later = walk(grown, [Chain(1) for _ in grown], free, step, True, out)
-        assert out == sizes
-        assert later() == {c.job.id: notes[c.job.id] for c in grown}
+    frees = (0, 1, want // 3, want // 2, want - 1, rng.randint(0, want))
+    _walks_as_the_heap(jobs, {c.job.id: 1 for c in jobs}, _looked_up(table), frees)
 
 
 @pytest.mark.parametrize("seed", range(10))
