@@ -106,7 +106,7 @@ def walk(
         # Everything fits: no step is dropped, and the order they are taken in is moot.
         for i in range(n):
             if ends[i]:  # (none taken: ``out`` has the chain's start already)
-                out[jobs[i].job.id] = of[i].sizes[ends[i]]
+                out[ids[i]] = of[i].sizes[ends[i]]
         return _Notes(jobs, of, ends, ends, [], refused, per_epoch, scales, led)
     cut, left = cut_level(level_leads, level_gpus, free)
 
@@ -218,10 +218,10 @@ def _cut_sorted(leads: list[float], gpus: list[int], free: int) -> tuple[float, 
     summed = np.cumsum(np.array(gpus, dtype=np.int64)[order])
     j = int(np.searchsorted(summed, free, side="right"))
     if j == len(summed):
-        return math.inf, free - int(summed[-1]) if j else free
+        return math.inf, (free - int(summed[-1])) if j else free
     cut = float(sorted_leads[j])
     first = int(np.searchsorted(sorted_leads, cut, side="left"))
-    return cut, free - int(summed[first - 1]) if first else free
+    return cut, (free - int(summed[first - 1])) if first else free
 
 
 def _paying(c: Candidate, chain: Chain, per_epoch: bool, i: int, refused: dict[int, Note]) -> int:
