@@ -61,16 +61,38 @@ def test_copies_change_apart_and_search_as_if_built_afresh(seed: int) -> None:
         assert _searches(live[j], own) == _searches(_afresh(cluster, truth[j]), own)
 
 
-def test_a_kept_index_is_built_afresh_before_stale_entries_pile_up() -> None:
-    cluster = ClusterView.uniform(2, 8)
+@pytest.mark.parametrize("seed", range(3))
+def test_a_kept_index_holds_each_node_once_under_its_free_count(seed: int) -> None:
+    rng = random.Random(seed)
+    cluster = ClusterView.typed({"a": (4, 8), "b": (3, 4)})
     f = FreeGPUs(cluster)
     f.index()
-    for _ in range(200):
-        f.take("node0", {0, 1})
-        f.give("node0", {0, 1})
-    entries = sum(len(h) for per in f.heaps.values() for h in per)
-    assert entries <= 4 * 2 + 64 + 2
-    assert f.best_fit(8, set()) == "node0"
+    for _ in range(500):
+        node = rng.choice(cluster.nodes)
+        gpus = set(rng.sample(range(node.gpus), rng.randint(1, node.gpus)))
+        if rng.random() < 0.5:
+            f.take(node.name, gpus)
+        else:
+            f.give(node.name, gpus)
+        if rng.random() < 0.1:
+            f = f.copy()  # a copy carries the index on, as LastKept's decisions do
+    where = {
+        (t, count, f.names[i])
+        for t, per_count in f.buckets.items()
+        for count, bucket in enumerate(per_count)
+        for i in bucket
+    }
+    assert sorted(where) == sorted(
+        (f.type_of[n.name], len(f.free[n.name]), n.name) for n in cluster.nodes
+    )
+    for per_count in f.buckets.values():
+        assert all(bucket == sorted(bucket) for bucket in per_count)
+    afresh = _afresh(cluster, f.free)
+    for types in (None, {"a"}, {"b"}, {"a", "b"}):
+        assert [f.best_fit(w, set(), types) for w in range(1, 9)] == [
+            afresh.best_fit(w, set(), types) for w in range(1, 9)
+        ]
+        assert list(f.widest_first(set(), types)) == list(afresh.widest_first(set(), types))
 
 
 @pytest.mark.parametrize("seed", range(4))

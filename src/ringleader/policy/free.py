@@ -7,7 +7,7 @@ A place stage starts from one of these, takes the GPUs that running jobs keep
 
 from __future__ import annotations
 
-import heapq
+from bisect import bisect_left, insort
 from collections.abc import Collection, Iterable, Iterator, Mapping
 
 from ringleader.policy.views import ClusterView, Device
@@ -16,12 +16,17 @@ from ringleader.policy.views import ClusterView, Device
 class FreeGPUs:
     """Free GPUs per node, indexed by GPU type and free count, for best-fit in O(GPUs per node).
 
-    One heap per (type, free count) holds (cluster order, node); entries go
-    stale when a node's count changes and are skipped lazily. The heaps are
-    built on the first search: keeping the GPUs that running jobs already
-    hold, hundreds of takes a decision, then needs no heap work at all.
-    Searches take the GPU types a job may use (None: any); a cluster of one
-    type has one set of heaps and searches exactly as an untyped one.
+    The index keeps, per (type, free count), the cluster order of each node with
+    exactly that many GPUs free, sorted: the best fit for a count is its list's
+    head. A node moves from one list to another as its count changes, so the
+    index is exact at all times. (It was a heap per count whose entries went
+    stale and were skipped at the head, built afresh once stale ones passed an
+    eighth of the nodes: at 100k Poisson jobs on 10k GPUs, rebuilding it and
+    pushing into it were an eighth of the run.) The index is built on the first
+    search: keeping the GPUs that running jobs already hold, hundreds of takes a
+    decision, then needs no index work at all. Searches take the GPU types a job
+    may use (None: any); a cluster of one type has one index and searches
+    exactly as an untyped one.
     """
 
     def __init__(self, cluster: ClusterView | FreeGPUs) -> None:
@@ -30,27 +35,30 @@ class FreeGPUs:
         self.free: dict[str, set[int]]
         """Each node's free GPUs: read it, change it only through ``take`` and ``give``."""
         self.order: dict[str, int]
+        self.names: list[str]
+        """Node names by cluster order: what the index's entries stand for."""
         self.type_of: Mapping[str, str]
         self.types: tuple[str, ...]
         self.widest: int
         self.total: int
         self._own: set[str] = set()
         """Nodes whose set in ``free`` is this one's alone (the rest may be a copy's too)."""
-        self._heaps: dict[str, list[list[tuple[int, str]]]] | None = None
-        self._entries = 0
-        """Index entries pushed since the heaps were built, stale ones among them."""
+        self._index: dict[str, list[list[int]]] | None = None
+        """Per type, per free count: the cluster order of each node with exactly that many
+        GPUs free, ascending (None until the first search)."""
         if isinstance(cluster, FreeGPUs):
             self.free = dict(cluster.free)
             cluster._own = set()  # its sets are shared with this one now
-            self.order, self.type_of, self.types = cluster.order, cluster.type_of, cluster.types
+            self.order, self.names = cluster.order, cluster.names
+            self.type_of, self.types = cluster.type_of, cluster.types
             self.widest, self.total = cluster.widest, cluster.total
-            if cluster._heaps is not None:
-                self._heaps = {t: [list(h) for h in per] for t, per in cluster._heaps.items()}
-                self._entries = cluster._entries
+            if cluster._index is not None:
+                self._index = {t: [list(b) for b in per] for t, per in cluster._index.items()}
         else:
             self.free = {n.name: set(range(n.gpus)) for n in cluster.nodes}
             self._own = set(self.free)
             self.order = {n.name: i for i, n in enumerate(cluster.nodes)}
+            self.names = [n.name for n in cluster.nodes]
             self.type_of = cluster.node_types
             self.types = cluster.types
             self.widest = max((n.gpus for n in cluster.nodes), default=0)
@@ -71,6 +79,7 @@ class FreeGPUs:
         time, a fifth of a decision at 50k jobs.
         """
         free = cls(cluster) if blank is None else blank.copy(cluster)
+        free._index = None  # the counts change below without it: built at the first search
         total = free.total
         sets, own = free.free, free._own
         for node, indices in held.items():
@@ -105,16 +114,20 @@ class FreeGPUs:
         return gpus
 
     @property
-    def heaps(self) -> dict[str, list[list[tuple[int, str]]]]:
-        if self._heaps is None:
-            self._entries = 0
-            self._heaps = {t: [[] for _ in range(self.widest + 1)] for t in self.types}
+    def buckets(self) -> dict[str, list[list[int]]]:
+        """The index (the class docstring), built if it is not yet."""
+        if self._index is None:
+            index: dict[str, list[list[int]]] = {
+                t: [[] for _ in range(self.widest + 1)] for t in self.types
+            }
+            order = self.order
             for name, gpus in self.free.items():
-                self._heaps[self.type_of[name]][len(gpus)].append((self.order[name], name))
-            for per_count in self._heaps.values():
-                for heap in per_count:
-                    heapq.heapify(heap)
-        return self._heaps
+                index[self.type_of[name]][len(gpus)].append(order[name])
+            for per_count in index.values():
+                for bucket in per_count:
+                    bucket.sort()  # in cluster order already, unless the dict was refilled
+            self._index = index
+        return self._index
 
     def has(self, device: Device) -> bool:
         return device.index in self.free.get(device.node, ())
@@ -125,35 +138,27 @@ class FreeGPUs:
             return self.total
         return sum(len(g) for n, g in self.free.items() if self.type_of[n] in types)
 
-    def _push(self, node: str, count: int) -> None:
-        """Index ``node`` under its new free ``count`` (once the heaps exist); where stale
-        entries pass an eighth of the nodes, build the index afresh.
-
-        Stale entries cost each search that meets them at a heap's head, and a kept
-        index (``keeping.LastKept``) is searched through a copy at every decision,
-        which pops them again and again: at 12,500 nodes, with the index rebuilt
-        only past four stale entries a node, a decision after one event popped
-        over 20,000 of them, a tenth of it. A rebuild costs a pass over the nodes.
-        """
-        assert self._heaps is not None
-        heapq.heappush(self._heaps[self.type_of[node]][count], (self.order[node], node))
-        self._entries += 1
-        if self._entries > len(self.free) // 8 + 64:
-            self._heaps = None
-            self.index()
+    def _move(self, node: str, before: int, after: int) -> None:
+        """Move ``node`` in the index from free count ``before`` to ``after``."""
+        assert self._index is not None
+        per_count = self._index[self.type_of[node]]
+        i = self.order[node]
+        old = per_count[before]
+        del old[bisect_left(old, i)]
+        insort(per_count[after], i)
 
     def index(self) -> None:
         """Build the index now (it is built on first search otherwise), so that it is
         kept up to date from here on and copies start with it."""
-        self.heaps  # noqa: B018  # the property builds it
+        self.buckets  # noqa: B018  # the property builds it
 
     def take(self, node: str, indices: Iterable[int]) -> None:
         gpus = self._mine(node)
         before = len(gpus)
         gpus.difference_update(indices)
         self.total -= before - len(gpus)
-        if self._heaps is not None and len(gpus) != before:  # no call until searched
-            self._push(node, len(gpus))
+        if self._index is not None and len(gpus) != before:  # no call until searched
+            self._move(node, before, len(gpus))
 
     def give(self, node: str, indices: Iterable[int]) -> None:
         """Return GPUs to the free pool (a job moved or shrank)."""
@@ -161,8 +166,8 @@ class FreeGPUs:
         before = len(gpus)
         gpus.update(indices)
         self.total += len(gpus) - before
-        if self._heaps is not None and len(gpus) != before:
-            self._push(node, len(gpus))
+        if self._index is not None and len(gpus) != before:
+            self._move(node, before, len(gpus))
 
     def take_devices(self, devices: Iterable[Device]) -> None:
         """``take`` for each node ``devices`` are on: one take per node, not per GPU."""
@@ -180,19 +185,13 @@ class FreeGPUs:
         for node, indices in by_node(devices).items():
             self.give(node, indices)
 
-    def _top(self, heap: list[tuple[int, str]], count: int) -> tuple[int, str] | None:
-        while heap and len(self.free[heap[0][1]]) != count:
-            heapq.heappop(heap)
-        return heap[0] if heap else None
-
     def _bucket(self, count: int, types: Collection[str] | None) -> list[str]:
         """Nodes of ``types`` with exactly ``count`` free GPUs, in cluster order."""
-        found: set[tuple[int, str]] = set()
-        for t in self._allowed(types):
-            heap = self.heaps[t][count]
-            self._top(heap, count)
-            found.update(e for e in heap if len(self.free[e[1]]) == count)
-        return [name for _, name in sorted(found)]
+        allowed = self._allowed(types)
+        names, index = self.names, self.buckets
+        if len(allowed) == 1:
+            return [names[i] for i in index[allowed[0]][count]]
+        return [names[i] for i in sorted(i for t in allowed for i in index[t][count])]
 
     def _allowed(self, types: Collection[str] | None) -> tuple[str, ...]:
         if types is None:
@@ -217,20 +216,20 @@ class FreeGPUs:
         """The node of ``types`` with the fewest free GPUs that still fits ``want``
         (own nodes first)."""
         allowed = self._allowed(types)
-        single = self.heaps[allowed[0]] if len(allowed) == 1 else None
+        index = self.buckets
+        single = index[allowed[0]] if len(allowed) == 1 else None
         for count in range(want, self.widest + 1):
             owned = self._own_with(own, count, types)
             if owned:
                 return owned[0]
-            if single is not None:  # one type: one heap per count, as before types
-                top = self._top(single[count], count)
-                if top is not None:
-                    return top[1]
+            if single is not None:  # one type: one index, as before types
+                bucket = single[count]
+                if bucket:
+                    return self.names[bucket[0]]
                 continue
-            tops = [self._top(self.heaps[t][count], count) for t in allowed]
-            best = min((e for e in tops if e is not None), default=None)
-            if best is not None:
-                return best[1]
+            heads = [index[t][count][0] for t in allowed if index[t][count]]
+            if heads:
+                return self.names[min(heads)]
         return None
 
     def widest_first(self, own: set[str], types: Collection[str] | None = None) -> Iterator[str]:
