@@ -52,7 +52,7 @@ def test_copies_change_apart_and_search_as_if_built_afresh(seed: int) -> None:
             live[i].give(node, gpus)
             truth[i][node] |= gpus
         else:
-            # A search, which drops stale index entries from this side's heaps only.
+            # A search, which builds this side's index where it has none yet.
             live[i].best_fit(rng.randint(1, 8), set())
         for f, t in zip(live, truth, strict=True):
             assert f.free == t

@@ -171,17 +171,21 @@ class FreeGPUs:
 
     def take_devices(self, devices: Iterable[Device]) -> None:
         """``take`` for each node ``devices`` are on: one take per node, not per GPU."""
-        if isinstance(devices, tuple) and len(devices) == 1:
-            # Most jobs hold one GPU: no grouping by node for them (Gandiva's stack
-            # takes every group's GPUs anew at each decision).
-            d = devices[0]
-            self.take(d.node, (d.index,))
+        node = _sole_node(devices)
+        if node is not None:
+            # Most jobs hold GPUs of one node: no grouping by node for them (Gandiva's
+            # stack takes every group's GPUs anew at each decision).
+            self.take(node, [d.index for d in devices])
             return
         for node, indices in by_node(devices).items():
             self.take(node, indices)
 
     def give_devices(self, devices: Iterable[Device]) -> None:
         """``give`` for each node ``devices`` are on."""
+        node = _sole_node(devices)
+        if node is not None:
+            self.give(node, [d.index for d in devices])
+            return
         for node, indices in by_node(devices).items():
             self.give(node, indices)
 
@@ -237,6 +241,18 @@ class FreeGPUs:
         for count in range(self.widest, 0, -1):
             yield from self._own_with(own, count, types)
             yield from (n for n in self._bucket(count, types) if n not in own)
+
+
+def _sole_node(devices: Iterable[Device]) -> str | None:
+    """The node all of ``devices`` are on, where they are a tuple on one node (else None)."""
+    if not isinstance(devices, tuple) or not devices:
+        return None
+    first: Device = devices[0]
+    node = first.node
+    for d in devices:
+        if d.node != node:
+            return None
+    return node
 
 
 def by_node(devices: Iterable[Device]) -> dict[str, list[int]]:
