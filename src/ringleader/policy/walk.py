@@ -172,11 +172,11 @@ def walk(
 
 
 SORTED_FROM = 1024
-"""Steps from which ``cut_level`` sorts them in numpy. Timed alone, sorting wins from
-about 100 steps (12 µs either way there; at 3,000, 0.5 ms summed per lead and 0.12 ms
-sorted), but within a whole simulation it did not: sorting from 128 steps made
-``elastic`` on ITP cluster07 0.1-0.2 s slower (6,155 cuts sorted). From 1,024 only
-decisions over thousands of jobs sort: at 50,000 steps, 14 ms summed, 2.3 ms sorted."""
+"""Steps from which ``cut_level`` sorts them in numpy. Timed alone, numpy wins from
+about 100 steps, but within a whole simulation it did not: sorting in numpy from 128
+steps made ``elastic`` on ITP cluster07 0.1-0.2 s slower (6,155 cuts sorted). From
+1,024 only decisions over thousands of jobs sort there: at 50,000 steps, 14 ms summed
+per lead in a dictionary, 2.3 ms sorted in numpy."""
 
 
 def cut_level(leads: list[float], gpus: list[int], free: int) -> tuple[float, int]:
@@ -184,34 +184,39 @@ def cut_level(leads: list[float], gpus: list[int], free: int) -> tuple[float, in
     GPUs (``inf`` where none does), and the GPUs left once those better-led steps are
     taken. ``leads[j]`` is a step's (or a run of steps') lead and ``gpus[j]`` its GPUs.
 
-    The same answer either way: from ``SORTED_FROM`` steps by sorting them in numpy (at
-    50,000 jobs summing them per lead in a dictionary, a float hashed per step, and
-    sorting its keys was a seventh of a decision), below that by the dictionary.
+    Both ways sort the steps by lead and sum their GPUs in that order: the first step
+    whose running sum passes ``free`` has the cut's lead, as the steps of one lead lie
+    together (integer sums, and floats only compared: exact). From ``SORTED_FROM``
+    steps in numpy, below that in a list. Either replaced summing the GPUs per lead in
+    a dictionary and sorting its keys: a float hashed per step, which at 50,000 jobs
+    was a seventh of a decision, and on cluster07 (about a hundred steps a decision,
+    most leads apart) took twice the time of sorting the steps.
     """
     if len(leads) >= SORTED_FROM:
         return _cut_sorted(leads, gpus, free)
-    return _cut_summed(leads, gpus, free)
+    return _cut_ordered(leads, gpus, free)
 
 
-def _cut_summed(leads: list[float], gpus: list[int], free: int) -> tuple[float, int]:
-    """``cut_level`` by summing the steps' GPUs per lead in a dictionary, in lead order."""
-    levels: dict[float, int] = {}
-    for j in range(len(leads)):
-        lead = leads[j]
-        levels[lead] = levels.get(lead, 0) + gpus[j]
+def _cut_ordered(leads: list[float], gpus: list[int], free: int) -> tuple[float, int]:
+    """``cut_level`` over the steps' indices sorted by lead, summing as it goes."""
     left = free
-    for lead in sorted(levels):
-        g = levels[lead]
+    at_level = free
+    """The GPUs left before the first step of the lead being summed."""
+    level = math.nan  # equal to no lead: the first step starts a level
+    for j in sorted(range(len(leads)), key=leads.__getitem__):
+        lead = leads[j]
+        if lead != level:
+            level = lead
+            at_level = left
+        g = gpus[j]
         if g > left:
-            return lead, left
+            return lead, at_level
         left -= g
     return math.inf, left
 
 
 def _cut_sorted(leads: list[float], gpus: list[int], free: int) -> tuple[float, int]:
-    """``cut_level`` by sorting the steps by lead and summing their GPUs in that order:
-    the first step whose running sum passes ``free`` has the cut's lead, as the steps of
-    one lead lie together (integer sums, and floats only compared: exact)."""
+    """``cut_level`` in numpy: the steps sorted by lead, their GPUs summed in that order."""
     by_lead = np.array(leads, dtype=np.float64)
     order = np.argsort(by_lead)
     sorted_leads = by_lead[order]
