@@ -160,7 +160,7 @@ def walk(
         left -= add
         k += 1
         taken[i] = k
-        out[jobs[i].job.id] = chain.sizes[k]
+        out[ids[i]] = chain.sizes[k]
         if k == ends[i]:
             heapq.heappop(heap)
         else:
