@@ -56,13 +56,15 @@ def _keep_one(
     return current if len(current) == want else keep_subset(current, want)
 
 
-def _claim(owner: dict[tuple[str, int], str], job: JobView) -> bool:
+def _claim(owner: dict[Device, str], job: JobView) -> bool:
     """Note ``job`` as the holder of its GPUs in ``owner``; False where one is already
-    held (by another job, or twice by itself): then the order decides who keeps it."""
+    held (by another job, or twice by itself): then the order decides who keeps it.
+    Keyed by the device itself, which hashes as ``(node, index)`` would, with no tuple
+    built per device."""
     for d in job.devices:
-        if (d.node, d.index) in owner:
+        if d in owner:
             return False
-        owner[d.node, d.index] = job.id
+        owner[d] = job.id
     return True
 
 
@@ -114,7 +116,7 @@ class LastKept:
         self._gpus: dict[str, range] = {}
         self._free: FreeGPUs | None = None
         self._last: dict[str, _Outcome] = {}
-        self._owner: dict[tuple[str, int], str] = {}
+        self._owner: dict[Device, str] = {}
         self._stamp = 0
 
     def keep_held(
@@ -171,7 +173,7 @@ class LastKept:
             for job_id in [k for k, o in last.items() if o.stamp != stamp]:
                 outcome = last.pop(job_id)
                 for d in outcome.held:
-                    del owner[d.node, d.index]
+                    del owner[d]
                 if outcome.kept is not None:
                     free.give_devices(outcome.kept)
         for job, want in changed:
@@ -193,7 +195,7 @@ class LastKept:
         free = FreeGPUs(cluster)
         placed, to_place = keep_held(counts, jobs, free)
         self._cluster, self._free, self._last, self._owner = None, None, {}, {}
-        owner: dict[tuple[str, int], str] = {}
+        owner: dict[Device, str] = {}
         last: dict[str, _Outcome] = {}
         stamp = self._stamp
         for job in _held_last(jobs):

@@ -7,13 +7,16 @@ from scratch they walk every device of every job: at 10,000 busy GPUs, with
 decisions that move a few jobs each, that was half the wall time. Here
 a job's devices are taken out before it changes and put back after, so each
 placement costs what it moved.
+
+Counts are keyed by the ``Device`` itself: it hashes as ``(node, index)`` does
+(worked out once per device) and a job's own devices find their entries by
+identity, where a ``(node, index)`` tuple per device per change was built,
+hashed and compared field by field (timed alone, compiled: a third of a change).
 """
 
 from __future__ import annotations
 
 from ringleader.policy.views import Device
-
-_Key = tuple[str, int]
 
 
 class Occupancy:
@@ -22,8 +25,8 @@ class Occupancy:
     __slots__ = ("_held", "_running", "shared")
 
     def __init__(self) -> None:
-        self._running: dict[_Key, int] = {}
-        self._held: dict[_Key, int] = {}
+        self._running: dict[Device, int] = {}
+        self._held: dict[Device, int] = {}
         self.shared = 0
         """GPUs that two or more jobs run on (0: nobody packs, the usual case)."""
 
@@ -41,20 +44,18 @@ class Occupancy:
         """A job now holds ``devices`` and runs on the first ``workers`` unless suspended."""
         held = self._held
         for d in devices:
-            key = (d.node, d.index)
-            held[key] = held.get(key, 0) + 1
+            held[d] = held.get(d, 0) + 1
         self._run(devices, workers, suspended)
 
     def remove(self, devices: tuple[Device, ...], workers: int, suspended: bool) -> None:
         """The inverse of ``add`` with the same arguments."""
         held = self._held
         for d in devices:
-            key = (d.node, d.index)
-            n = held[key] - 1
+            n = held[d] - 1
             if n:
-                held[key] = n
+                held[d] = n
             else:
-                del held[key]
+                del held[d]
         self._stop(devices, workers, suspended)
 
     def change(
@@ -79,9 +80,8 @@ class Occupancy:
         running = self._running
         if workers > 0 and not suspended:
             for d in devices[:workers]:
-                key = (d.node, d.index)
-                n = running.get(key, 0) + 1
-                running[key] = n
+                n = running.get(d, 0) + 1
+                running[d] = n
                 if n == 2:
                     self.shared += 1
 
@@ -89,11 +89,10 @@ class Occupancy:
         running = self._running
         if workers > 0 and not suspended:
             for d in devices[:workers]:
-                key = (d.node, d.index)
-                n = running[key] - 1
+                n = running[d] - 1
                 if n == 1:
                     self.shared -= 1
                 if n:
-                    running[key] = n
+                    running[d] = n
                 else:
-                    del running[key]
+                    del running[d]
