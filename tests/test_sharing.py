@@ -85,6 +85,24 @@ def test_quantum_rotates_to_the_longest_waiting_job() -> None:
     assert running(policy.decide([a, b, c], ONE_GPU, now=60.0)) == {"c"}
 
 
+def test_a_resident_whose_place_stands_gets_the_last_decisions_assignment_again() -> None:
+    policy = Sharing(packing=False)
+    a = job("a", devices=D0, since=0.0)
+    b = job("b", devices=D0, suspended=True, since=0.0)
+    c = job("c", at=1.0, devices=D0, suspended=True, since=-30.0)
+    first = policy.decide([a, b, c], ONE_GPU, now=20.0)
+    again = policy.decide([a, b, c], ONE_GPU, now=30.0)
+    # Mid-quantum nobody moves: each job gets the very object it had (a body sees it
+    # unchanged by identity) ...
+    assert all(again.of(n) is first.of(n) for n in "abc")
+    # ... and at the boundary the two that swap get new ones, equal to what they are now.
+    turned = policy.decide([a, b, c], ONE_GPU, now=60.0)
+    assert turned.of("b") is again.of("b")
+    for n, suspended in (("a", True), ("c", False)):
+        assert turned.of(n) is not again.of(n)
+        assert (turned.of(n).devices, turned.of(n).suspended) == (D0, suspended)
+
+
 def test_a_higher_priority_job_is_never_suspended_for_a_lower_one() -> None:
     policy = Sharing(packing=False)
     low = job("low", devices=D0, since=0.0)

@@ -31,7 +31,7 @@ come first served with backfill.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ringleader.policy.free import Blank, FreeGPUs
@@ -46,6 +46,7 @@ from ringleader.policy.packing import (
 )
 from ringleader.policy.placement import place_one
 from ringleader.policy.plan import GROWN_IDLE, Assignment, Deferred, Note, Plan, SizingNotes, Turn
+from ringleader.policy.stack import LastAssignments
 from ringleader.policy.timeslice import (
     DEFAULT_QUANTUM_S,
     boundary_after,
@@ -76,6 +77,11 @@ class Sharing:
     _blank: Blank = field(default_factory=Blank, init=False, repr=False, compare=False)
     """Every GPU free, kept across decisions (``free.Blank``): not part of what the stack
     is, nor of its equality."""
+    _last: LastAssignments = field(
+        default_factory=LastAssignments, init=False, repr=False, compare=False
+    )
+    """The last decision's assignments, whose objects a resident whose place did not change
+    gets again (``stack.LastAssignments``): neither part of the stack nor of its equality."""
 
     def __post_init__(self) -> None:
         if self.quantum_s <= 0 or self.trial_window_s <= 0:
@@ -120,13 +126,14 @@ class Sharing:
         if self.grow_shrink and not queued and all(len(g.residents) == 1 for g in groups):
             self._grow(groups, free)
         assignments: dict[str, Assignment] = {}
+        last = self._last.assignments
         notes: dict[str, Note] = {}
         sliced: list[tuple[list[JobView], set[str]]] = []
         wake: float | None = None
         for g in groups:
             if len(g.residents) == 1:  # a lone resident runs, with no turns to work out
                 job = g.residents[0]
-                assignments[job.id] = Assignment(g.devices, g.size)
+                assignments[job.id] = _as_before(last, job.id, g.devices, g.size, False)
                 if g.size > job.requested_gpus:  # grown; else FIXED
                     notes[job.id] = (GROWN_IDLE, g.size)
                 continue
@@ -134,11 +141,13 @@ class Sharing:
             if due is not None:
                 wake = due if wake is None else min(wake, due)
             for job in g.residents:
-                assignments[job.id] = Assignment(g.devices, g.size, job.id not in running)
+                paused = job.id not in running
+                assignments[job.id] = _as_before(last, job.id, g.devices, g.size, paused)
             if len(g.residents) > len(running):
                 sliced.append((g.residents, running))
             elif g.size > g.residents[0].requested_gpus:  # grown: one resident; else FIXED
                 notes[g.residents[0].id] = (GROWN_IDLE, g.size)
+        self._last.assignments = assignments
         turns = Deferred(lambda: self._queues(sliced, now)) if sliced else {}
         # With no group taking turns (no wake-up asked for) nothing here reads the clock
         # or what it moves on (progress, measured seconds): see ``Plan.settled``.
@@ -296,6 +305,28 @@ class Sharing:
         for residents, running in groups:
             turns.update(queue_turns(residents, running, now, self.quantum_s))
         return turns
+
+
+def _as_before(
+    last: Mapping[str, Assignment],
+    job_id: str,
+    devices: tuple[Device, ...],
+    workers: int,
+    suspended: bool,
+) -> Assignment:
+    """``Assignment(devices, workers, suspended)``: the very object of the last decision
+    where it was that, so a body finds the job unchanged by identity before comparing
+    fields (the simulator asks of every job at every decision, and most residents of a
+    time-sliced cluster stay as they were from one to the next)."""
+    a = last.get(job_id)
+    if (
+        a is not None
+        and a.workers == workers
+        and a.suspended == suspended
+        and (a.devices is devices or a.devices == devices)
+    ):
+        return a
+    return Assignment(devices, workers, suspended)
 
 
 def _one_top(groups: list[Group]) -> bool:
