@@ -191,19 +191,13 @@ def current_groups(
         on_node = claimed.get(first.node)
         group = None if on_node is None else on_node.get(first.index)
         if group is None:
-            # The first GPU is free, as just found: only the others are looked up again
-            # (most jobs hold one GPU, and so none).
+            # The first GPU is free, as just found: only a gang's others need looking up.
             if len(devices) > 1 and _any_claimed(devices, claimed):
                 waiting.append(job)
                 continue
             group = Group(devices)
             groups.append(group)
-            if on_node is None:
-                claimed[first.node] = {first.index: group}
-            else:
-                on_node[first.index] = group
-            for k in range(1, len(devices)):
-                d = devices[k]
+            for d in devices:
                 on_node = claimed.get(d.node)
                 if on_node is None:
                     claimed[d.node] = {d.index: group}

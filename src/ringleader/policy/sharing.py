@@ -31,7 +31,7 @@ come first served with backfill.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ringleader.policy.free import Blank, FreeGPUs
@@ -126,14 +126,14 @@ class Sharing:
         if self.grow_shrink and not queued and all(len(g.residents) == 1 for g in groups):
             self._grow(groups, free)
         assignments: dict[str, Assignment] = {}
-        last = self._last.assignments
+        kept = self._last
         notes: dict[str, Note] = {}
         sliced: list[tuple[list[JobView], set[str]]] = []
         wake: float | None = None
         for g in groups:
             if len(g.residents) == 1:  # a lone resident runs, with no turns to work out
                 job = g.residents[0]
-                assignments[job.id] = _as_before(last, job.id, g.devices, g.size, False)
+                assignments[job.id] = kept.again(job.id, g.devices, g.size)
                 if g.size > job.requested_gpus:  # grown; else FIXED
                     notes[job.id] = (GROWN_IDLE, g.size)
                 continue
@@ -142,7 +142,7 @@ class Sharing:
                 wake = due if wake is None else min(wake, due)
             for job in g.residents:
                 paused = job.id not in running
-                assignments[job.id] = _as_before(last, job.id, g.devices, g.size, paused)
+                assignments[job.id] = kept.again(job.id, g.devices, g.size, paused)
             if len(g.residents) > len(running):
                 sliced.append((g.residents, running))
             elif g.size > g.residents[0].requested_gpus:  # grown: one resident; else FIXED
@@ -305,28 +305,6 @@ class Sharing:
         for residents, running in groups:
             turns.update(queue_turns(residents, running, now, self.quantum_s))
         return turns
-
-
-def _as_before(
-    last: Mapping[str, Assignment],
-    job_id: str,
-    devices: tuple[Device, ...],
-    workers: int,
-    suspended: bool,
-) -> Assignment:
-    """``Assignment(devices, workers, suspended)``: the very object of the last decision
-    where it was that, so a body finds the job unchanged by identity before comparing
-    fields (the simulator asks of every job at every decision, and most residents of a
-    time-sliced cluster stay as they were from one to the next)."""
-    a = last.get(job_id)
-    if (
-        a is not None
-        and a.workers == workers
-        and a.suspended == suspended
-        and (a.devices is devices or a.devices == devices)
-    ):
-        return a
-    return Assignment(devices, workers, suspended)
 
 
 def _one_top(groups: list[Group]) -> bool:

@@ -50,7 +50,7 @@ from ringleader.policy.plan import PROBING, WAIT, Assignment, Plan, Sizing, Sizi
 from ringleader.policy.profiling import Exploratory, Precompute, Profiling
 from ringleader.policy.timeslice import Share
 from ringleader.policy.traffic import Traffic
-from ringleader.policy.views import ClusterView, JobView
+from ringleader.policy.views import ClusterView, Device, JobView
 
 MAX_RESIZES_FOR_TYPES = 8
 """Times a decision sizes again without jobs their GPU types could not hold."""
@@ -62,7 +62,8 @@ _ARRIVAL = attrgetter("submitted_at", "id")
 class LastAssignments:
     """The assignments of the last decision, by job id.
 
-    A running job that keeps its GPUs and size gets the very object it had, so
+    A running job that keeps its GPUs and size (a resident of Gandiva's stack, its
+    place and whether it runs) gets the very object it had (``again``), so
     a body sees "unchanged" by identity before comparing devices, and a
     decision does not build one per running job again (the simulator asks at
     every event). Outputs are equal either way.
@@ -72,6 +73,22 @@ class LastAssignments:
 
     def __init__(self) -> None:
         self.assignments: Mapping[str, Assignment] = {}
+
+    def again(
+        self, job_id: str, devices: tuple[Device, ...], workers: int, suspended: bool = False
+    ) -> Assignment:
+        """``Assignment(devices, workers, suspended)``: the last decision's very object for
+        ``job_id`` where it was that. Asked while the decision builds its own, which
+        replaces ``assignments`` once built."""
+        a = self.assignments.get(job_id)
+        if (
+            a is not None
+            and a.workers == workers
+            and a.suspended == suspended
+            and (a.devices is devices or a.devices == devices)
+        ):
+            return a
+        return Assignment(devices, workers, suspended)
 
 
 def fifo(jobs: Sequence[JobView]) -> list[JobView]:
@@ -193,7 +210,7 @@ class Policy:
         devices = self.place.place(held, ordered, cluster)
         unplaced: set[str] = set()
         assignments: dict[str, Assignment] = {}
-        last = self._last.assignments
+        kept = self._last
         for job in ordered:
             mine = devices.get(job.id)
             if mine is None:
@@ -206,16 +223,7 @@ class Policy:
             probe = workers.get(job.id) if workers else None
             n = held.get(job.id, 0) if probe is None else probe
             n = n if n <= len(mine) else len(mine)
-            kept = last.get(job.id)
-            if (
-                kept is not None
-                and kept.devices is mine
-                and kept.workers == n
-                and not kept.suspended
-            ):
-                assignments[job.id] = kept  # as it was: the same object, not an equal one
-            else:
-                assignments[job.id] = Assignment(mine, n)
+            assignments[job.id] = kept.again(job.id, mine, n)  # as it was: the same object
         self._last.assignments = assignments
         final: Mapping[str, Assignment] = assignments
         turns: Mapping[str, Turn] = {}
