@@ -9,6 +9,7 @@ from ringleader.policy.groups import (
     Openings,
     _held,
     _resident_order,
+    current_groups,
     top,
     turn_order,
 )
@@ -126,3 +127,71 @@ def test_residents_are_ordered_as_one_sort_of_every_job_orders_them() -> None:
         assert [id(j) for j in _resident_order(jobs)] == [id(j) for j in want]
         for j in jobs:
             assert _held(j) == (tuple(sorted(j.devices[: j.workers])) if j.workers else ())
+
+
+def grouped_by_tuples(
+    jobs: list[JobView], max_residents: int
+) -> tuple[list[tuple[tuple[Device, ...], list[str]]], list[str], set[Device]]:
+    """``current_groups`` as plainly as it can be said: groups keyed by device tuples, a
+    job on GPUs another group holds waits (the reference for the claiming shortcuts)."""
+    groups: dict[tuple[Device, ...], list[str]] = {}
+    owner: dict[Device, tuple[Device, ...]] = {}
+    waiting: list[str] = []
+    for j in _resident_order(jobs):
+        devices = tuple(sorted(j.devices[: j.workers])) if j.workers else ()
+        if not devices:
+            waiting.append(j.id)
+            continue
+        if devices not in groups:
+            if any(d in owner for d in devices):
+                waiting.append(j.id)
+                continue
+            groups[devices] = []
+            owner.update(dict.fromkeys(devices, devices))
+        residents = groups[devices]
+        size_ok = not residents or j.requested_gpus == len(devices)
+        if len(residents) >= max_residents or not size_ok:
+            waiting.append(j.id)
+            continue
+        residents.append(j.id)
+    return list(groups.items()), waiting, set(owner)
+
+
+def test_jobs_on_gpus_another_group_holds_wait_as_a_plain_reference_says() -> None:
+    # Gangs on one node claim their node once (``_claim``); gangs over two nodes look
+    # each GPU up. Either way a job overlapping a group it does not match waits.
+    rng = random.Random(7)
+    shapes = 0
+    for _trial in range(300):
+        jobs = []
+        for n in range(rng.randint(1, 40)):
+            size = rng.choice((1, 1, 2, 4, 8))
+            if size > 1 and rng.random() < 0.25:  # over two nodes
+                half = size // 2
+                devices = tuple(Device("a", rng.randrange(8)) for _ in range(half)) + tuple(
+                    Device("b", rng.randrange(8)) for _ in range(size - half)
+                )
+            else:
+                node = rng.choice("abc")
+                start = rng.randrange(8)
+                devices = tuple(Device(node, (start + i) % 8) for i in range(size))
+            if len(set(devices)) != size:
+                continue
+            running = rng.random() < 0.8
+            jobs.append(
+                job(
+                    f"j{n}",
+                    gpus=size if rng.random() < 0.9 else max(1, size // 2),
+                    at=float(rng.randint(0, 5)),
+                    devices=devices if running else (),
+                    suspended=running and rng.random() < 0.3,
+                )
+            )
+        groups, waiting, held = current_groups(jobs, MAX)
+        want_groups, want_waiting, want_held = grouped_by_tuples(jobs, MAX)
+        got = [(g.devices, [r.id for r in g.residents]) for g in groups]
+        assert got == want_groups
+        assert [j.id for j in waiting] == want_waiting
+        assert {Device(n, i) for n, on in held.items() for i in on} == want_held
+        shapes += len(want_waiting) > 0 and len(want_groups) > 1
+    assert shapes > 100  # conflicts and groups both met
