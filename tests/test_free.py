@@ -99,12 +99,12 @@ def test_a_kept_index_holds_each_node_once_under_its_free_count(seed: int) -> No
 def test_the_gpus_outside_those_held_are_those_left_after_taking_them(seed: int) -> None:
     rng = random.Random(seed)
     cluster = ClusterView.uniform(5, 8)
-    held: dict[str, set[int]] = {}
+    held: dict[str, int] = {}  # per node, a bitmask of the GPUs held
     taken = FreeGPUs(cluster)
     for node in cluster.nodes:
         if rng.random() < 0.8:
             indices = set(rng.sample(range(8), rng.randint(0, 8)))
-            held[node.name] = indices
+            held[node.name] = sum(1 << i for i in indices)
             taken.take(node.name, indices)
     outside = FreeGPUs.outside(cluster, held)
     assert outside.free == taken.free and outside.total == taken.total

@@ -69,11 +69,12 @@ class FreeGPUs:
     def outside(
         cls,
         cluster: ClusterView,
-        held: Mapping[str, Collection[int]],
+        held: Mapping[str, int],
         blank: Blank | None = None,
     ) -> FreeGPUs:
-        """``cluster``'s GPUs free but those ``held`` (per node, their indices); ``blank``
-        keeps the cluster's GPUs all free from one call to the next.
+        """``cluster``'s GPUs free but those ``held`` (per node, a bitmask: bit ``i`` for
+        GPU ``i``, as ``groups.current_groups`` gives them); ``blank`` keeps the cluster's
+        GPUs all free from one call to the next.
 
         One change per node instead of a ``take`` per job: Gandiva's stack works out
         which GPUs its groups hold at every decision, and took them one group at a
@@ -83,13 +84,14 @@ class FreeGPUs:
         free._index = None  # the counts change below without it: built at the first search
         total = free.total
         sets, own = free.free, free._own
-        for node, indices in held.items():
+        for node, bits in held.items():
             gpus = sets[node]
             before = len(gpus)
             if node in own:
-                gpus.difference_update(indices)
+                for i in [g for g in gpus if bits >> g & 1]:
+                    gpus.discard(i)
             else:
-                gpus = sets[node] = gpus.difference(indices)
+                gpus = sets[node] = {i for i in gpus if not bits >> i & 1}
                 own.add(node)
             total -= before - len(gpus)
         free.total = total

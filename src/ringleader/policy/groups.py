@@ -169,17 +169,19 @@ def turn_order(job: JobView) -> tuple[int, float, str]:
 
 def current_groups(
     jobs: Sequence[JobView], max_residents: int
-) -> tuple[list[Group], list[JobView], dict[str, dict[int, Group]]]:
-    """The groups as jobs are now, those left waiting, and the GPUs held (per node,
-    each index with the group holding it): at most ``max_residents`` a group; jobs
-    on GPUs claimed twice wait, to be placed again.
+) -> tuple[list[Group], list[JobView], dict[str, int]]:
+    """The groups as jobs are now, those left waiting, and the GPUs held (per node, a
+    bitmask: bit ``i`` for GPU ``i``): at most ``max_residents`` a group; jobs on GPUs
+    claimed twice wait, to be placed again.
 
-    A job joins the group holding its first GPU if that group holds exactly its
-    GPUs: no other could (a group is made only on GPUs nobody holds yet), so no
+    A job joins the group founded on its first GPU if that group holds exactly its
+    GPUs: no other could (a group is founded only on GPUs nobody holds yet), so no
     dictionary keyed by device tuples is needed, whose hashing, a call per
-    device, was a sixth of this at every decision.
+    device, was a sixth of this at every decision. A job on a GPU some group holds
+    other than as its first finds no group there, and its claim fails (``_claim``).
     """
-    claimed: dict[str, dict[int, Group]] = {}
+    founded: dict[Device, Group] = {}
+    held: dict[str, int] = {}
     groups: list[Group] = []
     waiting: list[JobView] = []
     for job in _resident_order(jobs):
@@ -188,14 +190,13 @@ def current_groups(
             waiting.append(job)
             continue
         first = devices[0]
-        on_node = claimed.get(first.node)
-        group = None if on_node is None else on_node.get(first.index)
+        group = founded.get(first)
         if group is None:
-            # The first GPU is free, as just found: only a gang's others need looking up.
-            group = _claim(devices, on_node, claimed)
+            group = _claim(devices, held)
             if group is None:
-                waiting.append(job)
+                waiting.append(job)  # its GPUs overlap another group's
                 continue
+            founded[first] = group
             groups.append(group)
         elif group.devices != devices:
             waiting.append(job)  # its GPUs overlap another group's
@@ -206,7 +207,7 @@ def current_groups(
             waiting.append(job)
             continue
         group.residents.append(job)
-    return groups, waiting, claimed
+    return groups, waiting, held
 
 
 def _resident_order(jobs: Sequence[JobView]) -> list[JobView]:
@@ -239,50 +240,38 @@ def _before(a: JobView, b: JobView) -> bool:
     return arrives_before(a, b)
 
 
-def _claim(
-    devices: tuple[Device, ...],
-    on_first: dict[int, Group] | None,
-    claimed: dict[str, dict[int, Group]],
-) -> Group | None:
-    """A new group on ``devices``, their GPUs claimed for it; None if another group holds
-    one. The first is free; ``on_first``: what is claimed on its node (None: nothing).
+def _claim(devices: tuple[Device, ...], held: dict[str, int]) -> Group | None:
+    """A new group on ``devices``, their GPUs marked held; None if any is held already.
 
-    A gang on one node (most: a whole node's eight GPUs, or four) looks its node up
-    once, not once per GPU to check and once more to claim: two string-keyed look-ups
-    per GPU were a fifth of finding the groups on cluster07.
+    A node's held GPUs are one integer's bits, so a gang on one node (most: a whole
+    node's eight GPUs, or four) is checked and claimed with one look-up of its node.
+    A dictionary per node, by index, took a look-up and an insertion per GPU, and
+    was half of finding the groups on cluster07 (counted by ``bench/instructions.py``).
     """
     node = devices[0].node
+    mask = 0
     for d in devices:
         if d.node != node:
-            return _claim_spread(devices, claimed)
-    if on_first is None:
-        on_first = claimed[node] = {}
-    else:
-        for d in devices:
-            if d.index in on_first:
-                return None
-    group = Group(devices)
-    for d in devices:
-        on_first[d.index] = group
-    return group
+            return _claim_spread(devices, held)
+        mask |= 1 << d.index
+    bits = held.get(node, 0)
+    if bits & mask:
+        return None
+    held[node] = bits | mask
+    return Group(devices)
 
 
-def _claim_spread(
-    devices: tuple[Device, ...], claimed: dict[str, dict[int, Group]]
-) -> Group | None:
-    """``_claim`` for a gang over more than one node: each GPU's node looked up."""
+def _claim_spread(devices: tuple[Device, ...], held: dict[str, int]) -> Group | None:
+    """``_claim`` for a gang over more than one node: a mask per node it is on."""
+    masks: dict[str, int] = {}
     for d in devices:
-        on_node = claimed.get(d.node)
-        if on_node is not None and d.index in on_node:
+        masks[d.node] = masks.get(d.node, 0) | 1 << d.index
+    for node, mask in masks.items():
+        if held.get(node, 0) & mask:
             return None
-    group = Group(devices)
-    for d in devices:
-        on_node = claimed.get(d.node)
-        if on_node is None:
-            claimed[d.node] = {d.index: group}
-        else:
-            on_node[d.index] = group
-    return group
+    for node, mask in masks.items():
+        held[node] = held.get(node, 0) | mask
+    return Group(devices)
 
 
 def _held(job: JobView) -> tuple[Device, ...]:
