@@ -120,3 +120,6 @@ def test_the_gpus_outside_those_held_are_those_left_after_taking_them(seed: int)
         for node in cluster.nodes:
             kept.take(node.name, set(kept.free[node.name]))
         assert kept.total == 0
+        for node in cluster.nodes:  # nodes all held share one empty set: changed apart
+            kept.give(node.name, {7})
+        assert kept.total == len(cluster.nodes)

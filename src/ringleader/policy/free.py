@@ -90,8 +90,12 @@ class FreeGPUs:
             if node in own:
                 for i in [g for g in gpus if bits >> g & 1]:
                     gpus.discard(i)
+            elif bits == (1 << before) - 1:
+                # A blank copy's node is all free, GPUs 0 to ``before`` - 1 (``Blank``): all
+                # held, it shares one empty set, copied before any change (``_mine``).
+                gpus = sets[node] = _NONE_FREE
             else:
-                gpus = sets[node] = {i for i in gpus if not bits >> i & 1}
+                gpus = sets[node] = {i for i in range(before) if not bits >> i & 1}
                 own.add(node)
             total -= before - len(gpus)
         free.total = total
@@ -269,8 +273,16 @@ def by_node(devices: Iterable[Device]) -> dict[str, list[int]]:
     return grouped
 
 
+_NONE_FREE: set[int] = set()
+"""A node's free GPUs where none is: shared by every node ``FreeGPUs.outside`` finds all
+held, and never changed (no ``FreeGPUs`` owns it, so ``_mine`` copies it first)."""
+
+
 class Blank:
     """A cluster's GPUs all free, kept from one decision to the next.
+
+    Its copies' sets are each node's GPUs ``0`` to ``gpus - 1`` until changed, which
+    ``FreeGPUs.outside`` counts on.
 
     A stage that starts each decision from every GPU free (Gandiva's stack, through
     ``FreeGPUs.outside``) takes a copy, which shares each node's set until it

@@ -279,7 +279,11 @@ def _held(job: JobView) -> tuple[Device, ...]:
     if not job.workers:
         return ()
     devices = job.devices[: job.workers]
+    # Field by field: ``<`` on two devices went through Python's generic comparison, a
+    # call per pair (a gang of eight has seven pairs), asked of every job at every
+    # decision.
     for i in range(1, len(devices)):
-        if devices[i] < devices[i - 1]:
+        a, b = devices[i], devices[i - 1]
+        if a.node < b.node or (a.node == b.node and a.index < b.index):
             return tuple(sorted(devices))
     return devices
