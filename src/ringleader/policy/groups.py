@@ -279,11 +279,14 @@ def _held(job: JobView) -> tuple[Device, ...]:
     if not job.workers:
         return ()
     devices = job.devices[: job.workers]
-    # Field by field: ``<`` on two devices went through Python's generic comparison, a
-    # call per pair (a gang of eight has seven pairs), asked of every job at every
-    # decision.
+    # Field by field, nodes first for equality: ``<`` on two devices, or on two node
+    # names, goes through Python's generic comparison, a call per pair (a gang of
+    # eight on one node has seven pairs), asked of every job at every decision.
     for i in range(1, len(devices)):
         a, b = devices[i], devices[i - 1]
-        if a.node < b.node or (a.node == b.node and a.index < b.index):
+        if a.node == b.node:
+            if a.index < b.index:
+                return tuple(sorted(devices))
+        elif a.node < b.node:
             return tuple(sorted(devices))
     return devices
