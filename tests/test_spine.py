@@ -383,3 +383,29 @@ def test_what_a_job_holds_is_a_value() -> None:
     assert held != Held((A,), True, (A,))
     assert pickle.loads(pickle.dumps(held)) == held
     assert repr(Held()) == "Held(devices=(), suspended=False, last=None)"
+
+
+def test_the_compiled_way_of_making_a_view_stores_every_field_as_the_class_call_does() -> None:
+    # Compiled, ``job_view`` stores each field of an empty view (``_stored``) instead of
+    # calling the frozen class; the two must give every field the same value.
+    import dataclasses
+
+    from ringleader.hotpath import source_of
+
+    tree = ast.parse(source_of("ringleader.spine.views").read_text())
+    functions = {f.name: f for f in tree.body if isinstance(f, ast.FunctionDef)}
+    called = {
+        k.arg: ast.unparse(k.value)
+        for node in ast.walk(functions["job_view"])
+        if isinstance(node, ast.Call) and ast.unparse(node.func) == "JobView"
+        for k in node.keywords
+    }
+    stored = {
+        target.attr: ast.unparse(node.value)
+        for node in ast.walk(functions["_stored"])
+        if isinstance(node, ast.Assign)
+        for target in node.targets
+        if isinstance(target, ast.Attribute) and ast.unparse(target.value) == "view"
+    }
+    assert set(stored) == {f.name for f in dataclasses.fields(JobView)}
+    assert stored == called
