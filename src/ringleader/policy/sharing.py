@@ -31,7 +31,7 @@ come first served with backfill.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ringleader.policy.free import Blank, FreeGPUs
@@ -109,7 +109,7 @@ class Sharing:
         )
 
     def decide(self, jobs: Sequence[JobView], cluster: ClusterView, now: float) -> Plan:
-        memory = {n.name: n.gpu_memory_gib for n in cluster.nodes}
+        memory = cluster.node_memory
         groups, waiting, held = current_groups(jobs, self.max_residents)
         free = FreeGPUs.outside(cluster, held, self._blank)
         if self.grow_shrink and waiting:
@@ -272,7 +272,7 @@ class Sharing:
 
     # -- who runs this quantum ---------------------------------------------------
     def _turns(
-        self, g: Group, now: float, memory: dict[str, float]
+        self, g: Group, now: float, memory: Mapping[str, float]
     ) -> tuple[set[str], float | None]:
         """The ids running in ``g`` (of two residents or more: ``decide`` runs a lone
         one) now, and when the group wants a new decision.

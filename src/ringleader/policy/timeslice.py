@@ -223,15 +223,13 @@ class TimeSlice:
         q = self.quantum_s
         wake = boundary_after(now, q)
         sliced: list[tuple[list[JobView], set[str]]] = []
-        memory: dict[str, float] | None = None
+        memory = cluster.node_memory
         for key, members in groups.items():
             if len(members) < 2:
                 continue
             runner = rotation(members, now, q)
             runs = {runner.id}
             if self.packing is not None and len(key) == 1:
-                if memory is None:
-                    memory = {n.name: n.gpu_memory_gib for n in cluster.nodes}
                 # A trial is judged at the first decision after its window: at the
                 # latest the next quantum boundary, when every group turns over
                 # anyway (a wake per trial's end cost 1.6x the decisions' time).
