@@ -193,3 +193,20 @@ def test_what_each_decision_leaves_is_kept_from_the_collector_for_the_run_only()
         assert seen and all(young for _, young in seen)
     finally:
         gc.unfreeze()
+
+
+def test_a_job_admitted_is_the_state_the_class_makes_field_by_field() -> None:
+    # The engine admits jobs through ``arrived``, which stores each field itself; it
+    # must give every field the class's own default (or ``__post_init__``'s value).
+    from ringleader.sim.jobs import JobState, arrived
+
+    for job in (
+        SimJob("a", 3.0, RESNET110_K40, max_gpus=4, priority=2, work_scale=1.5),
+        SimJob("b", 0.0, RESNET110_K40, user="ann", gpu_types=("v100",)),
+    ):
+        made, admitted = JobState(job, state_since=7.0), arrived(job, 7.0)
+        for f in dataclasses.fields(JobState):
+            assert getattr(admitted, f.name) == getattr(made, f.name), f.name
+        # Mutable defaults are the job's own, as a default_factory makes them.
+        assert admitted.observations is not arrived(job, 7.0).observations
+        assert admitted.counts is not arrived(job, 7.0).counts

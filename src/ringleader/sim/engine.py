@@ -39,7 +39,7 @@ from ringleader.policy.plan import WAIT, Decider, Plan
 from ringleader.policy.views import ClusterView
 from ringleader.sim.errors import SimulationStalled
 from ringleader.sim.host import Host
-from ringleader.sim.jobs import DONE, JobState, SimJob
+from ringleader.sim.jobs import DONE, JobState, SimJob, arrived
 from ringleader.sim.occupancy import Occupancy
 from ringleader.sim.pacing import Contention, Pacing
 from ringleader.sim.result import JobProgress, SimResult, sample_shares
@@ -192,7 +192,7 @@ class Simulator:
             while nxt < len(pending) and pending[nxt].submitted_at <= now:
                 job = pending[nxt]
                 # Nobody's sharing changes until the job is placed (``_apply`` sees that).
-                active[job.id] = JobState(job, state_since=now)
+                active[job.id] = arrived(job, now)
                 nxt += 1
                 still = False
             deciding = now >= due
