@@ -56,7 +56,8 @@ def play(trace: str, policy: str, fraction: float) -> None:
     decisions = 0
     if fraction > 0:
         jobs = sorted(jobs, key=lambda j: (j.submitted_at, j.id))
-        until = jobs[min(len(jobs) - 1, int(len(jobs) * fraction))].submitted_at
+        # Up to the arrival that ends the fraction; the whole trace, to its last job's end.
+        until = None if fraction >= 1 else jobs[int(len(jobs) * fraction)].submitted_at
         simulator = Simulator(
             policy_named(policy), cluster, jobs, contention=GavelContention(), until=until
         )
@@ -111,7 +112,8 @@ def main() -> None:
         "--fraction",
         type=float,
         default=0.3,
-        help="how much of the trace's arrivals to simulate (0.3: about 40 s a run, counted)",
+        help="how much of the trace's arrivals to simulate (1: the whole trace, to the end "
+        "of its last job; 0.3 of cluster07 is about 40 s a run, counted)",
     )
     parser.add_argument("--play", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
