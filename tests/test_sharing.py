@@ -334,3 +334,12 @@ def test_a_plan_is_settled_only_while_no_group_takes_turns() -> None:
     a, b = queued.of("a"), queued.of("b")
     assert a.devices == b.devices == D0 and a.suspended != b.suspended  # taking turns
     assert not queued.settled and queued.wake_at is not None
+
+
+def test_a_packed_step_time_that_is_not_a_positive_finite_number_counts_as_no_progress() -> None:
+    # ``packing._ratio`` tests finiteness by comparisons, not ``math.isfinite``.
+    from ringleader.policy.packing import _ratio
+
+    for packed in (math.inf, -math.inf, math.nan, 0.0, -1.0, 2.0, 1e-300, 1e300):
+        want = 0.0 if not math.isfinite(packed) or packed <= 0 else 3.0 / packed
+        assert _ratio(3.0, packed) == want, packed

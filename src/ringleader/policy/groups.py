@@ -262,15 +262,29 @@ def _claim(devices: tuple[Device, ...], held: dict[str, int]) -> Group | None:
 
 
 def _claim_spread(devices: tuple[Device, ...], held: dict[str, int]) -> Group | None:
-    """``_claim`` for a gang over more than one node: a mask per node it is on."""
-    masks: dict[str, int] = {}
+    """``_claim`` for a gang over more than one node: a mask per node it is on.
+
+    ``devices`` are sorted (``_held``), so each node's are together: a mask is made
+    per run of one node's devices, not by a look-up per device. (Were a node's apart,
+    it would take two masks, checked and claimed in turn: the same claim.)
+    """
+    nodes: list[str] = []
+    masks: list[int] = []
+    node = devices[0].node
+    mask = 0
     for d in devices:
-        masks[d.node] = masks.get(d.node, 0) | 1 << d.index
-    for node, mask in masks.items():
-        if held.get(node, 0) & mask:
+        if d.node != node:
+            nodes.append(node)
+            masks.append(mask)
+            node, mask = d.node, 0
+        mask |= 1 << d.index
+    nodes.append(node)
+    masks.append(mask)
+    for i in range(len(nodes)):
+        if held.get(nodes[i], 0) & masks[i]:
             return None
-    for node, mask in masks.items():
-        held[node] = held.get(node, 0) | mask
+    for i in range(len(nodes)):
+        held[nodes[i]] = held.get(nodes[i], 0) | masks[i]
     return Group(devices)
 
 
