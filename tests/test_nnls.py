@@ -56,7 +56,10 @@ def test_fitting_a_speed_model_does_not_import_scipy_optimize() -> None:
         "import sys\n"
         "from ringleader.sim.profiles import RESNET110_K40 as p\n"
         "m = p.fit()\n"
-        "assert m.theta == p.fitted.theta, (m.theta, p.fitted.theta)\n"
+        # Within the CPU's rounding of the fit (``test_profiles.FIT_REL_TOL``).
+        "import math\n"
+        "assert all(math.isclose(x, y, rel_tol=1e-9, abs_tol=1e-15)"
+        " for x, y in zip(m.theta, p.fitted.theta)), (m.theta, p.fitted.theta)\n"
         "print('scipy.optimize' in sys.modules)\n"
         # scipy.optimize imported after the routine was loaded alone still works, SLSQP
         # (the routine's own module) included, and answers as before.

@@ -85,8 +85,10 @@ CIFAR10_TRAIN_IMAGES = 50_000
 # ResNet-110 for CIFAR-10 has about 1.7 M parameters: 6.9 MB of fp32 gradients.
 RESNET110_GRAD_BYTES = 1.73e6 * 4
 # The NNLS fit of Table 1, as ``TrueProfile.fit`` makes it (``test_profiles`` fits it again
-# and compares every bit). Kept here because the fit needs ``scipy.optimize``, and importing
-# it took 0.3 s of every simulation that uses this profile (the fit itself, 1 ms).
+# and compares, to within the rounding of the CPU it runs on: an AMD EPYC's fit differs by
+# 2e-12 relative). Kept here because the fit needs ``scipy.optimize``, and importing it
+# took 0.3 s of every simulation that uses this profile (the fit itself, 1 ms); and so
+# that every machine simulates with the same bits.
 RESNET110_FIT = SpeedModel(
     theta=(0.0015742968706426801, 0.011010000142367504, 0.0, 0.0, 0.2015099994415708),
     algorithm=Algorithm.BINARY_BLOCKS,
