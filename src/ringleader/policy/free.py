@@ -88,8 +88,7 @@ class FreeGPUs:
             gpus = sets[node]
             before = len(gpus)
             if node in own:
-                for i in [g for g in gpus if bits >> g & 1]:
-                    gpus.discard(i)
+                gpus.difference_update([i for i in gpus if bits >> i & 1])
             elif bits == (1 << before) - 1:
                 # A blank copy's node is all free, GPUs 0 to ``before`` - 1 (``Blank``): all
                 # held, it shares one empty set, copied before any change (``_mine``).
