@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import math
 import random
 from collections.abc import Iterable
@@ -13,9 +14,9 @@ from ringleader.policy.chains import Chain, Step, StepOf
 from ringleader.policy.growth import Chains, Growth, greedy
 from ringleader.policy.objective import Candidate
 from ringleader.policy.payback import may_refuse, pays, saved_by
-from ringleader.policy.plan import NO_GAIN, Note
+from ringleader.policy.plan import NO_GAIN, RESTART_NOT_WON, Note
 from ringleader.policy.views import Device
-from ringleader.policy.walk import SORTED_FROM, _cut_ordered, _cut_sorted, walk
+from ringleader.policy.walk import SORTED_FROM, _cut_ordered, _cut_sorted, _first_at, walk
 from ringleader.sim.profiles import RESNET110_K40
 from ringleader.spine.views import progress_view
 from tests.helpers import constant_epochs, latency_bound_model, resnet_job
@@ -270,7 +271,7 @@ def _remaining_step(step: StepOf) -> StepOf:
 def test_scaled_chains_give_what_the_scaled_heap_gives(seed: int, step: StepOf) -> None:
     rng = random.Random(seed)
     chains = Chains(limit=64)
-    walked = 0
+    walked = refused = 0
     for _ in range(40):
         jobs, counts = _jobs(rng, rng.randint(1, 60))
         for free in _frees(rng, greedy(jobs, counts, 10**6, step, scaled=True), counts):
@@ -278,9 +279,23 @@ def test_scaled_chains_give_what_the_scaled_heap_gives(seed: int, step: StepOf) 
             kept = greedy(jobs, counts, free, step, chains=chains, scaled=True)
             assert _all(kept) == _all(plain)
             walked += kept.later is not None
+            refused += sum(n[0] == RESTART_NOT_WON for n in _all(kept)[1].values())
             # Remaining seconds weighed step by step, as before: the same, to the bit.
             assert _all(greedy(jobs, counts, free, _remaining_step(step))) == _all(plain)
     assert walked > 0
+    # The walk's own restart test (``payback.won_back`` on the step's remaining seconds)
+    # refused grows, and refused the ones ``pays`` refuses in the heap.
+    assert refused > 0
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_walks_search_of_a_chains_leads_is_bisect_left(seed: int) -> None:
+    rng = random.Random(seed)
+    for _ in range(300):
+        leads = sorted(rng.choice((-3.0, -1.0, -0.5, 0.0, 2.0)) for _ in range(rng.randint(0, 9)))
+        cut = rng.choice((-4.0, -3.0, -1.0, -0.75, 0.0, 2.0, 5.0))
+        hi = rng.randint(0, len(leads))
+        assert _first_at(leads, cut, hi) == bisect.bisect_left(leads, cut, 0, hi)
 
 
 def test_a_job_with_no_work_left_gains_nothing_from_a_scaled_step() -> None:

@@ -287,7 +287,8 @@ def test_a_probe_and_an_unmeasured_job_say_the_policy_has_not_sized_them_yet() -
     probing = [replace(resnet_job("a"), speed=None)]
     plan = policy_named("exploratory").decide(probing, ClusterView.uniform(1, 8), 0.0)
     why = reasons.explain(plan, probing, {"a": "u"}, 8, {})["a"]
-    assert why.code == reasons.PROFILING and plan.sizing["a"].held == 8
+    assert why.code == reasons.PROFILING
+    assert plan.sizing["a"] == sizes.Sizing(sizes.PROBING, 1, held=8)
     assert "holding 8 for its larger probes" in why.text
     # Online: a job that has reported nothing grows only to its start size (gpus=2).
     fresh = [job("e", 2, elastic=True, min_gpus=1, max_gpus=8)]

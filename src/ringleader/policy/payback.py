@@ -29,8 +29,14 @@ def pays(c: Candidate, size: int) -> bool:
         return True  # not running, or not a grow past where it runs, or free to restart
     if c.speed is None or not c.measured:
         return True  # nothing to predict the saving from: the allocator's own rule decides
-    saved = c.remaining_seconds(now) - c.remaining_seconds(size)  # saved_by, inlined: hot
-    return saved >= MARGIN * job.restart_s
+    return won_back(c.remaining_seconds(now), c.remaining_seconds(size), job.restart_s)
+
+
+def won_back(now_s: float, after_s: float, restart_s: float) -> bool:
+    """Whether a grow from ``now_s`` remaining seconds to ``after_s`` wins back a restart of
+    ``restart_s`` (with the margin): ``pays``'s test, for a caller that has the remaining
+    seconds at hand (a walk of kept chains has each step's, and the job's now once)."""
+    return now_s - after_s >= MARGIN * restart_s
 
 
 def may_refuse(c: Candidate) -> bool:

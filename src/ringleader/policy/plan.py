@@ -148,6 +148,13 @@ Note = tuple[Any, ...]
 """A ``Sizing`` as a policy writes it: its fields in order, trailing ones left out."""
 
 
+def probing_note(workers: int, held: int) -> Note:
+    """``Sizing(PROBING, workers, held=held)`` as a note: a decision writes one per probing
+    job, and compiled, the named tuple's keyword call went through its interpreted
+    ``__new__``."""
+    return (PROBING, workers, None, None, None, False, None, None, None, None, held)
+
+
 class SizingNotes(Mapping[str, Sizing]):
     """``Plan.sizing`` as a policy hands it over: each running job's ``Sizing``, made
     when asked for.

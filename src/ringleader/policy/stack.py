@@ -46,7 +46,7 @@ from ringleader.policy.needs import Needs
 from ringleader.policy.objective import Candidate
 from ringleader.policy.order import Fifo, Order
 from ringleader.policy.placement import FewestNodes, Place
-from ringleader.policy.plan import PROBING, WAIT, Assignment, Plan, Sizing, SizingNotes, Turn
+from ringleader.policy.plan import WAIT, Assignment, Plan, SizingNotes, Turn, probing_note
 from ringleader.policy.profiling import Exploratory, Precompute, Profiling
 from ringleader.policy.timeslice import Share
 from ringleader.policy.traffic import Traffic
@@ -239,7 +239,7 @@ class Policy:
                 wake = _earliest(wake, self.traffic.wake_at(traffic, now))
         notes = dict(grown.notes)
         for job_id, hold in probing.items():
-            notes[job_id] = Sizing(PROBING, workers[job_id], held=hold)
+            notes[job_id] = probing_note(workers[job_id], hold)
         plan = Plan(final, wake, SizingNotes(final, notes, grown.later), turns, traffic)
         return plan, unplaced
 
