@@ -385,6 +385,40 @@ def test_what_a_job_holds_is_a_value() -> None:
     assert repr(Held()) == "Held(devices=(), suspended=False, last=None)"
 
 
+@pytest.mark.parametrize(
+    ("action", "same", "others"),
+    [
+        (
+            Stop("j", Why.RESIZE),
+            Stop("j", Why.RESIZE),
+            [Stop("j", Why.MIGRATE), Stop("k", Why.RESIZE)],
+        ),
+        (
+            Launch("j", (A, B), Kind.START),
+            Launch("j", (A, B), Kind.START),
+            [
+                Launch("j", (A,), Kind.START),
+                Launch("j", (A, B), Kind.RESIZE),
+                Launch("k", (A, B), Kind.START),
+            ],
+        ),
+        (Suspend("j"), Suspend("j"), [Suspend("k"), Resume("j")]),
+        (Resume("j"), Resume("j"), [Resume("k"), Suspend("j")]),
+    ],
+)
+def test_an_action_is_a_value(action: object, same: object, others: list[object]) -> None:
+    """Equal and hashed by class and fields, like the frozen dataclasses they were."""
+    assert action == same and hash(action) == hash(same) and action.__ne__(same) is False
+    for other in others:
+        assert action != other and other != action
+    assert action != "j" and action != ("j",)
+    assert pickle.loads(pickle.dumps(action)) == action
+    assert copy.copy(action) == action
+    assert len({action, same, *others}) == 1 + len(others)
+    assert repr(Suspend("j")) == "Suspend(job='j')"
+    assert repr(Launch("j", (), Kind.START)) == f"Launch(job='j', devices=(), kind={Kind.START!r})"
+
+
 def test_the_compiled_way_of_making_a_view_stores_every_field_as_the_class_call_does() -> None:
     # Compiled, ``job_view`` stores each field of an empty view (``_stored``) instead of
     # calling the frozen class; the two must give every field the same value.

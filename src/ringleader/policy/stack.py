@@ -95,11 +95,15 @@ def fifo(jobs: Sequence[JobView]) -> list[JobView]:
     """Submission order, ties broken by id so the order is total and repeatable.
 
     Both bodies hand jobs over in that order already, as a rule: then a look at
-    each neighbour, field by field, finds it so without a key tuple per job.
+    each neighbour, field by field, finds it so without a key tuple per job. The
+    jobs are walked, not indexed: compiled, indexing a ``Sequence`` boxed the index
+    and called the sequence protocol twice per job (half of this function).
     """
-    for i in range(1, len(jobs)):
-        if arrives_before(jobs[i], jobs[i - 1]):
+    before: JobView | None = None
+    for job in jobs:
+        if before is not None and arrives_before(job, before):
             return sorted(jobs, key=_ARRIVAL)
+        before = job
     return list(jobs)
 
 
