@@ -99,7 +99,7 @@ class Chain:
     each step, and the GPUs of each run of steps with one lead.
     """
 
-    __slots__ = ("adds", "end", "leads", "runs", "sizes", "start", "steps")
+    __slots__ = ("adds", "afters", "befores", "end", "leads", "runs", "sizes", "start", "steps")
 
     def __init__(self, workers: int) -> None:
         self.start = workers
@@ -114,6 +114,11 @@ class Chain:
         the step: compiled, reading an item of a tuple in a list unpacks all of it)."""
         self.runs: list[tuple[float, int]] | None = None
         """(lead, GPUs) per run of steps with one lead; None until laid out."""
+        self.befores: list[float] = []
+        self.afters: list[float] = []
+        """Each step's objectives before and after it (``steps[k][2]`` and ``[3]``), as
+        ``adds``: a walk that scales them (``walk._scaled``) reads two floats per step
+        instead of unpacking and building a tuple per step."""
 
     def lay_out(self, c: Candidate, step: StepOf, per_epoch: bool) -> None:
         """Work the chain out to its end (asking ``c``'s models) and lay out what ``walk``
@@ -145,6 +150,8 @@ class Chain:
             sizes.append(size)
         self.steps, self.end, self.leads, self.sizes, self.runs = steps, end, leads, sizes, runs
         self.adds = [entry[1] for entry in steps]
+        self.befores = [entry[2] for entry in steps]
+        self.afters = [entry[3] for entry in steps]
 
 
 class Chains:

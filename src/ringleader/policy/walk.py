@@ -280,17 +280,23 @@ def _scaled(
     # both out again each time: 4% of ``exploratory`` on ITP cluster07.
     now_s = c.remaining_seconds(now) if refusing else 0.0
     restart_s = c.job.restart_s
+    # ``scaled_entry`` worked out from the chain's lists, its tuple built only for a note.
+    adds, befores, afters = chain.adds, chain.befores, chain.afters
+    measured = c.measured
     for k in range(len(steps)):
-        w, add, before, after, score = scaled_entry(steps[k], scale)
+        before, after = scale * befores[k], scale * afters[k]
+        score = (before - after) / adds[k]
         if not score > 0:
+            w, add, before, after, _ = scaled_entry(steps[k], scale)
             refused[i] = no_gain(c, w, add, before, after, per_epoch)
             led.append(leads)
             return k
         if refusing and sizes[k + 1] > now and not won_back(now_s, after, restart_s):
+            w, add, before, after, _ = scaled_entry(steps[k], scale)
             refused[i] = not_won(c, w, add, before, after, per_epoch)
             led.append(leads)
             return k
-        if c.measured:
+        if measured:
             lead = max(lead, -score)
         leads.append(lead)
     led.append(leads)
