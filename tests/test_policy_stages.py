@@ -150,6 +150,33 @@ def test_a_kept_candidate_is_used_only_for_the_very_view_it_was_made_from() -> N
     assert memo.has(last) and not memo.has(replace(last))
 
 
+@pytest.mark.parametrize("window_s", [0.0, 60.0, 150.0])
+def test_exploratory_sets_aside_exactly_the_jobs_it_has_a_probe_for(window_s: float) -> None:
+    """``split``'s probing jobs are those ``probe`` has a probe for, whether or not a job
+    has run (a job with no observations probes its first size while the window is any
+    time at all), and a second split of the same views gives the very same candidates."""
+    from ringleader.policy.profiling import Exploratory
+    from ringleader.policy.views import Observation
+    from tests.helpers import resnet_job
+
+    rng = random.Random(int(window_s))
+    stage = Exploratory(probe_sizes=(1, 2, 4), window_s=window_s)
+    jobs = []
+    for i in range(60):
+        seen = {
+            w: Observation(0.5, rng.choice((0.0, 30.0, 60.0, 200.0)), 128)
+            for w in (1, 2, 4)
+            if rng.random() < 0.5
+        }
+        jobs.append(resnet_job(f"j{i:02d}", at=float(i), max_gpus=4, observations=seen))
+    known, exploring = stage.split(jobs)
+    assert exploring == [j for j in jobs if stage.probe(j) is not None]
+    assert [c.job for c in known] == [j for j in jobs if stage.probe(j) is None]
+    assert (len(exploring) == 0) == (window_s == 0.0)
+    again, _ = stage.split(jobs)
+    assert all(a is b for a, b in zip(again, known, strict=True))
+
+
 def test_exploratory_keeps_a_profiled_jobs_fitted_candidate_for_the_same_view() -> None:
     from dataclasses import replace
 

@@ -100,25 +100,35 @@ class LastCandidates:
         self, jobs: Sequence[JobView], make: Callable[[JobView], Candidate]
     ) -> list[Candidate]:
         """``make(job)`` for each of ``jobs``, or the candidate made for the same view."""
-        last = self._last
         known = []
         for job in jobs:
-            hit = last.get(job.id)
-            if hit is not None and hit.view is job:
-                known.append(hit.candidate)
-                continue
-            c = make(job)
-            last[job.id] = _Made(job, c)
+            c = self.kept(job)
+            if c is None:
+                c = make(job)
+                self.keep(job, c)
             known.append(c)
-        if len(last) > 2 * len(jobs) + 64:
-            asked = {job.id for job in jobs}
-            self._last = {k: v for k, v in last.items() if k in asked}
+        self.prune(known)
         return known
+
+    def kept(self, job: JobView) -> Candidate | None:
+        """The candidate made for this very view, if the memo has it."""
+        hit = self._last.get(job.id)
+        return hit.candidate if hit is not None and hit.view is job else None
+
+    def keep(self, job: JobView, c: Candidate) -> None:
+        """Remember ``c`` as made for this very view."""
+        self._last[job.id] = _Made(job, c)
+
+    def prune(self, known: Sequence[Candidate]) -> None:
+        """Drop the jobs not among ``known`` (the split's candidates), once the memo holds
+        twice as many jobs as those, plus a margin."""
+        if len(self._last) > 2 * len(known) + 64:
+            asked = {c.job.id for c in known}
+            self._last = {k: v for k, v in self._last.items() if k in asked}
 
     def has(self, job: JobView) -> bool:
         """Whether the last split made a candidate for this very view."""
-        hit = self._last.get(job.id)
-        return hit is not None and hit.view is job
+        return self.kept(job) is not None
 
 
 class _Made:
@@ -224,8 +234,11 @@ class Exploratory:
         return None
 
     def _probing(self, job: JobView) -> bool:
-        """Whether ``probe`` has a probe for ``job``, without making it (asked of every
-        job at every decision)."""
+        """Whether ``probe`` has a probe for ``job``, without making it (asked at every
+        decision of every job not yet profiled: most have not run at all, and one with
+        no observations probes its first size, if the window is any time at all)."""
+        if not job.observations and self.window_s > 0:
+            return True
         for w in self._sizes(job):
             obs = job.observations.get(w)
             if (obs.seconds if obs is not None else 0.0) < self.window_s:
@@ -233,16 +246,22 @@ class Exploratory:
         return False
 
     def split(self, jobs: Sequence[JobView]) -> tuple[list[Candidate], list[JobView]]:
-        profiled: list[JobView] = []
+        known: list[Candidate] = []
         exploring: list[JobView] = []
         memo = self._memo
         for job in jobs:
-            # A view profiled once stays so: the seconds run at each size only grow.
-            if memo.has(job) or not self._probing(job):
-                profiled.append(job)
-            else:
-                exploring.append(job)
-        return memo.split(profiled, self._candidate), exploring
+            # A view profiled once stays so (the seconds run at each size only grow), so
+            # one with a kept candidate is not asked whether it probes: one look-up a job.
+            c = memo.kept(job)
+            if c is None:
+                if self._probing(job):
+                    exploring.append(job)
+                    continue
+                c = self._candidate(job)
+                memo.keep(job, c)
+            known.append(c)
+        memo.prune(known)
+        return known, exploring
 
     @staticmethod
     def _candidate(job: JobView) -> Candidate:
