@@ -144,10 +144,10 @@ def test_a_kept_candidate_is_used_only_for_the_very_view_it_was_made_from() -> N
     assert memo.split([other], make)[0] is not first and made == ["a", "a"]
     memo.split([replace(other)], make)  # an equal view, but another object: made again
     assert made == ["a", "a", "a"]
-    assert not memo.has(other) and not memo.has(job)  # the last split's view only
+    assert memo.kept(other) is None and memo.kept(job) is None  # the last split's view only
     last = replace(other)
     memo.split([last], make)
-    assert memo.has(last) and not memo.has(replace(last))
+    assert memo.kept(last) is not None and memo.kept(replace(last)) is None
 
 
 @pytest.mark.parametrize("window_s", [0.0, 60.0, 150.0])

@@ -111,7 +111,8 @@ class LastCandidates:
         return known
 
     def kept(self, job: JobView) -> Candidate | None:
-        """The candidate made for this very view, if the memo has it."""
+        """The candidate made for this very view, if the memo has it (None: it was made
+        for another view of the job, or never)."""
         hit = self._last.get(job.id)
         return hit.candidate if hit is not None and hit.view is job else None
 
@@ -125,10 +126,6 @@ class LastCandidates:
         if len(self._last) > 2 * len(known) + 64:
             asked = {c.job.id for c in known}
             self._last = {k: v for k, v in self._last.items() if k in asked}
-
-    def has(self, job: JobView) -> bool:
-        """Whether the last split made a candidate for this very view."""
-        return self.kept(job) is not None
 
 
 class _Made:

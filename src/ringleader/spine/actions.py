@@ -166,34 +166,31 @@ class Launch(_Action):
         return f"Launch(job={self.job!r}, devices={self.devices!r}, kind={self.kind!r})"
 
 
-class Suspend(_Action):
+class _OneJob(_Action):
+    """An action that names only its job (``Suspend``, ``Resume``)."""
+
+    __slots__ = ("job",)
+
+    def __init__(self, job: str) -> None:
+        self.job: Final = job
+
+    def _key(self) -> tuple[object, ...]:
+        return (self.job,)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(job={self.job!r})"
+
+
+class Suspend(_OneJob):
     """Time-slicing: the job's processes pause where they are, in host memory."""
 
-    __slots__ = ("job",)
-
-    def __init__(self, job: str) -> None:
-        self.job: Final = job
-
-    def _key(self) -> tuple[object, ...]:
-        return (self.job,)
-
-    def __repr__(self) -> str:
-        return f"Suspend(job={self.job!r})"
+    __slots__ = ()
 
 
-class Resume(_Action):
+class Resume(_OneJob):
     """Time-slicing: the job's suspended processes run on again on the same devices."""
 
-    __slots__ = ("job",)
-
-    def __init__(self, job: str) -> None:
-        self.job: Final = job
-
-    def _key(self) -> tuple[object, ...]:
-        return (self.job,)
-
-    def __repr__(self) -> str:
-        return f"Resume(job={self.job!r})"
+    __slots__ = ()
 
 
 Action = Stop | Launch | Suspend | Resume
