@@ -5,8 +5,11 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 ROOT = Path(__file__).resolve().parent.parent
 CODE = (":(glob)bench/*.py",)
@@ -27,6 +30,17 @@ def calibration_s(repeats: int = 3) -> float:
             table[i % 1000] = table.get(i % 1000, 0) + i * i
         times.append(time.perf_counter() - started)
     return round(sorted(times)[len(times) // 2], 3)
+
+
+def calibrated(work: Callable[[], T]) -> tuple[T, float]:
+    """``work()`` with the calibration loop run just before and just after it, the faster
+    kept (a busy neighbour slows a loop, it never speeds one up): what ``work`` returned,
+    and the loop's seconds to divide its time by. Beside the work, not once per file:
+    on a machine whose speed moves by half within minutes, a loop minutes away says
+    nothing about the run."""
+    before = calibration_s()
+    result = work()
+    return result, min(before, calibration_s())
 
 
 def commit() -> str | None:

@@ -28,7 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from _common import calibration_s, commit, trace_workload
+from _common import calibrated, commit, trace_workload
 
 # The committed ratios are of the pure-Python code, which CI runs: a compiled
 # build (make compiled) is left aside here, so recording with one never sets a
@@ -118,18 +118,21 @@ CHECKS: dict[str, tuple[str, Callable[[], Callable[[], None]]]] = {
 
 def measure(names: list[str]) -> dict[str, Any]:
     """Each check's fastest wall time and its ratio to the calibration loop."""
-    before = calibration_s()
-    walls: dict[str, float] = {}
-    for name in names:
-        work = CHECKS[name][1]()
-        best = float("inf")
-        for _ in range(RUNS):
-            started = time.perf_counter()
-            work()
-            best = min(best, time.perf_counter() - started)
-        walls[name] = best
-        print(f"  {name}: {best:.2f} s", file=sys.stderr, flush=True)
-    calibration = min(before, calibration_s())
+
+    def fastest() -> dict[str, float]:
+        walls: dict[str, float] = {}
+        for name in names:
+            work = CHECKS[name][1]()
+            best = float("inf")
+            for _ in range(RUNS):
+                started = time.perf_counter()
+                work()
+                best = min(best, time.perf_counter() - started)
+            walls[name] = best
+            print(f"  {name}: {best:.2f} s", file=sys.stderr, flush=True)
+        return walls
+
+    walls, calibration = calibrated(fastest)
     return {
         "calibration_s": calibration,
         "checks": {

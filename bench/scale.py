@@ -32,7 +32,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from _common import calibration_s, results_file, stamp
+from _common import calibrated, results_file, stamp
 from decision import after_one_event_times, decide_times
 from ringleader.policy.catalog import POLICY_NAMES
 from ringleader.policy.views import Device
@@ -132,13 +132,12 @@ def every_policy(repeat: int) -> dict[str, dict[str, float]]:
 
 
 def one_policy(name: str, repeat: int) -> dict[str, float]:
-    """``name``'s decisions one event after the last, with the calibration loop run before
-    and after them in the same process (the faster kept), and the median as a ratio to
-    it: the policies are timed one after another over minutes, in which this machine's
-    speed has moved by half."""
-    before = calibration_s()
-    times, after = after_one_event_times(name, 50_000, 12_500, repeat)
-    calibration = min(before, calibration_s())
+    """``name``'s decisions one event after the last, and their median as a ratio to the
+    calibration loop run beside them in the same process (``_common.calibrated``): the
+    policies are timed one after another over minutes."""
+    (times, after), calibration = calibrated(
+        lambda: after_one_event_times(name, 50_000, 12_500, repeat)
+    )
     median = statistics.median(times)
     return {
         "median_ms": round(1000 * median, 1),

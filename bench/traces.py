@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _common import calibration_s, results_file, stamp, trace_workload
+from _common import calibrated, results_file, stamp, trace_workload
 from ringleader.policy import policy_named
 from ringleader.policy.catalog import POLICY_NAMES
 from ringleader.sim import Simulator
@@ -35,25 +35,24 @@ EVERY_POLICY_TRACE = "itp:cluster07"
 
 
 def whole_process(trace: str, policy: str) -> dict[str, Any]:
-    """One ``ringleader simulate`` run as a user starts it, timed from outside, with the
-    calibration loop run just before and just after it (the faster kept: a busy
-    neighbour slows a loop, it never speeds one up). The run's seconds over that loop's
-    compare across machines and hours, where one loop at the start of the whole file,
-    minutes away, did not: on a machine whose speed moves by half within minutes."""
-    before = calibration_s()
-    with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "run.json"
-        started = time.perf_counter()
-        command = [sys.executable, "-m", "ringleader", "simulate", "--trace", trace]
-        subprocess.run(
-            [*command, "--policy", policy, "--json", str(out)],
-            check=True,
-            stdout=subprocess.DEVNULL,
-            env=os.environ,
-        )
-        wall = time.perf_counter() - started
-        run = json.loads(out.read_text())
-    calibration = min(before, calibration_s())
+    """One ``ringleader simulate`` run as a user starts it, timed from outside, with its
+    seconds as a ratio to the calibration loop run beside it (``_common.calibrated``)."""
+
+    def timed() -> tuple[float, dict[str, Any]]:
+        with tempfile.TemporaryDirectory() as tmp:
+            out = Path(tmp) / "run.json"
+            started = time.perf_counter()
+            command = [sys.executable, "-m", "ringleader", "simulate", "--trace", trace]
+            subprocess.run(
+                [*command, "--policy", policy, "--json", str(out)],
+                check=True,
+                stdout=subprocess.DEVNULL,
+                env=os.environ,
+            )
+            wall = time.perf_counter() - started
+            return wall, json.loads(out.read_text())
+
+    (wall, run), calibration = calibrated(timed)
     return {
         "avg_jct_s": round(run["avg_jct_s"], 1),
         "decisions": run["decisions"],
