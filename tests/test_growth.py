@@ -11,12 +11,13 @@ import pytest
 
 from ringleader.policy.allocator import Doubling, OptimusGreedy
 from ringleader.policy.chains import Chain, Step, StepOf
+from ringleader.policy.cut import SORTED_FROM, Window, _cut_ordered, _cut_sorted
 from ringleader.policy.growth import Chains, Growth, greedy
 from ringleader.policy.objective import Candidate
 from ringleader.policy.payback import may_refuse, pays, saved_by
 from ringleader.policy.plan import NO_GAIN, RESTART_NOT_WON, Note
 from ringleader.policy.views import Device
-from ringleader.policy.walk import SORTED_FROM, _cut_ordered, _cut_sorted, _first_at, walk
+from ringleader.policy.walk import _first_at, walk
 from ringleader.sim.profiles import RESNET110_K40
 from ringleader.spine.views import progress_view
 from tests.helpers import constant_epochs, latency_bound_model, resnet_job
@@ -312,3 +313,74 @@ def test_a_job_with_no_work_left_gains_nothing_from_a_scaled_step() -> None:
     assert sizes == {"done": 1, "busy": 8}
     assert notes["done"][0] == NO_GAIN
     assert _all(greedy(cands, counts, 20, _remaining_step(Doubling._step))) == (sizes, notes)
+
+
+class _Counted(Window):
+    """A window that counts the cuts found within it and the walks that sorted all."""
+
+    def __init__(self, from_steps: int, reach: float) -> None:
+        super().__init__(from_steps, reach)
+        self.hits = self.sorts = 0
+
+    def found(self, cut: float) -> None:
+        self.hits += 1
+        super().found(cut)
+
+    def learn(self, leads: list[float], gpus: list[int], free: int) -> tuple[float, int]:
+        self.sorts += 1
+        return super().learn(leads, gpus, free)
+
+
+def _near_the_last_cut(seed: int) -> _Counted:
+    """80 walks with a window over one seed's jobs, each checked against the heap."""
+    rng = random.Random(seed)
+    jobs, _ = _jobs(rng, 120)
+    counts = {c.job.id: 1 for c in jobs}
+    table = _made_up(rng, jobs)
+    step = _looked_up(table)
+    grown = [c for c in jobs if c.job.elastic and c.speed]
+    chains = [Chain(1) for _ in grown]
+    want = sum(add for add, _, _ in filter(None, table.values()))
+    window = _Counted(from_steps=8, reach=rng.choice((0.02, 0.1)))
+    free = want // 2
+    for d in range(80):
+        free = rng.randint(0, want) if d % 10 == 9 else max(free + rng.randint(-3, 3), 0)
+        sizes, notes = _all(greedy(jobs, counts, free, step, per_epoch=True))
+        out = dict(counts)
+        later = walk(grown, chains, free, step, True, out, near=window)
+        assert out == sizes
+        assert later() == {c.job.id: notes[c.job.id] for c in grown}
+    return window
+
+
+def test_a_walk_that_looks_near_the_last_cut_gives_what_the_heap_gives() -> None:
+    """Decision after decision with the GPUs free moving a little and now and then a lot,
+    the walk with a window (found within it, or missed and sorted whole) gives the
+    heap's sizes and every note."""
+    windows = [_near_the_last_cut(seed) for seed in range(24)]
+    # Both ways were taken, many times: found within the window, and sorted whole after
+    # the first walk of a seed (made-up steps have few leads: some windows hold them all).
+    assert sum(w.hits for w in windows) > 100
+    assert sum(w.sorts - 1 for w in windows) > 24
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_a_scaled_walk_that_looks_near_the_last_cut_gives_what_the_heap_gives(seed: int) -> None:
+    """As above, with every job's leads moving between decisions as its progress does."""
+    rng = random.Random(seed)
+    jobs, counts = _jobs(rng, 150)
+    step = Doubling._step
+    chains = Chains()
+    window = chains.window = _Counted(from_steps=8, reach=0.1)
+    want = sum(greedy(jobs, counts, 10**6, step, scaled=True).counts.values())
+    want -= sum(counts.values())
+    free = want // 2
+    for d in range(40):
+        for c in jobs:
+            job = c.job
+            progress_view(job, job.remaining_fraction * rng.uniform(0.97, 1.0), 0.0, None)
+        free = rng.randint(0, want) if d % 10 == 9 else max(free + rng.randint(-2, 2), 0)
+        plain = greedy(jobs, counts, free, step, scaled=True)
+        kept = greedy(jobs, counts, free, step, chains=chains, scaled=True)
+        assert _all(kept) == _all(plain)
+    assert window.hits > 0 and window.sorts > 1

@@ -40,6 +40,7 @@ MODULES: tuple[str, ...] = (
     "ringleader.spine.views",
     "ringleader.policy.allocator",
     "ringleader.policy.chains",
+    "ringleader.policy.cut",
     "ringleader.policy.fairshare",
     "ringleader.policy.free",
     "ringleader.policy.groups",

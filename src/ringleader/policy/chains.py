@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 from typing import Protocol
 
+from ringleader.policy.cut import Window
 from ringleader.policy.objective import Candidate, SoloCurve
 from ringleader.policy.payback import saved_by
 from ringleader.policy.plan import AT_MAX, NO_GAIN, OUTBID, RESTART_NOT_WON, UNMEASURED, Note
@@ -164,7 +165,7 @@ class Chains:
     when it holds ``limit`` chains, so it stays bounded.
     """
 
-    __slots__ = ("_by_job", "_chains", "limit")
+    __slots__ = ("_by_job", "_chains", "limit", "window")
 
     def __init__(self, limit: int = 1 << 17) -> None:
         self._chains: dict[tuple[SoloCurve | None, int, int, int], Chain] = {}
@@ -172,6 +173,8 @@ class Chains:
         """Each job's last candidate and size with their chain: the same candidate object
         (``profiling.LastCandidates``) from the same size has the same chain."""
         self.limit = limit
+        self.window = Window()
+        """Where the last large walk over these chains found its cut (``cut.Window``)."""
 
     def of(self, c: Candidate, workers: int) -> Chain:
         job = c.job

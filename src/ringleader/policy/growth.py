@@ -116,7 +116,8 @@ def greedy(
             of.append(chains.of(c, w))
     scales = [c.job.remaining_fraction for c in by_index] if scaled else None
     if chains is not None:
-        return Growth(out, notes, walk(by_index, of, free, step, per_epoch, out, scales))
+        later = walk(by_index, of, free, step, per_epoch, out, scales, chains.window)
+        return Growth(out, notes, later)
     heap: list[tuple[float, int, int]] = []
     current: list[Entry | None] = [None] * len(by_index)
     """Each job's step in the heap (or dropped)."""

@@ -13,7 +13,10 @@ stopping a chain at the first grow that would not win back its restart
 (``ringleader.policy.payback``). Every level of lead whose steps all fit
 the GPUs left is taken whole, in any order; only the steps from the first
 level that does not fit onward need the heap, and they stop where the GPUs
-run out.
+run out. Where the last large walk's cut fell (``ringleader.policy.cut``),
+the walk looks for its cut among the steps led near it, takes the jobs led
+wholly below it without sorting their steps, and leaves those led above it
+out of the heap unless the GPUs left reach them.
 """
 
 from __future__ import annotations
@@ -22,9 +25,8 @@ import heapq
 import math
 from collections.abc import Callable, Sequence
 
-import numpy as np
-
 from ringleader.policy.chains import Chain, Counts, Entry, StepOf, no_gain, not_won, outbid
+from ringleader.policy.cut import Window, cut_level
 from ringleader.policy.objective import Candidate
 from ringleader.policy.payback import may_refuse, pays, won_back
 from ringleader.policy.plan import Note
@@ -41,6 +43,7 @@ def walk(
     per_epoch: bool,
     out: Counts,
     scales: list[float] | None = None,
+    near: Window | None = None,
 ) -> Later:
     """Grow ``jobs`` (each from the start of its chain ``of[i]``) as the greedy would.
 
@@ -51,7 +54,8 @@ def walk(
     ``scales``: each job's objectives are its chain's times this
     (``growth.greedy``'s ``scaled``), and its scores and leads are worked out
     from them as the greedy's heap works them out, whatever the scale (at 0,
-    no step gains anything).
+    no step gains anything). ``near``: where the last large walk's cut fell
+    (``cut.Window``), to find this one's among the steps led near it.
     """
     n = len(jobs)
     ends = [0] * n
@@ -66,11 +70,16 @@ def walk(
     """Each job's last lead it may take (where it may take any): compared with the cut."""
     ids: list[str] = [""] * n
     """Each job's id, where it may take a step: read here, while the job is at hand."""
-    level_leads: list[float] = []
-    level_gpus: list[int] = []
-    """The steps the jobs may take, as (lead, GPUs) in two lists: a chain taken whole by its
-    runs, else step by step. Gathered while each chain is at hand: a pass of its own over
-    50,000 chains, each a cache miss, was a tenth of a decision there."""
+    lo, hi = near.bounds() if near is not None else (-math.inf, math.inf)
+    whole: list[int] = []
+    """Jobs whose every step it may take is led below ``lo``."""
+    above: list[int] = []
+    """Jobs whose first step is led above ``hi``."""
+    near_jobs: list[int] = []
+    """The other jobs that may take a step: those with a step led from ``lo`` to ``hi``."""
+    levels = _Levels(lo, hi)
+    """The steps led from ``lo`` to ``hi``, gathered while each chain is at hand: a pass of
+    its own over 50,000 chains, each a cache miss, was a tenth of a decision there."""
     for i in range(n):
         c, chain = jobs[i], of[i]
         if chain.runs is None:
@@ -88,39 +97,57 @@ def walk(
         ends[i] = t
         if not t:
             continue
-        total += sizes[t] - chain.start
-        lasts[i] = led[i][t - 1]
+        grows = sizes[t] - chain.start
+        total += grows
+        leads = led[i]
+        last = leads[t - 1]
+        lasts[i] = last
         ids[i] = c.job.id
-        runs = chain.runs
-        if t == len(chain.adds) and runs is not None and scales is None:
-            for lead, gpus in runs:
-                level_leads.append(lead)
-                level_gpus.append(gpus)
+        if last < lo:
+            whole.append(i)
+            levels.below += grows
+        elif leads[0] > hi:
+            above.append(i)
+            levels.beyond += 1
         else:
-            leads, adds = led[i], chain.adds
-            for k in range(t):
-                level_leads.append(leads[k])
-                level_gpus.append(adds[k])
+            near_jobs.append(i)
+            levels.gather(chain, leads, t, scales is None)
     if total <= free:
         # Everything fits: no step is dropped, and the order they are taken in is moot.
         for i in range(n):
             if ends[i]:  # (none taken: ``out`` has the chain's start already)
                 out[ids[i]] = of[i].sizes[ends[i]]
-        return _Notes(jobs, of, ends, ends, [], refused, per_epoch, scales, led)
-    cut, left = cut_level(level_leads, level_gpus, free)
+        return _Notes(jobs, of, ends, ends, [], [], 0, refused, per_epoch, scales, led)
+    windowed = lo > -math.inf or hi < math.inf
+    cut, left = levels.cut(free)
+    if windowed and cut == cut:
+        assert near is not None  # (a window is only ever ``near``'s)
+        near.found(cut)
+    else:
+        if windowed:  # missed the window: every step, as without one
+            levels = _Levels(-math.inf, math.inf)
+            near_jobs = [i for i in range(n) if ends[i]]
+            whole, above = [], []
+            for i in near_jobs:
+                levels.gather(of[i], led[i], ends[i], scales is None)
+        if near is not None:
+            cut, left = near.learn(levels.leads, levels.gpus, free)
+        else:
+            cut, left = cut_level(levels.leads, levels.gpus, free)
 
     # Every step led by better than the cut is taken; the cut's own steps come in the
     # jobs' order, each taken while it fits; the rest wait in the heap.
     heap: list[tuple[float, int, int]] = []
     taken = [0] * n
+    for i in whole:
+        t = taken[i] = ends[i]
+        out[ids[i]] = of[i].sizes[t]
     dropped: list[tuple[int, int]] = []
     """Jobs whose next step did not fit the GPUs left: (job index, GPUs left)."""
     waiting: dict[int, int] = {}
     """How many steps in the heap add each number of GPUs."""
-    for i in range(n):
+    for i in near_jobs:
         t = ends[i]
-        if not t:
-            continue  # no step to take: ``out`` has the chain's start already
         if lasts[i] < cut:
             # Leads only grow along a chain: every step is led by better than the cut.
             taken[i] = t
@@ -144,13 +171,27 @@ def walk(
         if k:
             out[ids[i]] = chain.sizes[k]
     heapq.heapify(heap)  # keys are unique (by index): pops come in the greedy's order
-    while heap and left > 0:
+    # The jobs led above the window join the heap once its next step is led above the
+    # window too (their first steps come after every step led within it), if ever: most
+    # walks run out of GPUs first. Until then the fewest GPUs their first steps add
+    # stand for them in the test that some step left fits.
+    fewest = min([of[i].adds[0] for i in above]) if above else 0
+    while left > 0:
+        if above and (not heap or heap[0][0] > hi):
+            for i in above:
+                heap.append((led[i][0], i, 0))
+                add = of[i].adds[0]
+                waiting[add] = waiting.get(add, 0) + 1
+            above = []
+            heapq.heapify(heap)
+        if not heap:
+            break
         _, i, k = heap[0]
         chain = of[i]
         add = chain.adds[k]
         waiting[add] -= 1
         if add > left:
-            if all(a > left for a, m in waiting.items() if m):
+            if (not above or fewest > left) and all(a > left for a, m in waiting.items() if m):
                 waiting[add] += 1
                 break  # no step left fits: each is outbid with the GPUs left, as if dropped
             dropped.append((i, left))
@@ -166,66 +207,60 @@ def walk(
             heapq.heapreplace(heap, (led[i][k], i, k))
             add = chain.adds[k]
             waiting[add] = waiting.get(add, 0) + 1
-    dropped.extend((e[1], left) for e in heap)
-    return _Notes(jobs, of, ends, taken, dropped, refused, per_epoch, scales, led)
+    rest = [e[1] for e in heap] + above
+    return _Notes(jobs, of, ends, taken, dropped, rest, left, refused, per_epoch, scales, led)
 
 
-SORTED_FROM = 1024
-"""Steps from which ``cut_level`` sorts them in numpy, not in a list. Compiled, timed
-alone on made-up leads all apart: 100 steps 4 µs in a list and 11 µs in numpy; 1,000
-steps 68 and 47 µs; 50,000 steps 7.6 and 2.4 ms. Below 1,000 a list costs about what
-numpy does, and within a whole simulation numpy from 128 steps made ``elastic`` on ITP
-cluster07 0.1-0.2 s slower (against the dictionary ``cut_level`` used then)."""
+class _Levels:
+    """The steps a walk looks for its cut among: those led from ``lo`` to ``hi``, as
+    (lead, GPUs) in two lists, a chain taken whole by its runs, else step by step; with
+    the GPUs of the steps led below ``lo`` and how many are led above ``hi``."""
 
+    __slots__ = ("below", "beyond", "gpus", "hi", "leads", "lo")
 
-def cut_level(leads: list[float], gpus: list[int], free: int) -> tuple[float, int]:
-    """The lowest lead whose steps, with every step led by better, need more than ``free``
-    GPUs (``inf`` where none does), and the GPUs left once those better-led steps are
-    taken. ``leads[j]`` is a step's (or a run of steps') lead and ``gpus[j]`` its GPUs.
+    def __init__(self, lo: float, hi: float) -> None:
+        self.lo = lo
+        self.hi = hi
+        self.leads: list[float] = []
+        self.gpus: list[int] = []
+        self.below = 0
+        self.beyond = 0
 
-    Both ways sort the steps by lead and sum their GPUs in that order: the first step
-    whose running sum passes ``free`` has the cut's lead, as the steps of one lead lie
-    together (integer sums, and floats only compared: exact). From ``SORTED_FROM``
-    steps in numpy, below that in a list. Either replaced summing the GPUs per lead in
-    a dictionary and sorting its keys: a float hashed per step, which at 50,000 jobs
-    was a seventh of a decision, and on cluster07 (about a hundred steps a decision,
-    most leads apart) took twice the time of sorting the steps.
-    """
-    if len(leads) >= SORTED_FROM:
-        return _cut_sorted(leads, gpus, free)
-    return _cut_ordered(leads, gpus, free)
+    def gather(self, chain: Chain, leads: list[float], t: int, by_runs: bool) -> None:
+        """The first ``t`` steps of ``chain``, led by ``leads``; by its runs where ``t``
+        is the whole chain and ``by_runs`` (its leads are the chain's own)."""
+        lo, hi = self.lo, self.hi
+        runs = chain.runs
+        if by_runs and t == len(chain.adds) and runs is not None:
+            for lead, gpus in runs:
+                if lead < lo:
+                    self.below += gpus
+                elif lead > hi:
+                    self.beyond += 1
+                else:
+                    self.leads.append(lead)
+                    self.gpus.append(gpus)
+            return
+        adds = chain.adds
+        for k in range(t):
+            lead = leads[k]
+            if lead < lo:
+                self.below += adds[k]
+            elif lead > hi:
+                self.beyond += 1
+            else:
+                self.leads.append(lead)
+                self.gpus.append(adds[k])
 
-
-def _cut_ordered(leads: list[float], gpus: list[int], free: int) -> tuple[float, int]:
-    """``cut_level`` over the steps' indices sorted by lead, summing as it goes."""
-    left = free
-    at_level = free
-    """The GPUs left before the first step of the lead being summed."""
-    level = math.nan  # equal to no lead: the first step starts a level
-    for j in sorted(range(len(leads)), key=leads.__getitem__):
-        lead = leads[j]
-        if lead != level:
-            level = lead
-            at_level = left
-        g = gpus[j]
-        if g > left:
-            return lead, at_level
-        left -= g
-    return math.inf, left
-
-
-def _cut_sorted(leads: list[float], gpus: list[int], free: int) -> tuple[float, int]:
-    """``cut_level`` in numpy: the steps sorted by lead, their GPUs summed in that order."""
-    by_lead = np.array(leads, dtype=np.float64)
-    order = np.argsort(by_lead)
-    sorted_leads = by_lead[order]
-    summed = np.cumsum(np.array(gpus, dtype=np.int64)[order])
-    j = int(np.searchsorted(summed, free, side="right"))
-    if j == len(summed):
-        return math.inf, (free - int(summed[-1])) if j else free
-    cut = float(sorted_leads[j])
-    first = int(np.searchsorted(sorted_leads, cut, side="left"))
-    return cut, (free - int(summed[first - 1])) if first else free
+    def cut(self, free: int) -> tuple[float, int]:
+        """The cut of every step and the GPUs left before its level, where it falls among
+        those gathered (``cut.Window``); NaN where it does not."""
+        if self.below > free:
+            return math.nan, 0
+        cut, left = cut_level(self.leads, self.gpus, free - self.below)
+        if cut == math.inf and self.beyond:
+            return math.nan, 0
+        return cut, left
 
 
 def _first_at(leads: list[float], cut: float, hi: int) -> int:
@@ -306,7 +341,19 @@ def _scaled(
 class _Notes:
     """Where each job walked stopped, as ``plan.Sizing`` notes: worked out when called."""
 
-    __slots__ = ("dropped", "ends", "jobs", "led", "of", "per_epoch", "refused", "scales", "taken")
+    __slots__ = (
+        "dropped",
+        "ends",
+        "jobs",
+        "led",
+        "left",
+        "of",
+        "per_epoch",
+        "refused",
+        "rest",
+        "scales",
+        "taken",
+    )
 
     def __init__(
         self,
@@ -315,6 +362,8 @@ class _Notes:
         ends: list[int],
         taken: list[int],
         dropped: list[tuple[int, int]],
+        rest: list[int],
+        left: int,
         refused: dict[int, Note],
         per_epoch: bool,
         scales: list[float] | None,
@@ -326,6 +375,9 @@ class _Notes:
         self.taken = taken
         self.dropped = dropped
         """Jobs outbid for the GPUs left: (job index, GPUs left when its step was weighed)."""
+        self.rest = rest
+        self.left = left
+        """Jobs whose next step was never weighed: outbid with the ``left`` GPUs left."""
         self.refused = refused
         self.per_epoch = per_epoch
         self.scales = scales
@@ -350,7 +402,8 @@ class _Notes:
             else:
                 assert chain.end is not None  # laid out: worked out to its end
                 notes[c.job.id] = chain.end if scales is None else scale_note(chain.end, scales[i])
-        for i, gpus in self.dropped:
+        left = self.left
+        for i, gpus in [*self.dropped, *((i, left) for i in self.rest)]:
             c = jobs[i]
             entry = of[i].steps[taken[i]]
             if scales is not None:
