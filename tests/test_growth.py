@@ -315,23 +315,7 @@ def test_a_job_with_no_work_left_gains_nothing_from_a_scaled_step() -> None:
     assert _all(greedy(cands, counts, 20, _remaining_step(Doubling._step))) == (sizes, notes)
 
 
-class _Counted(Window):
-    """A window that counts the cuts found within it and the walks that sorted all."""
-
-    def __init__(self, from_steps: int, reach: float) -> None:
-        super().__init__(from_steps, reach)
-        self.hits = self.sorts = 0
-
-    def found(self, cut: float) -> None:
-        self.hits += 1
-        super().found(cut)
-
-    def learn(self, leads: list[float], gpus: list[int], free: int) -> tuple[float, int]:
-        self.sorts += 1
-        return super().learn(leads, gpus, free)
-
-
-def _near_the_last_cut(seed: int) -> _Counted:
+def _near_the_last_cut(seed: int) -> Window:
     """80 walks with a window over one seed's jobs, each checked against the heap."""
     rng = random.Random(seed)
     jobs, _ = _jobs(rng, 120)
@@ -341,7 +325,7 @@ def _near_the_last_cut(seed: int) -> _Counted:
     grown = [c for c in jobs if c.job.elastic and c.speed]
     chains = [Chain(1) for _ in grown]
     want = sum(add for add, _, _ in filter(None, table.values()))
-    window = _Counted(from_steps=8, reach=rng.choice((0.02, 0.1)))
+    window = Window(from_steps=8, reach=rng.choice((0.02, 0.1)))
     free = want // 2
     for d in range(80):
         free = rng.randint(0, want) if d % 10 == 9 else max(free + rng.randint(-3, 3), 0)
@@ -360,8 +344,8 @@ def test_a_walk_that_looks_near_the_last_cut_gives_what_the_heap_gives() -> None
     windows = [_near_the_last_cut(seed) for seed in range(24)]
     # Both ways were taken, many times: found within the window, and sorted whole after
     # the first walk of a seed (made-up steps have few leads: some windows hold them all).
-    assert sum(w.hits for w in windows) > 100
-    assert sum(w.sorts - 1 for w in windows) > 24
+    assert sum(w.found_within for w in windows) > 100
+    assert sum(w.sorted_all - 1 for w in windows) > 24
 
 
 @pytest.mark.parametrize("seed", range(10))
@@ -371,7 +355,7 @@ def test_a_scaled_walk_that_looks_near_the_last_cut_gives_what_the_heap_gives(se
     jobs, counts = _jobs(rng, 150)
     step = Doubling._step
     chains = Chains()
-    window = chains.window = _Counted(from_steps=8, reach=0.1)
+    window = chains.window = Window(from_steps=8, reach=0.1)
     want = sum(greedy(jobs, counts, 10**6, step, scaled=True).counts.values())
     want -= sum(counts.values())
     free = want // 2
@@ -383,4 +367,20 @@ def test_a_scaled_walk_that_looks_near_the_last_cut_gives_what_the_heap_gives(se
         plain = greedy(jobs, counts, free, step, scaled=True)
         kept = greedy(jobs, counts, free, step, chains=chains, scaled=True)
         assert _all(kept) == _all(plain)
-    assert window.hits > 0 and window.sorts > 1
+    assert window.found_within > 0 and window.sorted_all > 1
+
+
+def test_a_window_reaches_down_to_the_first_finite_lead_not_to_unmeasured_jobs() -> None:
+    """Jobs not yet measured lead at minus infinity; a window around a cut among measured
+    jobs sums their steps below it instead of sorting them all."""
+    rng = random.Random(5)
+    leads = [-math.inf] * 600 + [-rng.random() for _ in range(600)]
+    gpus = [rng.choice((1, 2, 4)) for _ in leads]
+    free = sum(gpus[:600]) + sum(gpus[600:]) // 2
+    window = Window(from_steps=100, reach=0.25)
+    assert window.learn(leads, gpus, free) == _cut_summed(leads, gpus, free)
+    lo, hi = window.bounds()
+    assert -1.0 <= lo < window.at < hi <= 0.0
+    # Where the cut is among the unmeasured, no window is kept.
+    assert window.learn(leads, gpus, 10)[0] == -math.inf
+    assert window.bounds() == (-math.inf, math.inf)

@@ -77,8 +77,8 @@ def _cut_sorted(leads: list[float], gpus: list[int], free: int) -> tuple[float, 
 def _sorted_cut(
     leads: list[float], gpus: list[int], free: int, reach: int
 ) -> tuple[float, int, float, float]:
-    """``_cut_sorted``, and the leads ``reach`` steps below the cut level's first step
-    and above its last (the lowest and highest lead where the steps run out first)."""
+    """``_cut_sorted``, and the lowest and highest lead of a window of about ``reach``
+    steps either side of the cut's level, ending short of any lead it would cut through."""
     by_lead = np.array(leads, dtype=np.float64)
     order = np.argsort(by_lead)
     sorted_leads = by_lead[order]
@@ -90,8 +90,13 @@ def _sorted_cut(
     cut = float(sorted_leads[j])
     first = int(np.searchsorted(sorted_leads, cut, side="left"))
     last = int(np.searchsorted(sorted_leads, cut, side="right")) - 1
-    low = float(sorted_leads[max(first - reach, 0)])
-    high = float(sorted_leads[min(last + reach, len(summed) - 1)])
+    # The window ends between leads, not on one: many steps may share a lead (jobs of
+    # one model, per epoch, lead alike), and a window ending on it would sort them all;
+    # so does minus infinity (the jobs not yet measured, which grow first).
+    low = sorted_leads[max(first - reach, 0)]
+    low = float(sorted_leads[min(int(np.searchsorted(sorted_leads, low, side="right")), first)])
+    high = sorted_leads[min(last + reach, len(summed) - 1)]
+    high = float(sorted_leads[max(int(np.searchsorted(sorted_leads, high, side="left")) - 1, last)])
     return cut, (free - int(summed[first - 1])) if first else free, low, high
 
 
@@ -117,7 +122,7 @@ class Window:
     costs about what looking near the cut does.
     """
 
-    __slots__ = ("above", "at", "below", "from_steps", "reach")
+    __slots__ = ("above", "at", "below", "found_within", "from_steps", "reach", "sorted_all")
 
     def __init__(self, from_steps: int = SORTED_FROM, reach: float = REACH) -> None:
         self.from_steps = from_steps
@@ -127,6 +132,10 @@ class Window:
         self.below = 0.0
         self.above = 0.0
         """How far below and above ``at`` to look."""
+        self.found_within = 0
+        self.sorted_all = 0
+        """How many cuts were found within the window, and how many walks of at least
+        ``from_steps`` steps sorted them all: what a benchmark reports of it."""
 
     def bounds(self) -> tuple[float, float]:
         """The leads to look between: everywhere while no cut is known."""
@@ -138,6 +147,7 @@ class Window:
     def found(self, cut: float) -> None:
         """The walk found ``cut`` within the window: look around it next time."""
         self.at = cut
+        self.found_within += 1
 
     def learn(self, leads: list[float], gpus: list[int], free: int) -> tuple[float, int]:
         """``cut_level`` of all the steps, and the window set around it (or forgotten,
@@ -145,6 +155,7 @@ class Window:
         if len(leads) < self.from_steps:
             self.at = math.nan
             return cut_level(leads, gpus, free)
+        self.sorted_all += 1
         reach = max(int(len(leads) * self.reach), 1)
         cut, left, low, high = _sorted_cut(leads, gpus, free, reach)
         below, above = cut - low, high - cut

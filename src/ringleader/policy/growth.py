@@ -104,17 +104,21 @@ def greedy(
     notes: dict[str, Note] = {}
     by_index: list[Candidate] = []
     of: list[Chain] = []
+    fractions: list[float] = []
     for c in jobs:
-        w = out.get(c.job.id, 0)
-        if w == 0 or not c.job.elastic:
+        job = c.job
+        w = out.get(job.id, 0)
+        if w == 0 or not job.elastic:
             continue  # waiting, or FIXED (the default)
         if c.speed is None:
-            notes[c.job.id] = (NO_MODEL, w)
+            notes[job.id] = (NO_MODEL, w)
             continue
         by_index.append(c)
         if chains is not None:
             of.append(chains.of(c, w))
-    scales = [c.job.remaining_fraction for c in by_index] if scaled else None
+        if scaled:
+            fractions.append(job.remaining_fraction)
+    scales = fractions if scaled else None
     if chains is not None:
         later = walk(by_index, of, free, step, per_epoch, out, scales, chains.window)
         return Growth(out, notes, later)

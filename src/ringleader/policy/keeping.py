@@ -104,12 +104,16 @@ class LastKept:
     two jobs hold a GPU in common (packing, time-slicing) the order decides
     who keeps it, and every decision works it all out again (``keep_held``).
     Outputs are the same either way (the jobs left to place may come in another
-    order: the place stages sort them by a total key); one decision's worth is
+    order: the place stages sort them by a total key; the jobs that keep GPUs,
+    in another order too: the stages look them up); one decision's worth is
     kept. Each kept outcome is stamped with the last decision that saw it, so
-    the jobs that left are found without a set of who stayed.
+    the jobs that left are found without a set of who stayed. The GPUs each
+    job keeps are kept as one dictionary too, changed where outcomes change and
+    handed out as a copy: at 50,000 running jobs, filling a new one was a third
+    of this.
     """
 
-    __slots__ = ("_cluster", "_free", "_gpus", "_last", "_owner", "_stamp")
+    __slots__ = ("_cluster", "_free", "_gpus", "_last", "_owner", "_placed", "_stamp")
 
     def __init__(self) -> None:
         self._cluster: ClusterView | None = None
@@ -117,6 +121,8 @@ class LastKept:
         self._free: FreeGPUs | None = None
         self._last: dict[str, _Outcome] = {}
         self._owner: dict[Device, str] = {}
+        self._placed: dict[str, tuple[Device, ...]] = {}
+        """The GPUs each job in ``_last`` keeps, where it keeps any."""
         self._stamp = 0
 
     def keep_held(
@@ -141,11 +147,10 @@ class LastKept:
     ) -> tuple[FreeGPUs, dict[str, tuple[Device, ...]], list[JobView]] | None:
         """The last decision's outcome, changed where jobs changed; None where it must be
         worked out afresh (a GPU held twice, a job id given twice)."""
-        last, owner = self._last, self._owner
+        last, owner, placed = self._last, self._owner, self._placed
         stamp = self._stamp = self._stamp + 1
         # A dict's look-up compiles to a call into C, any other mapping's to a method call.
         wants: dict[str, int] = counts if isinstance(counts, dict) else dict(counts)
-        placed: dict[str, tuple[Device, ...]] = {}
         to_place: list[JobView] = []  # in no particular order: the place stage sorts it
         changed: list[tuple[JobView, int]] = []
         hits = 0
@@ -162,19 +167,18 @@ class LastKept:
                 if hit.asked == want and (held is job.devices or held == job.devices):
                     hit.stamp = stamp
                     hits += 1
-                    kept = hit.kept
-                    if kept is None:
+                    if hit.kept is None:
                         to_place.append(job)
-                    else:
-                        placed[job_id] = kept
                     continue
             changed.append((job, want))
-        if hits < len(last):  # a job left, or asks for something else: give its GPUs back
-            for job_id in [k for k, o in last.items() if o.stamp != stamp]:
+        gone = len(last) - hits
+        if gone:  # jobs left, or ask for something else: give their GPUs back
+            for job_id in _unstamped(last, stamp, gone):
                 outcome = last.pop(job_id)
                 for d in outcome.held:
                     del owner[d]
                 if outcome.kept is not None:
+                    del placed[job_id]
                     free.give_devices(outcome.kept)
         for job, want in changed:
             if job.id in last or not _claim(owner, job):
@@ -186,7 +190,7 @@ class LastKept:
             else:
                 free.take_devices(kept)
                 placed[job.id] = kept
-        return free.copy(), placed, to_place
+        return free.copy(), placed.copy(), to_place
 
     def _afresh(
         self, counts: Mapping[str, int], jobs: Sequence[JobView], cluster: ClusterView
@@ -195,6 +199,7 @@ class LastKept:
         free = FreeGPUs(cluster)
         placed, to_place = keep_held(counts, jobs, free)
         self._cluster, self._free, self._last, self._owner = None, None, {}, {}
+        self._placed = {}
         owner: dict[Device, str] = {}
         last: dict[str, _Outcome] = {}
         stamp = self._stamp
@@ -208,5 +213,18 @@ class LastKept:
         kept = free.copy()
         kept.index()  # kept up to date from here on, so each decision's copy starts with it
         self._cluster, self._free, self._last, self._owner = cluster, kept, last, owner
+        self._placed = dict(placed)
         self._gpus = {n.name: range(n.gpus) for n in cluster.nodes}
         return free, placed, to_place
+
+
+def _unstamped(last: dict[str, _Outcome], stamp: int, count: int) -> list[str]:
+    """The first ``count`` jobs in ``last`` not stamped ``stamp`` (there are that many):
+    the walk stops at the last one rather than reading every outcome."""
+    found: list[str] = []
+    for job_id, outcome in last.items():
+        if outcome.stamp != stamp:
+            found.append(job_id)
+            if len(found) == count:
+                break
+    return found

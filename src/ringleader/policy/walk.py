@@ -86,6 +86,9 @@ def walk(
             chain.lay_out(c, step, per_epoch)
         sizes = chain.sizes
         t = len(chain.adds)
+        if not t:  # no step (half the jobs at 50,000: each at its maximum of one GPU)
+            led.append(chain.leads)
+            continue
         now = c.job.workers
         refusing = sizes[-1] > now and may_refuse(c)
         if scales is not None:
@@ -119,8 +122,8 @@ def walk(
                 out[ids[i]] = of[i].sizes[ends[i]]
         return _Notes(jobs, of, ends, ends, [], [], 0, refused, per_epoch, scales, led)
     windowed = lo > -math.inf or hi < math.inf
-    cut, left = levels.cut(free)
-    if windowed and cut == cut:
+    cut, left = levels.cut(free) if windowed else (math.nan, 0)
+    if cut == cut:
         assert near is not None  # (a window is only ever ``near``'s)
         near.found(cut)
     else:
@@ -144,8 +147,9 @@ def walk(
         out[ids[i]] = of[i].sizes[t]
     dropped: list[tuple[int, int]] = []
     """Jobs whose next step did not fit the GPUs left: (job index, GPUs left)."""
-    waiting: dict[int, int] = {}
-    """How many steps in the heap add each number of GPUs."""
+    waiting: list[int] = []
+    """How many steps in the heap add each number of GPUs, by that number (``_wait``): a
+    list, as a dictionary boxed and hashed two ints per step, a twentieth of a walk."""
     for i in near_jobs:
         t = ends[i]
         if lasts[i] < cut:
@@ -165,8 +169,7 @@ def walk(
             k += 1
         if k < t:
             heap.append((leads[k], i, k))
-            add = chain.adds[k]
-            waiting[add] = waiting.get(add, 0) + 1
+            _wait(waiting, chain.adds[k], 1)
         taken[i] = k
         if k:
             out[ids[i]] = chain.sizes[k]
@@ -180,8 +183,7 @@ def walk(
         if above and (not heap or heap[0][0] > hi):
             for i in above:
                 heap.append((led[i][0], i, 0))
-                add = of[i].adds[0]
-                waiting[add] = waiting.get(add, 0) + 1
+                _wait(waiting, of[i].adds[0], 1)
             above = []
             heapq.heapify(heap)
         if not heap:
@@ -191,7 +193,7 @@ def walk(
         add = chain.adds[k]
         waiting[add] -= 1
         if add > left:
-            if (not above or fewest > left) and all(a > left for a, m in waiting.items() if m):
+            if (not above or fewest > left) and not _any_fits(waiting, left):
                 waiting[add] += 1
                 break  # no step left fits: each is outbid with the GPUs left, as if dropped
             dropped.append((i, left))
@@ -205,10 +207,21 @@ def walk(
             heapq.heappop(heap)
         else:
             heapq.heapreplace(heap, (led[i][k], i, k))
-            add = chain.adds[k]
-            waiting[add] = waiting.get(add, 0) + 1
+            _wait(waiting, chain.adds[k], 1)
     rest = [e[1] for e in heap] + above
     return _Notes(jobs, of, ends, taken, dropped, rest, left, refused, per_epoch, scales, led)
+
+
+def _wait(waiting: list[int], add: int, steps: int) -> None:
+    """Count ``steps`` more steps of ``add`` GPUs in ``waiting``."""
+    if add >= len(waiting):
+        waiting.extend([0] * (add + 1 - len(waiting)))
+    waiting[add] += steps
+
+
+def _any_fits(waiting: list[int], left: int) -> bool:
+    """Whether any step counted in ``waiting`` adds no more than ``left`` GPUs."""
+    return any(waiting[add] for add in range(min(left + 1, len(waiting))))
 
 
 class _Levels:
