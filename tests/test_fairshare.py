@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from ringleader.fairness import served
@@ -117,3 +119,22 @@ def test_weights_set_the_shares() -> None:
 def test_weights_must_be_positive() -> None:
     with pytest.raises(ValueError, match="weight of user 'x'"):
         FairShare(weights=(("x", 0.0),))
+
+
+def test_shares_sum_each_users_demand_however_their_jobs_interleave() -> None:
+    """Demands are summed per run of one user's jobs: interleaved users, runs of one,
+    and a user coming back after others all count every job once."""
+
+    rng = random.Random(3)
+    for _ in range(50):
+        jobs = [
+            _view(f"j{i}", rng.choice(("ana", "bo", "cy")), at=float(i), gpus=rng.randint(1, 8))
+            for i in range(rng.randint(1, 30))
+        ]
+        demands: dict[str, int] = {}
+        for j in jobs:
+            demands[j.user] = demands.get(j.user, 0) + j.requested_gpus
+        capacity = rng.randint(1, 100)
+        weights = {u: 1.0 for u in demands}
+        candidates = [Candidate(j, None) for j in jobs]
+        assert FairShare().shares(candidates, capacity) == waterfill(capacity, demands, weights)

@@ -56,8 +56,11 @@ class Fifo:
         return list(jobs)
 
 
-def las_queue(c: Candidate, thresholds_gpu_s: Sequence[float], effective: bool = False) -> int:
-    """Index of the least-attained-service queue a job is in (0 = least served)."""
+def las_queue(c: Candidate, thresholds_gpu_s: tuple[float, ...], effective: bool = False) -> int:
+    """Index of the least-attained-service queue a job is in (0 = least served).
+
+    The thresholds are a tuple, not any sequence: compiled, a tuple is read item by
+    item, any sequence through an iterator object made per job per decision."""
     got = c.job.attained_gpu_s
     if effective and c.job.attained_effective_s is not None:
         got = c.job.attained_effective_s

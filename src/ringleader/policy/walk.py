@@ -227,53 +227,55 @@ def _any_fits(waiting: list[int], left: int) -> bool:
 class _Levels:
     """The steps a walk looks for its cut among: those led from ``lo`` to ``hi``, as
     (lead, GPUs) in two lists, a chain taken whole by its runs, else step by step; with
-    the GPUs of the steps led below ``lo`` and how many are led above ``hi``."""
+    the GPUs of the steps led below ``lo`` and how many are led above ``hi``. A window
+    of one lead (``lo == hi``: per epoch, thousands of jobs' steps share the lead the
+    cut falls on) keeps only the GPUs of its steps: they need no sorting."""
 
-    __slots__ = ("below", "beyond", "gpus", "hi", "leads", "lo")
+    __slots__ = ("below", "beyond", "gpus", "hi", "leads", "lo", "one", "within")
 
     def __init__(self, lo: float, hi: float) -> None:
         self.lo = lo
         self.hi = hi
+        self.one = lo == hi
         self.leads: list[float] = []
         self.gpus: list[int] = []
         self.below = 0
         self.beyond = 0
+        self.within = 0
+        """The GPUs of the steps led from ``lo`` to ``hi``."""
 
     def gather(self, chain: Chain, leads: list[float], t: int, by_runs: bool) -> None:
         """The first ``t`` steps of ``chain``, led by ``leads``; by its runs where ``t``
         is the whole chain and ``by_runs`` (its leads are the chain's own)."""
-        lo, hi = self.lo, self.hi
         runs = chain.runs
         if by_runs and t == len(chain.adds) and runs is not None:
             for lead, gpus in runs:
-                if lead < lo:
-                    self.below += gpus
-                elif lead > hi:
-                    self.beyond += 1
-                else:
-                    self.leads.append(lead)
-                    self.gpus.append(gpus)
+                self._step(lead, gpus)
             return
         adds = chain.adds
         for k in range(t):
-            lead = leads[k]
-            if lead < lo:
-                self.below += adds[k]
-            elif lead > hi:
-                self.beyond += 1
-            else:
+            self._step(leads[k], adds[k])
+
+    def _step(self, lead: float, gpus: int) -> None:
+        if lead < self.lo:
+            self.below += gpus
+        elif lead > self.hi:
+            self.beyond += 1
+        else:
+            self.within += gpus
+            if not self.one:
                 self.leads.append(lead)
-                self.gpus.append(adds[k])
+                self.gpus.append(gpus)
 
     def cut(self, free: int) -> tuple[float, int]:
         """The cut of every step and the GPUs left before its level, where it falls among
         those gathered (``cut.Window``); NaN where it does not."""
-        if self.below > free:
-            return math.nan, 0
-        cut, left = cut_level(self.leads, self.gpus, free - self.below)
-        if cut == math.inf and self.beyond:
-            return math.nan, 0
-        return cut, left
+        free -= self.below
+        if free < 0 or (self.within <= free and self.beyond):
+            return math.nan, 0  # below the window, or above it
+        if self.one:
+            return (self.lo, free) if self.within > free else (math.inf, free - self.within)
+        return cut_level(self.leads, self.gpus, free)
 
 
 def _first_at(leads: list[float], cut: float, hi: int) -> int:
