@@ -18,8 +18,12 @@ window, and the window is set around the cut found.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from ringleader.policy.chains import Chain
 
 SORTED_FROM = 1024
 """Steps from which ``cut_level`` sorts them in numpy, not in a list. Compiled, timed
@@ -164,3 +168,58 @@ class Window:
         else:
             self.at = math.nan
         return cut, left
+
+
+class Levels:
+    """The steps a walk (``ringleader.policy.walk``) looks for its cut among: those led
+    from ``lo`` to ``hi`` (``Window.bounds``), as (lead, GPUs) in two lists, a chain
+    taken whole by its runs, else step by step; with the GPUs of the steps led below
+    ``lo`` and how many are led above ``hi``. A window of one lead (``lo == hi``: per
+    epoch, thousands of jobs' steps share the lead the cut falls on) keeps only the
+    GPUs of its steps: they need no sorting."""
+
+    __slots__ = ("below", "beyond", "gpus", "hi", "leads", "lo", "one", "within")
+
+    def __init__(self, lo: float, hi: float) -> None:
+        self.lo = lo
+        self.hi = hi
+        self.one = lo == hi
+        self.leads: list[float] = []
+        self.gpus: list[int] = []
+        self.below = 0
+        self.beyond = 0
+        self.within = 0
+        """The GPUs of the steps led from ``lo`` to ``hi``."""
+
+    def gather(self, chain: Chain, leads: list[float], t: int, by_runs: bool) -> None:
+        """The first ``t`` steps of ``chain``, led by ``leads``; by its runs where ``t``
+        is the whole chain and ``by_runs`` (its leads are the chain's own)."""
+        runs = chain.runs
+        if by_runs and t == len(chain.adds) and runs is not None:
+            for lead, gpus in runs:
+                self._step(lead, gpus)
+            return
+        adds = chain.adds
+        for k in range(t):
+            self._step(leads[k], adds[k])
+
+    def _step(self, lead: float, gpus: int) -> None:
+        if lead < self.lo:
+            self.below += gpus
+        elif lead > self.hi:
+            self.beyond += 1
+        else:
+            self.within += gpus
+            if not self.one:
+                self.leads.append(lead)
+                self.gpus.append(gpus)
+
+    def cut(self, free: int) -> tuple[float, int]:
+        """The cut of every step and the GPUs left before its level, where it falls among
+        those gathered (``cut.Window``); NaN where it does not."""
+        free -= self.below
+        if free < 0 or (self.within <= free and self.beyond):
+            return math.nan, 0  # below the window, or above it
+        if self.one:
+            return (self.lo, free) if self.within > free else (math.inf, free - self.within)
+        return cut_level(self.leads, self.gpus, free)

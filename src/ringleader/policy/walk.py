@@ -26,7 +26,7 @@ import math
 from collections.abc import Callable, Sequence
 
 from ringleader.policy.chains import Chain, Counts, Entry, StepOf, no_gain, not_won, outbid
-from ringleader.policy.cut import Window, cut_level
+from ringleader.policy.cut import Levels, Window, cut_level
 from ringleader.policy.objective import Candidate
 from ringleader.policy.payback import may_refuse, pays, won_back
 from ringleader.policy.plan import Note
@@ -77,7 +77,7 @@ def walk(
     """Jobs whose first step is led above ``hi``."""
     near_jobs: list[int] = []
     """The other jobs that may take a step: those with a step led from ``lo`` to ``hi``."""
-    levels = _Levels(lo, hi)
+    levels = Levels(lo, hi)
     """The steps led from ``lo`` to ``hi``, gathered while each chain is at hand: a pass of
     its own over 50,000 chains, each a cache miss, was a tenth of a decision there."""
     for i in range(n):
@@ -128,7 +128,7 @@ def walk(
         near.found(cut)
     else:
         if windowed:  # missed the window: every step, as without one
-            levels = _Levels(-math.inf, math.inf)
+            levels = Levels(-math.inf, math.inf)
             near_jobs = [i for i in range(n) if ends[i]]
             whole, above = [], []
             for i in near_jobs:
@@ -222,60 +222,6 @@ def _wait(waiting: list[int], add: int, steps: int) -> None:
 def _any_fits(waiting: list[int], left: int) -> bool:
     """Whether any step counted in ``waiting`` adds no more than ``left`` GPUs."""
     return any(waiting[add] for add in range(min(left + 1, len(waiting))))
-
-
-class _Levels:
-    """The steps a walk looks for its cut among: those led from ``lo`` to ``hi``, as
-    (lead, GPUs) in two lists, a chain taken whole by its runs, else step by step; with
-    the GPUs of the steps led below ``lo`` and how many are led above ``hi``. A window
-    of one lead (``lo == hi``: per epoch, thousands of jobs' steps share the lead the
-    cut falls on) keeps only the GPUs of its steps: they need no sorting."""
-
-    __slots__ = ("below", "beyond", "gpus", "hi", "leads", "lo", "one", "within")
-
-    def __init__(self, lo: float, hi: float) -> None:
-        self.lo = lo
-        self.hi = hi
-        self.one = lo == hi
-        self.leads: list[float] = []
-        self.gpus: list[int] = []
-        self.below = 0
-        self.beyond = 0
-        self.within = 0
-        """The GPUs of the steps led from ``lo`` to ``hi``."""
-
-    def gather(self, chain: Chain, leads: list[float], t: int, by_runs: bool) -> None:
-        """The first ``t`` steps of ``chain``, led by ``leads``; by its runs where ``t``
-        is the whole chain and ``by_runs`` (its leads are the chain's own)."""
-        runs = chain.runs
-        if by_runs and t == len(chain.adds) and runs is not None:
-            for lead, gpus in runs:
-                self._step(lead, gpus)
-            return
-        adds = chain.adds
-        for k in range(t):
-            self._step(leads[k], adds[k])
-
-    def _step(self, lead: float, gpus: int) -> None:
-        if lead < self.lo:
-            self.below += gpus
-        elif lead > self.hi:
-            self.beyond += 1
-        else:
-            self.within += gpus
-            if not self.one:
-                self.leads.append(lead)
-                self.gpus.append(gpus)
-
-    def cut(self, free: int) -> tuple[float, int]:
-        """The cut of every step and the GPUs left before its level, where it falls among
-        those gathered (``cut.Window``); NaN where it does not."""
-        free -= self.below
-        if free < 0 or (self.within <= free and self.beyond):
-            return math.nan, 0  # below the window, or above it
-        if self.one:
-            return (self.lo, free) if self.within > free else (math.inf, free - self.within)
-        return cut_level(self.leads, self.gpus, free)
 
 
 def _first_at(leads: list[float], cut: float, hi: int) -> int:
