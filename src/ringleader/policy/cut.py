@@ -82,7 +82,8 @@ def _sorted_cut(
     leads: list[float], gpus: list[int], free: int, reach: int
 ) -> tuple[float, int, float, float]:
     """``_cut_sorted``, and the lowest and highest lead of a window of about ``reach``
-    steps either side of the cut's level, ending short of any lead it would cut through."""
+    steps either side of the cut's level, ending short of any lead it would cut through
+    (NaN for ``reach`` 0)."""
     by_lead = np.array(leads, dtype=np.float64)
     order = np.argsort(by_lead)
     sorted_leads = by_lead[order]
@@ -93,6 +94,9 @@ def _sorted_cut(
         return math.inf, left, math.nan, math.nan
     cut = float(sorted_leads[j])
     first = int(np.searchsorted(sorted_leads, cut, side="left"))
+    left = (free - int(summed[first - 1])) if first else free
+    if not reach:
+        return cut, left, math.nan, math.nan  # no window asked for (``_cut_sorted``)
     last = int(np.searchsorted(sorted_leads, cut, side="right")) - 1
     # The window ends between leads, not on one: many steps may share a lead (jobs of
     # one model, per epoch, lead alike), and a window ending on it would sort them all;
@@ -101,7 +105,7 @@ def _sorted_cut(
     low = float(sorted_leads[min(int(np.searchsorted(sorted_leads, low, side="right")), first)])
     high = sorted_leads[min(last + reach, len(summed) - 1)]
     high = float(sorted_leads[max(int(np.searchsorted(sorted_leads, high, side="left")) - 1, last)])
-    return cut, (free - int(summed[first - 1])) if first else free, low, high
+    return cut, left, low, high
 
 
 class Window:
@@ -115,8 +119,8 @@ class Window:
     every step below ``lo`` is led by better than any there, every step
     above ``hi`` by worse, so each lead from ``lo`` to ``hi`` has the same
     steps led by better, and the same GPUs left, as among all the steps.
-    Otherwise (``missed``) the walk sorts all its steps and ``learn`` sets
-    the window around the cut they give.
+    Otherwise (``Levels.cut`` gives NaN) the walk sorts all its steps and
+    ``learn`` sets the window around the cut they give.
 
     The window is kept in leads, as distances below and above the cut: the
     next walk's leads have moved (the jobs' progress scales them), its cut

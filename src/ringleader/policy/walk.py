@@ -169,7 +169,7 @@ def walk(
             k += 1
         if k < t:
             heap.append((leads[k], i, k))
-            _wait(waiting, chain.adds[k], 1)
+            _wait(waiting, chain.adds[k])
         taken[i] = k
         if k:
             out[ids[i]] = chain.sizes[k]
@@ -177,13 +177,13 @@ def walk(
     # The jobs led above the window join the heap once its next step is led above the
     # window too (their first steps come after every step led within it), if ever: most
     # walks run out of GPUs first. Until then the fewest GPUs their first steps add
-    # stand for them in the test that some step left fits.
-    fewest = min([of[i].adds[0] for i in above]) if above else 0
+    # stand for them in the test that some step left fits, worked out when first asked.
+    fewest = -1
     while left > 0:
         if above and (not heap or heap[0][0] > hi):
             for i in above:
                 heap.append((led[i][0], i, 0))
-                _wait(waiting, of[i].adds[0], 1)
+                _wait(waiting, of[i].adds[0])
             above = []
             heapq.heapify(heap)
         if not heap:
@@ -193,6 +193,8 @@ def walk(
         add = chain.adds[k]
         waiting[add] -= 1
         if add > left:
+            if above and fewest < 0:
+                fewest = min([of[i].adds[0] for i in above])
             if (not above or fewest > left) and not _any_fits(waiting, left):
                 waiting[add] += 1
                 break  # no step left fits: each is outbid with the GPUs left, as if dropped
@@ -207,16 +209,16 @@ def walk(
             heapq.heappop(heap)
         else:
             heapq.heapreplace(heap, (led[i][k], i, k))
-            _wait(waiting, chain.adds[k], 1)
+            _wait(waiting, chain.adds[k])
     rest = [e[1] for e in heap] + above
     return _Notes(jobs, of, ends, taken, dropped, rest, left, refused, per_epoch, scales, led)
 
 
-def _wait(waiting: list[int], add: int, steps: int) -> None:
-    """Count ``steps`` more steps of ``add`` GPUs in ``waiting``."""
+def _wait(waiting: list[int], add: int) -> None:
+    """Count one more step of ``add`` GPUs in ``waiting``."""
     if add >= len(waiting):
         waiting.extend([0] * (add + 1 - len(waiting)))
-    waiting[add] += steps
+    waiting[add] += 1
 
 
 def _any_fits(waiting: list[int], left: int) -> bool:
