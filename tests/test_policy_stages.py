@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import random
 import sys
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import ModuleType
 
@@ -13,9 +14,12 @@ import pytest
 from ringleader.perf.epochs import EpochsToConverge
 from ringleader.policy import ClusterView, JobShape, JobView, policy_named
 from ringleader.policy.allocator import FixedSize
+from ringleader.policy.hetero import TypeAware
 from ringleader.policy.objective import Candidate
 from ringleader.policy.order import LeastAttained, Prioritised, ShortestRemaining
+from ringleader.policy.placement import FewestNodes
 from ringleader.policy.stack import Policy
+from ringleader.policy.views import Device
 from ringleader.sim import RESNET110_K40, SimJob, Simulator
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -240,3 +244,37 @@ def test_fifo_is_submission_order_then_id_whatever_order_jobs_come_in() -> None:
     assert in_order == expected and in_order is not expected  # a list of its own
     tie = [resnet_job("b", at=1.0), resnet_job("a", at=1.0)]
     assert [j.id for j in fifo(tie)] == ["a", "b"]
+
+
+class _Generous:
+    """A user's place stage that gives every job one GPU more than its count."""
+
+    def place(
+        self, counts: Mapping[str, int], jobs: Sequence[JobView], cluster: ClusterView
+    ) -> dict[str, tuple[Device, ...]]:
+        free = [Device(n.name, i) for n in cluster.nodes for i in range(n.gpus)]
+        out: dict[str, tuple[Device, ...]] = {}
+        for job in jobs:
+            want = counts.get(job.id, 0)
+            if want:
+                out[job.id], free = tuple(free[: want + 1]), free[want + 1 :]
+        return out
+
+
+def test_a_job_runs_on_no_more_workers_than_its_size_whatever_the_place_stage_gives() -> None:
+    jobs = [_view("a", 0.0, 2), _view("b", 1.0, 1), _view("c", 2.0, 4)]
+    cluster = ClusterView.uniform(2, 8)
+    generous = Policy("generous", FixedSize(None), place=_Generous()).decide(jobs, cluster, 0.0)
+    assert {j: (a.workers, len(a.devices)) for j, a in generous.assignments.items()} == {
+        "a": (2, 3),
+        "b": (1, 2),
+        "c": (4, 5),
+    }
+    # Ours give each job exactly its size here (TypeAware on one type is FewestNodes).
+    for place in (FewestNodes(), TypeAware()):
+        plan = Policy("ours", FixedSize(None), place=place).decide(jobs, cluster, 0.0)
+        assert {j: (a.workers, len(a.devices)) for j, a in plan.assignments.items()} == {
+            "a": (2, 2),
+            "b": (1, 1),
+            "c": (4, 4),
+        }

@@ -61,7 +61,7 @@ def weigh(
     its own: at its maximum, not yet measured past its start size, or no gain."""
     nxt = step(c, w)
     if nxt is None:
-        return None, (AT_MAX, w, None, None, None, per_epoch, *NONE3, c.job.max_gpus)
+        return None, at_max(c, w, per_epoch)
     add, before, after = nxt
     if not c.measured and w + add > start_size(c.job):
         # Not measured yet: no bigger than the size it asked to start at.
@@ -70,6 +70,11 @@ def weigh(
     if not score > 0:  # no gain, or none to speak of (NaN: an objective of inf at both sizes)
         return None, no_gain(c, w, add, before, after, per_epoch)
     return (w, add, before, after, score), None
+
+
+def at_max(c: Candidate, w: int, per_epoch: bool) -> Note:
+    """The note of a job at ``w`` workers with no step left: at its maximum."""
+    return (AT_MAX, w, None, None, None, per_epoch, *NONE3, c.job.max_gpus)
 
 
 def no_gain(c: Candidate, w: int, add: int, before: float, after: float, per_epoch: bool) -> Note:

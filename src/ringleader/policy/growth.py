@@ -28,6 +28,7 @@ from ringleader.policy.chains import (
     Entry,
     Step,
     StepOf,
+    at_max,
     no_gain,
     not_won,
     outbid,
@@ -70,7 +71,8 @@ def greedy(
     """Hand out GPUs by repeatedly taking the best-scoring next step of any job.
 
     ``step(c, w)`` returns ``(gpus added, objective at w, objective after)``
-    for growing ``c`` from ``w`` workers, or ``None`` when it cannot grow; a
+    for growing ``c`` from ``w`` workers, or ``None`` when it cannot grow
+    (as at the job's ``max_gpus``, where over kept chains it is not asked); a
     step's score is the objective it saves per added GPU (``per_epoch``: the
     objective is seconds per epoch, not remaining seconds). A step that does
     not fit the GPUs left is dropped for good: free GPUs only ever shrink. A
@@ -105,6 +107,10 @@ def greedy(
     by_index: list[Candidate] = []
     of: list[Chain] = []
     fractions: list[float] = []
+    full: list[Candidate] = []
+    """Jobs at their maximum, walked without a chain: no step grows a job past it."""
+    full_at: list[int] = []
+    """Their sizes."""
     for c in jobs:
         job = c.job
         w = out.get(job.id, 0)
@@ -113,15 +119,21 @@ def greedy(
         if c.speed is None:
             notes[job.id] = (NO_MODEL, w)
             continue
-        by_index.append(c)
         if chains is not None:
+            if w >= job.max_gpus:
+                # Half the jobs at 50,000: looking up their chains (with no step) and
+                # walking them was a twentieth of the greedy there.
+                full.append(c)
+                full_at.append(w)
+                continue
             of.append(chains.of(c, w))
+        by_index.append(c)
         if scaled:
             fractions.append(job.remaining_fraction)
     scales = fractions if scaled else None
     if chains is not None:
         later = walk(by_index, of, free, step, per_epoch, out, scales, chains.window)
-        return Growth(out, notes, later)
+        return Growth(out, notes, _AtMax(full, full_at, per_epoch, later) if full else later)
     heap: list[tuple[float, int, int]] = []
     current: list[Entry | None] = [None] * len(by_index)
     """Each job's step in the heap (or dropped)."""
@@ -177,3 +189,29 @@ def greedy(
         return later
 
     return Growth(out, notes, outbid_notes)
+
+
+class _AtMax:
+    """The notes of the jobs at their maximum (``chains.at_max``), with the walk's: worked
+    out when first asked, as the walk's are."""
+
+    __slots__ = ("jobs", "per_epoch", "sizes", "then")
+
+    def __init__(
+        self,
+        jobs: list[Candidate],
+        sizes: list[int],
+        per_epoch: bool,
+        then: Callable[[], dict[str, Note]],
+    ) -> None:
+        self.jobs = jobs
+        self.sizes = sizes
+        self.per_epoch = per_epoch
+        self.then = then
+
+    def __call__(self) -> dict[str, Note]:
+        notes = self.then()
+        jobs, sizes, per_epoch = self.jobs, self.sizes, self.per_epoch
+        for i in range(len(jobs)):
+            notes[jobs[i].job.id] = at_max(jobs[i], sizes[i], per_epoch)
+        return notes

@@ -38,7 +38,12 @@ def nodes_spanned(devices: Iterable[Device]) -> int:
 
 
 class Place(Protocol):
-    """The place stage: which GPUs each job with a non-zero count gets."""
+    """The place stage: which GPUs each job with a non-zero count gets.
+
+    A job may get fewer than its count (``TypeAware`` keeps a job that could
+    not grow without slowing down where it is) or none (it waits); ``Policy``
+    runs it with no more workers than its count.
+    """
 
     def place(
         self, counts: Mapping[str, int], jobs: Sequence[JobView], cluster: ClusterView

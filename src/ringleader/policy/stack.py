@@ -42,6 +42,7 @@ from operator import attrgetter
 from ringleader.policy.allocator import Allocator
 from ringleader.policy.fairshare import FairShare, claim
 from ringleader.policy.growth import Counts, Growth
+from ringleader.policy.hetero import TypeAware
 from ringleader.policy.needs import Needs
 from ringleader.policy.objective import Candidate
 from ringleader.policy.order import Fifo, Order
@@ -217,6 +218,8 @@ class Policy:
         unplaced: set[str] = set()
         assignments: dict[str, Assignment] = {}
         kept = self._last
+        at_most = isinstance(self.place, (FewestNodes, TypeAware))
+        """Whether the place stage is one of ours, which give a job at most its size."""
         for job in ordered:
             mine = devices.get(job.id)
             if mine is None:
@@ -225,9 +228,12 @@ class Policy:
                     unplaced.add(job.id)  # sized, yet the place stage found no GPUs
                 continue
             # A place stage may give a job fewer GPUs than sized (``TypeAware`` keeps a
-            # job that cannot grow without slowing down where it is).
+            # job that cannot grow without slowing down where it is): it runs on what
+            # it got, up to its size (a probe's workers may hold more GPUs). Ours
+            # never give more, so its size is looked up only for a stage of a user's:
+            # looking it up for every job was a fiftieth of a decision at 50,000.
             probe = workers.get(job.id) if workers else None
-            n = held.get(job.id, 0) if probe is None else probe
+            n = (len(mine) if at_most else held.get(job.id, 0)) if probe is None else probe
             n = n if n <= len(mine) else len(mine)
             assignments[job.id] = kept.again(job.id, mine, n)  # as it was: the same object
         self._last.assignments = assignments
