@@ -39,6 +39,7 @@ MODULES: tuple[str, ...] = (
     "ringleader.spine.observe",
     "ringleader.spine.views",
     "ringleader.policy.allocator",
+    "ringleader.policy.assigning",
     "ringleader.policy.chains",
     "ringleader.policy.cut",
     "ringleader.policy.fairshare",

@@ -34,6 +34,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from ringleader.policy.assigning import LastAssignments
 from ringleader.policy.free import Blank, FreeGPUs
 from ringleader.policy.groups import Group, Openings, current_groups, top, turn_order
 from ringleader.policy.keeping import keep_subset
@@ -46,7 +47,6 @@ from ringleader.policy.packing import (
 )
 from ringleader.policy.placement import place_one
 from ringleader.policy.plan import GROWN_IDLE, Assignment, Deferred, Note, Plan, SizingNotes, Turn
-from ringleader.policy.stack import LastAssignments
 from ringleader.policy.timeslice import (
     DEFAULT_QUANTUM_S,
     boundary_after,
@@ -81,7 +81,7 @@ class Sharing:
         default_factory=LastAssignments, init=False, repr=False, compare=False
     )
     """The last decision's assignments, whose objects a resident whose place did not change
-    gets again (``stack.LastAssignments``): neither part of the stack nor of its equality."""
+    gets again (``assigning.LastAssignments``): neither part of the stack nor of its equality."""
 
     def __post_init__(self) -> None:
         if self.quantum_s <= 0 or self.trial_window_s <= 0:

@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from operator import attrgetter
 
 from ringleader.policy.allocator import Allocator
+from ringleader.policy.assigning import LastAssignments
 from ringleader.policy.fairshare import FairShare, claim
 from ringleader.policy.growth import Counts, Growth
 from ringleader.policy.hetero import TypeAware
@@ -47,51 +48,17 @@ from ringleader.policy.needs import Needs
 from ringleader.policy.objective import Candidate
 from ringleader.policy.order import Fifo, Order
 from ringleader.policy.placement import FewestNodes, Place
-from ringleader.policy.plan import WAIT, Assignment, Plan, SizingNotes, Turn, probing_note
+from ringleader.policy.plan import Assignment, Plan, SizingNotes, Turn, probing_note
 from ringleader.policy.profiling import Exploratory, Precompute, Profiling
 from ringleader.policy.timeslice import Share
 from ringleader.policy.traffic import Traffic
-from ringleader.policy.views import ClusterView, Device, JobView
+from ringleader.policy.views import ClusterView, JobView
 
 MAX_RESIZES_FOR_TYPES = 8
 """Times a decision sizes again without jobs their GPU types could not hold."""
 
 
 _ARRIVAL = attrgetter("submitted_at", "id")
-
-
-class LastAssignments:
-    """The assignments of the last decision, by job id.
-
-    A running job that keeps its GPUs and size (a resident of Gandiva's stack, its
-    place and whether it runs) gets the very object it had (``again``), so
-    a body sees "unchanged" by identity before comparing devices, and a
-    decision does not build one per running job again (the simulator asks at
-    every event). Outputs are equal either way.
-    """
-
-    __slots__ = ("assignments",)
-
-    def __init__(self) -> None:
-        self.assignments: dict[str, Assignment] = {}
-        """A dict, not any mapping: compiled, a dict's look-up is a call into C, any other
-        mapping's a method looked up and called, once per placed job per decision."""
-
-    def again(
-        self, job_id: str, devices: tuple[Device, ...], workers: int, suspended: bool = False
-    ) -> Assignment:
-        """``Assignment(devices, workers, suspended)``: the last decision's very object for
-        ``job_id`` where it was that. Asked while the decision builds its own, which
-        replaces ``assignments`` once built."""
-        a = self.assignments.get(job_id)
-        if (
-            a is not None
-            and a.workers == workers
-            and a.suspended == suspended
-            and (a.devices is devices or a.devices == devices)
-        ):
-            return a
-        return Assignment(devices, workers, suspended)
 
 
 def fifo(jobs: Sequence[JobView]) -> list[JobView]:
@@ -216,14 +183,13 @@ class Policy:
             held = grown.counts  # nothing probes: no copy of every job's size
         devices = self.place.place(held, ordered, cluster)
         unplaced: set[str] = set()
-        assignments: dict[str, Assignment] = {}
-        kept = self._last
+        assigning = self._last.start()
         at_most = isinstance(self.place, (FewestNodes, TypeAware))
         """Whether the place stage is one of ours, which give a job at most its size."""
         for job in ordered:
             mine = devices.get(job.id)
             if mine is None:
-                assignments[job.id] = WAIT  # one shared, immutable: most jobs wait
+                assigning.put(job.id, None, 0)
                 if held.get(job.id, 0):
                     unplaced.add(job.id)  # sized, yet the place stage found no GPUs
                 continue
@@ -234,8 +200,8 @@ class Policy:
             # looking it up for every job was a fiftieth of a decision at 50,000.
             probe = workers.get(job.id) if workers else None
             n = (len(mine) if at_most else held.get(job.id, 0)) if probe is None else probe
-            n = n if n <= len(mine) else len(mine)
-            assignments[job.id] = kept.again(job.id, mine, n)  # as it was: the same object
+            assigning.put(job.id, mine, n if n <= len(mine) else len(mine))
+        assignments = assigning.done(ordered)
         self._last.assignments = assignments
         final: Mapping[str, Assignment] = assignments
         turns: Mapping[str, Turn] = {}
