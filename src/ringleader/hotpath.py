@@ -40,6 +40,7 @@ MODULES: tuple[str, ...] = (
     "ringleader.spine.views",
     "ringleader.policy.allocator",
     "ringleader.policy.assigning",
+    "ringleader.policy.bases",
     "ringleader.policy.chains",
     "ringleader.policy.cut",
     "ringleader.policy.fairshare",

@@ -21,9 +21,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from ringleader.policy.bases import LastBase, least_size
 from ringleader.policy.growth import Chains, Counts, Growth, Step, greedy
 from ringleader.policy.objective import Candidate
-from ringleader.policy.views import JobView
+
+__all__ = [
+    "Allocator",
+    "Doubling",
+    "FixedSize",
+    "OptimusGreedy",
+    "backfill_base",
+    "fifo_base",
+    "least_size",
+]
 
 
 class Allocator(Protocol):
@@ -80,14 +90,6 @@ def backfill_base(
     return counts
 
 
-def least_size(job: JobView) -> int:
-    """The fewest GPUs ``job`` runs on: its minimum if elastic, else its request.
-
-    What the elastic allocators' ``base`` gives each job in order, and so the
-    size time-slicing groups jobs by when GPUs are short."""
-    return job.min_gpus if job.elastic else job.requested_gpus
-
-
 @dataclass(frozen=True, slots=True)
 class FixedSize:
     """Every job runs at one fixed size and waits its turn (the Fixed-N baselines).
@@ -100,6 +102,8 @@ class FixedSize:
     backfill: bool = False
     needs_speed: bool = False
     needs_true_remaining: bool = False
+    _base: LastBase = field(default_factory=LastBase, init=False, repr=False, compare=False)
+    """The last decision's base counts (``bases.LastBase``): not part of what the stage is."""
 
     @property
     def name(self) -> str:
@@ -109,7 +113,7 @@ class FixedSize:
         return c.job.requested_gpus if self.size is None else self.size
 
     def base(self, jobs: Sequence[Candidate], capacity: int) -> Counts:
-        return (backfill_base if self.backfill else fifo_base)(jobs, capacity, self._size)
+        return self._base.base(jobs, capacity, self.backfill, self._size)
 
     def grow(self, jobs: Sequence[Candidate], counts: Counts, free: int) -> Growth:
         return Growth(dict(counts), {})
@@ -139,9 +143,11 @@ class Doubling:
     """Per epoch or per unit of work, a step depends only on the job's model and sizes:
     its chains are kept (``growth.Chains``). Not part of what the stage is, nor of its
     equality."""
+    _base: LastBase = field(default_factory=LastBase, init=False, repr=False, compare=False)
+    """The last decision's base counts (``bases.LastBase``)."""
 
     def base(self, jobs: Sequence[Candidate], capacity: int) -> Counts:
-        return (backfill_base if self.backfill else fifo_base)(jobs, capacity)
+        return self._base.base(jobs, capacity, self.backfill)
 
     @staticmethod
     def _step(c: Candidate, w: int) -> Step | None:
@@ -175,9 +181,11 @@ class OptimusGreedy:
     needs_true_remaining: bool = False
     _chains: Chains = field(default_factory=Chains, init=False, repr=False, compare=False)
     """Per unit of work, a step depends only on the job's model and sizes (``Doubling``)."""
+    _base: LastBase = field(default_factory=LastBase, init=False, repr=False, compare=False)
+    """The last decision's base counts (``bases.LastBase``)."""
 
     def base(self, jobs: Sequence[Candidate], capacity: int) -> Counts:
-        return fifo_base(jobs, capacity)
+        return self._base.base(jobs, capacity, False)
 
     @staticmethod
     def _step(c: Candidate, w: int) -> Step | None:
