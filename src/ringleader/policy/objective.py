@@ -8,10 +8,14 @@ allreduce cost, epochs through the global batch size.
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 from ringleader.perf.epochs import EpochsToConverge
 from ringleader.perf.speed import SpeedModel
 from ringleader.policy.views import JobView
+
+if TYPE_CHECKING:  # (chains imports this module)
+    from ringleader.policy.chains import Chained
 
 
 class SoloCurve:
@@ -66,13 +70,16 @@ class Candidate:
     of a whole trace simulation under FIFO.
     """
 
-    __slots__ = ("_solo", "job", "measured", "speed")
+    __slots__ = ("_solo", "chained", "job", "measured", "speed")
 
     def __init__(self, job: JobView, speed: SpeedModel | None, measured: bool = True) -> None:
         self.job = job
         self.speed = speed
         self.measured = measured
         self._solo: SoloCurve | None = None if speed is None else solo_curve(job.epochs, speed)
+        self.chained: Chained | None = None
+        """The chain a size stage last gave it (``chains.Chains.of``): kept here, as a
+        candidate is kept from one decision to the next while its view is."""
 
     def __repr__(self) -> str:
         return f"Candidate(job={self.job.id!r}, speed={self.speed!r}, measured={self.measured!r})"
