@@ -117,8 +117,11 @@ def test_a_packing_that_hurts_is_reverted_within_two_windows(
     quantum = 5.0
     server = _server(tmp_path, 1, "gandiva", quantum)
     stop_after.append(server)
-    a = server.submit(tiny_job("pack-a", epochs=90))
-    b = server.submit(tiny_job("pack-b", epochs=90))
+    # Long enough to outlive both turns alone: at 90 epochs each, on the fastest hour
+    # seen (calibration loop 0.23 s) the file's run failed here, at 7ea1401's policy
+    # code and at 46b054a's alike (no trial seen); at 240 it passed.
+    a = server.submit(tiny_job("pack-a", epochs=240))
+    b = server.submit(tiny_job("pack-b", epochs=240))
     for job_id in (a, b):
         assert server.wait_state(job_id, {"succeeded", "failed"}, 300)["state"] == "succeeded"
     overlaps = _overlaps(server.progress(a), server.progress(b))
