@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from ringleader.policy.bases import LastBase, least_size
+from ringleader.policy.bases import LastBase, fresh_base, least_size
 from ringleader.policy.growth import Chains, Counts, Growth, Step, greedy
 from ringleader.policy.objective import Candidate
 
@@ -57,18 +57,8 @@ class Allocator(Protocol):
 
 def fifo_base(jobs: Sequence[Candidate], capacity: int, size_of: _SizeOf | None = None) -> Counts:
     """Give each job ``size_of(job)`` GPUs (default: ``least_size``) in order until one
-    does not fit."""
-    counts: Counts = {}
-    free = capacity
-    for c in jobs:
-        # The default called directly: compiled, a call through the argument is a
-        # Python call per job, a twentieth of the elastic stages' base at 50k jobs.
-        need = least_size(c.job) if size_of is None else size_of(c)
-        if need > free:
-            break
-        counts[c.job.id] = need
-        free -= need
-    return counts
+    does not fit (built from nothing: the stages keep the last ones, ``bases.LastBase``)."""
+    return fresh_base(jobs, capacity, False, size_of)
 
 
 class _SizeOf(Protocol):
@@ -79,15 +69,8 @@ def backfill_base(
     jobs: Sequence[Candidate], capacity: int, size_of: _SizeOf | None = None
 ) -> Counts:
     """Give each job, in order, ``size_of(job)`` GPUs (default: ``least_size``) if that
-    many are still free."""
-    counts: Counts = {}
-    free = capacity
-    for c in jobs:
-        need = least_size(c.job) if size_of is None else size_of(c)  # (see fifo_base)
-        if need <= free:
-            counts[c.job.id] = need
-            free -= need
-    return counts
+    many are still free (built from nothing, as ``fifo_base``)."""
+    return fresh_base(jobs, capacity, True, size_of)
 
 
 @dataclass(frozen=True, slots=True)
