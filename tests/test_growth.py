@@ -10,8 +10,9 @@ from collections.abc import Iterable
 import pytest
 
 from ringleader.policy.allocator import Doubling, OptimusGreedy
-from ringleader.policy.chains import Chain, Step, StepOf
+from ringleader.policy.chains import BATCHED_FROM, Chain, Step, StepOf
 from ringleader.policy.cut import SORTED_FROM, Window, _cut_ordered, _cut_sorted
+from ringleader.policy.flat import Flat
 from ringleader.policy.growth import Chains, Growth, greedy
 from ringleader.policy.objective import Candidate
 from ringleader.policy.payback import may_refuse, pays, saved_by
@@ -267,11 +268,18 @@ def _remaining_step(step: StepOf) -> StepOf:
     return remaining
 
 
+BATCHED = [BATCHED_FROM, 1]
+"""Jobs from which a scaled walk works in numpy: as in production, and always."""
+
+
 @pytest.mark.parametrize("seed", range(8))
 @pytest.mark.parametrize("step", [Doubling._step, OptimusGreedy._step], ids=["doubling", "optimus"])
-def test_scaled_chains_give_what_the_scaled_heap_gives(seed: int, step: StepOf) -> None:
+@pytest.mark.parametrize("batched_from", BATCHED, ids=["loop", "numpy"])
+def test_scaled_chains_give_what_the_scaled_heap_gives(
+    seed: int, step: StepOf, batched_from: int
+) -> None:
     rng = random.Random(seed)
-    chains = Chains(limit=64)
+    chains = Chains(limit=64, batched_from=batched_from)
     walked = refused = 0
     for _ in range(40):
         jobs, counts = _jobs(rng, rng.randint(1, 60))
@@ -310,6 +318,8 @@ def test_a_job_with_no_work_left_gains_nothing_from_a_scaled_step() -> None:
     counts = {"done": 1, "busy": 1}
     g = greedy(cands, counts, 20, Doubling._step, chains=Chains(), scaled=True)
     sizes, notes = _all(g)
+    batched = greedy(cands, counts, 20, Doubling._step, chains=Chains(batched_from=1), scaled=True)
+    assert _all(batched) == (sizes, notes)
     assert sizes == {"done": 1, "busy": 8}
     assert notes["done"][0] == NO_GAIN
     assert _all(greedy(cands, counts, 20, _remaining_step(Doubling._step))) == (sizes, notes)
@@ -349,12 +359,15 @@ def test_a_walk_that_looks_near_the_last_cut_gives_what_the_heap_gives() -> None
 
 
 @pytest.mark.parametrize("seed", range(10))
-def test_a_scaled_walk_that_looks_near_the_last_cut_gives_what_the_heap_gives(seed: int) -> None:
+@pytest.mark.parametrize("batched_from", BATCHED, ids=["loop", "numpy"])
+def test_a_scaled_walk_that_looks_near_the_last_cut_gives_what_the_heap_gives(
+    seed: int, batched_from: int
+) -> None:
     """As above, with every job's leads moving between decisions as its progress does."""
     rng = random.Random(seed)
     jobs, counts = _jobs(rng, 150)
     step = Doubling._step
-    chains = Chains()
+    chains = Chains(batched_from=batched_from)
     window = chains.window = Window(from_steps=8, reach=0.1)
     want = sum(greedy(jobs, counts, 10**6, step, scaled=True).counts.values())
     want -= sum(counts.values())
@@ -384,3 +397,20 @@ def test_a_window_reaches_down_to_the_first_finite_lead_not_to_unmeasured_jobs()
     # Where the cut is among the unmeasured, no window is kept.
     assert window.learn(leads, gpus, 10)[0] == -math.inf
     assert window.bounds() == (-math.inf, math.inf)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_numpy_walk_whose_arrays_fill_up_files_its_chains_again(seed: int) -> None:
+    """Arrays of a few steps start again many times, mid-walk too; every walk still gives
+    what the heap gives, jobs with no step and walks with no job stepping included."""
+    rng = random.Random(seed)
+    chains = Chains(limit=64, batched_from=1)
+    chains.flat = Flat(limit=12)
+    for _ in range(30):
+        jobs, counts = _jobs(rng, rng.randint(1, 40))
+        for free in _frees(rng, greedy(jobs, counts, 10**6, Doubling._step, scaled=True), counts):
+            plain = greedy(jobs, counts, free, Doubling._step, scaled=True)
+            kept = greedy(jobs, counts, free, Doubling._step, chains=chains, scaled=True)
+            assert _all(kept) == _all(plain)
+    assert chains.flat.generation > 10
+    assert chains.flat.used > chains.flat.limit  # a walk of more steps than the arrays hold

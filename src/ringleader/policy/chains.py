@@ -19,12 +19,16 @@ import math
 from typing import Protocol
 
 from ringleader.policy.cut import Window
+from ringleader.policy.flat import Flat
 from ringleader.policy.objective import Candidate, SoloCurve
 from ringleader.policy.payback import saved_by
 from ringleader.policy.plan import AT_MAX, NO_GAIN, OUTBID, RESTART_NOT_WON, UNMEASURED, Note
 from ringleader.policy.views import JobView
 
 Counts = dict[str, int]
+
+BATCHED_FROM = 2048
+"""Jobs walked from which a scaled walk works in numpy (``ringleader.policy.batched``)."""
 
 NONE3 = (None,) * 3
 NONE5 = (None,) * 5
@@ -105,10 +109,26 @@ class Chain:
     each step, and the GPUs of each run of steps with one lead.
     """
 
-    __slots__ = ("adds", "afters", "befores", "end", "leads", "runs", "sizes", "start", "steps")
+    __slots__ = (
+        "adds",
+        "afters",
+        "at",
+        "befores",
+        "end",
+        "filed",
+        "leads",
+        "runs",
+        "sizes",
+        "start",
+        "steps",
+    )
 
     def __init__(self, workers: int) -> None:
         self.start = workers
+        self.at = 0
+        self.filed = 0
+        """Where its steps start in a ``flat.Flat``, and under which of its generations
+        they were filed there (0: never)."""
         self.steps: list[Entry] = []
         self.end: Note | None = None
         self.leads: list[float] = []
@@ -170,13 +190,17 @@ class Chains:
     when it holds ``limit`` chains, so it stays bounded.
     """
 
-    __slots__ = ("_chains", "limit", "window")
+    __slots__ = ("_chains", "batched_from", "flat", "limit", "window")
 
-    def __init__(self, limit: int = 1 << 17) -> None:
+    def __init__(self, limit: int = 1 << 17, batched_from: int = BATCHED_FROM) -> None:
         self._chains: dict[tuple[SoloCurve | None, int, int, int], Chain] = {}
         self.limit = limit
         self.window = Window()
         """Where the last large walk over these chains found its cut (``cut.Window``)."""
+        self.flat = Flat()
+        """Their steps in arrays, for a walk that scales them in numpy (``batched``)."""
+        self.batched_from = batched_from
+        """Jobs from which a scaled walk over these chains works in numpy (``batched``)."""
 
     def of(self, c: Candidate, workers: int) -> Chain:
         # The same candidate object (``profiling.LastCandidates``) from the same size

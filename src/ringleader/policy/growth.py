@@ -21,6 +21,7 @@ import math
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
+from ringleader.policy import batched
 from ringleader.policy.chains import (
     Chain,
     Chains,
@@ -132,7 +133,10 @@ def greedy(
             fractions.append(job.remaining_fraction)
     scales = fractions if scaled else None
     if chains is not None:
-        later = walk(by_index, of, free, step, per_epoch, out, scales, chains.window)
+        if scales is not None and len(by_index) >= chains.batched_from:
+            later = batched.walk(by_index, of, free, step, per_epoch, out, scales, chains)
+        else:
+            later = walk(by_index, of, free, step, per_epoch, out, scales, chains.window)
         return Growth(out, notes, _AtMax(full, full_at, per_epoch, later) if full else later)
     heap: list[tuple[float, int, int]] = []
     current: list[Entry | None] = [None] * len(by_index)

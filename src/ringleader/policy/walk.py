@@ -120,7 +120,7 @@ def walk(
         for i in range(n):
             if ends[i]:  # (none taken: ``out`` has the chain's start already)
                 out[ids[i]] = of[i].sizes[ends[i]]
-        return _Notes(jobs, of, ends, ends, [], [], 0, refused, per_epoch, scales, led)
+        return Notes(jobs, of, ends, ends, [], [], 0, refused, per_epoch, scales, _Led(led))
     windowed = lo > -math.inf or hi < math.inf
     cut, left = levels.cut(free) if windowed else (math.nan, 0)
     if cut == cut:
@@ -173,16 +173,60 @@ def walk(
         taken[i] = k
         if k:
             out[ids[i]] = chain.sizes[k]
-    heapq.heapify(heap)  # keys are unique (by index): pops come in the greedy's order
-    # The jobs led above the window join the heap once its next step is led above the
-    # window too (their first steps come after every step led within it), if ever: most
-    # walks run out of GPUs first. Until then the fewest GPUs their first steps add
-    # stand for them in the test that some step left fits, worked out when first asked.
+    if left > 0:  # (with none left nothing is popped: the heap's order is moot)
+        heapq.heapify(heap)  # keys are unique (by index): pops come in the greedy's order
+    left, rest = past_the_cut(
+        jobs, of, _Led(led), ends, taken, out, heap, above, waiting, dropped, left, hi
+    )
+    return Notes(jobs, of, ends, taken, dropped, rest, left, refused, per_epoch, scales, _Led(led))
+
+
+LeadAt = Callable[[int, int], float]
+"""The lead of job ``i``'s step ``k`` as walked (``lead_at(i, k)``)."""
+
+
+class _Led:
+    """``LeadAt`` over each job's leads as a list."""
+
+    __slots__ = ("led",)
+
+    def __init__(self, led: list[list[float]]) -> None:
+        self.led = led
+
+    def __call__(self, i: int, k: int) -> float:
+        return self.led[i][k]
+
+
+def past_the_cut(
+    jobs: Sequence[Candidate],
+    of: Sequence[Chain],
+    lead_at: LeadAt,
+    ends: list[int],
+    taken: list[int],
+    out: Counts,
+    heap: list[tuple[float, int, int]],
+    above: list[int],
+    waiting: list[int],
+    dropped: list[tuple[int, int]],
+    left: int,
+    hi: float,
+) -> tuple[int, list[int]]:
+    """The walk's steps past its cut, from ``heap`` (keyed by lead, job index, step), taken
+    one at a time while they fit the ``left`` GPUs, as the greedy's heap takes them.
+
+    ``above``: the jobs whose first step is led above ``hi`` (the window's top), which
+    join the heap once its next step is led above it too, if ever: most walks run out
+    of GPUs first. Until then the fewest GPUs their first steps add stand for them in
+    the test that some step left fits, worked out when first asked. ``waiting`` counts
+    the steps in the heap by the GPUs they add (``_wait``). Writes each job's steps
+    taken in ``taken`` and its size in ``out``, each job outbid in ``dropped``; returns
+    the GPUs left and the jobs whose next step was never weighed.
+    """
     fewest = -1
     while left > 0:
         if above and (not heap or heap[0][0] > hi):
             for i in above:
-                heap.append((led[i][0], i, 0))
+                heap.append((lead_at(i, 0), i, 0))
                 _wait(waiting, of[i].adds[0])
             above = []
             heapq.heapify(heap)
@@ -204,14 +248,13 @@ def walk(
         left -= add
         k += 1
         taken[i] = k
-        out[ids[i]] = chain.sizes[k]
+        out[jobs[i].job.id] = chain.sizes[k]
         if k == ends[i]:
             heapq.heappop(heap)
         else:
-            heapq.heapreplace(heap, (led[i][k], i, k))
+            heapq.heapreplace(heap, (lead_at(i, k), i, k))
             _wait(waiting, chain.adds[k])
-    rest = [e[1] for e in heap] + above
-    return _Notes(jobs, of, ends, taken, dropped, rest, left, refused, per_epoch, scales, led)
+    return left, [e[1] for e in heap] + above
 
 
 def _wait(waiting: list[int], add: int) -> None:
@@ -301,14 +344,14 @@ def _scaled(
     return len(steps)
 
 
-class _Notes:
+class Notes:
     """Where each job walked stopped, as ``plan.Sizing`` notes: worked out when called."""
 
     __slots__ = (
         "dropped",
         "ends",
         "jobs",
-        "led",
+        "lead_at",
         "left",
         "of",
         "per_epoch",
@@ -330,7 +373,7 @@ class _Notes:
         refused: dict[int, Note],
         per_epoch: bool,
         scales: list[float] | None,
-        led: list[list[float]],
+        lead_at: LeadAt,
     ) -> None:
         self.jobs = jobs
         self.of = of
@@ -344,7 +387,7 @@ class _Notes:
         self.refused = refused
         self.per_epoch = per_epoch
         self.scales = scales
-        self.led = led
+        self.lead_at = lead_at
         """Each job's leads as walked (its chain's, or, scaled, worked out for the decision)."""
 
     def __call__(self) -> dict[str, Note]:
@@ -356,7 +399,7 @@ class _Notes:
         for i in range(len(jobs)):
             c, chain, k = jobs[i], of[i], taken[i]
             if k and c.measured:
-                worst = -self.led[i][k - 1]
+                worst = -self.lead_at(i, k - 1)
                 bar = worst if bar is None else min(bar, worst)
             if k < ends[i]:
                 continue  # outbid: below

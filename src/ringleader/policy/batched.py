@@ -1,0 +1,284 @@
+"""A large scaled walk worked out in numpy: every job's steps scaled at once.
+
+The walk (``ringleader.policy.walk``) hands out GPUs along kept chains as
+the greedy would. Scaled (``growth.greedy``'s ``scaled``), a job's steps are
+its chain's times the work it has left, so their scores and leads are worked
+out again at every decision. At 50,000 jobs, in a loop, that and classing
+each job against the window around the last cut were half of a decision:
+120,000 steps, a few hundred instructions each. Here the same numbers come
+from array operations over the chains' steps laid end to end
+(``flat.Flat``): IEEE products, differences and quotients, the same to the
+bit as the loop's, and maxima taken along each chain. Only the jobs that
+need a look of their own are walked in Python: those a step stops short of
+their chain's end (for its note), those with a step at the cut's own lead
+(taken in the jobs' order while they fit), and, where GPUs are left past
+the cut and some step fits them, the greedy's heap over the rest
+(``walk.past_the_cut``).
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+
+import numpy as np
+import numpy.typing as npt
+
+from ringleader.policy.chains import Chain, Chains, Counts, StepOf, no_gain, not_won
+from ringleader.policy.cut import Levels
+from ringleader.policy.objective import Candidate
+from ringleader.policy.payback import MARGIN, may_refuse
+from ringleader.policy.plan import Note
+from ringleader.policy.walk import Later, Notes, past_the_cut, scaled_entry
+
+Floats = npt.NDArray[np.float64]
+Ints = npt.NDArray[np.int64]
+
+
+def walk(
+    jobs: list[Candidate],
+    of: list[Chain],
+    free: int,
+    step: StepOf,
+    per_epoch: bool,
+    out: Counts,
+    scales: list[float],
+    chains: Chains,
+) -> Later:
+    """``walk.walk`` of ``jobs`` along ``of``, scaled by ``scales``, looking for its cut
+    near ``chains.window``: the same sizes in ``out`` and the same notes."""
+    n = len(jobs)
+    flat = chains.flat
+    rows: list[int] = []
+    """The jobs with a step, by row: the walk's arrays have a row per job with a step."""
+    ats: list[int] = []
+    lens: list[int] = []
+    row_scales: list[float] = []
+    measured: list[bool] = []
+    refusing: list[int] = []
+    """The rows whose job ``pays`` may refuse a grow past its size, with what it weighs:"""
+    nows: list[int] = []
+    now_s: list[float] = []
+    restarts: list[float] = []
+    generation = flat.generation
+    for i in range(n):
+        c, chain = jobs[i], of[i]
+        if chain.runs is None:
+            chain.lay_out(c, step, per_epoch)
+        t = len(chain.adds)
+        if not t:
+            continue
+        now = c.job.workers
+        if chain.sizes[t] > now and may_refuse(c):
+            refusing.append(len(rows))
+            nows.append(now)
+            now_s.append(c.remaining_seconds(now))
+            restarts.append(c.job.restart_s)
+        rows.append(i)
+        ats.append(flat.at(chain))
+        lens.append(t)
+        row_scales.append(scales[i])
+        measured.append(c.measured)
+    if flat.generation != generation:
+        # The arrays filled up and started again mid-walk, over chains filed before: file
+        # this walk's own again, together (more than they hold, if need be).
+        flat.start_again()
+        ats = [flat.file(of[i]) for i in rows]
+    ends = [0] * n
+    taken = [0] * n
+    refused: dict[int, Note] = {}
+    m = len(rows)
+    if not m:
+        return Notes(jobs, of, ends, taken, [], [], 0, refused, per_epoch, scales, _no_lead)
+
+    length: Ints = np.array(lens, dtype=np.int64)
+    first: Ints = np.zeros(m, dtype=np.int64)
+    np.cumsum(length[:-1], out=first[1:])
+    row_of: Ints = np.repeat(np.arange(m, dtype=np.int64), length)
+    k_of: Ints = np.arange(len(row_of), dtype=np.int64) - first[row_of]
+    where: Ints = np.array(ats, dtype=np.int64)[row_of] + k_of
+    scale: Floats = np.array(row_scales, dtype=np.float64)[row_of]
+    adds: Ints = flat.adds[where]
+    with np.errstate(all="ignore"):  # inf and NaN are the loop's too: they stop a chain
+        after: Floats = scale * flat.afters[where]
+        score: Floats = (scale * flat.befores[where] - after) / adds
+        stops = ~(score > 0)
+        if refusing:
+            ref = np.array(refusing, dtype=np.int64)
+            may: npt.NDArray[np.bool_] = np.zeros(m, dtype=np.bool_)
+            may[ref] = True
+            s = np.flatnonzero(may[row_of])  # the steps of those rows
+            row_now: Ints = np.zeros(m, dtype=np.int64)
+            row_now[ref] = nows
+            row_now_s: Floats = np.zeros(m, dtype=np.float64)
+            row_now_s[ref] = now_s
+            row_restart: Floats = np.zeros(m, dtype=np.float64)
+            row_restart[ref] = restarts
+            sr = row_of[s]
+            # ``payback.won_back``: the job's remaining seconds now less the step's after.
+            won = row_now_s[sr] - after[s] >= MARGIN * row_restart[sr]
+            stops[s] |= (flat.sizes[where[s]] > row_now[sr]) & ~won
+    # How many steps each job may take: up to its first that gains nothing or does not pay.
+    t_row: Ints = np.minimum.reduceat(np.where(stops, k_of, length[row_of]), first)
+    lead = _leads(score, np.array(measured, dtype=np.bool_)[row_of], first, length)
+    valid = k_of < t_row[row_of]
+    walked = np.where(valid, adds, 0)
+    t_list: list[int] = t_row.tolist()
+    for r in np.flatnonzero(t_row < length).tolist():
+        i = rows[r]
+        entry = scaled_entry(of[i].steps[t_list[r]], scales[i])
+        w, add, before, after_s, gain = entry
+        c = jobs[i]
+        if gain > 0:
+            refused[i] = not_won(c, w, add, before, after_s, per_epoch)
+        else:
+            refused[i] = no_gain(c, w, add, before, after_s, per_epoch)
+    for r in range(m):
+        ends[rows[r]] = t_list[r]
+    lead_at = _FlatLeads(lead, first, rows)
+    if int(walked.sum()) <= free:
+        # Everything fits: no step is dropped, and the order they are taken in is moot.
+        for r in range(m):
+            t = t_list[r]
+            if t:
+                i = rows[r]
+                taken[i] = t
+                out[jobs[i].job.id] = of[i].sizes[t]
+        return Notes(jobs, of, ends, taken, [], [], 0, refused, per_epoch, scales, lead_at)
+
+    leads: Floats = lead[valid]
+    gpus: Ints = adds[valid]
+    near = chains.window
+    lo, hi = near.bounds()
+    cut, left = math.nan, 0
+    if lo > -math.inf or hi < math.inf:
+        levels = Levels(lo, hi)
+        is_below = leads < lo
+        is_above = leads > hi
+        within = ~(is_below | is_above)
+        levels.below = int(gpus[is_below].sum())
+        levels.beyond = int(np.count_nonzero(is_above))
+        levels.within = int(gpus[within].sum())
+        if not levels.one:
+            levels.leads = leads[within].tolist()
+            levels.gpus = gpus[within].tolist()
+        cut, left = levels.cut(free)
+    found = cut == cut
+    if found:
+        near.found(cut)
+    else:
+        cut, left = near.learn(leads.tolist(), gpus.tolist(), free)
+
+    # Every step led by better than the cut is taken (leads only grow along a chain: a
+    # prefix); the cut's own steps come in the jobs' order, each taken while it fits.
+    with np.errstate(all="ignore"):
+        kept: Ints = np.add.reduceat((valid & (lead < cut)).astype(np.int64), first)
+        at_cut = np.flatnonzero(valid & (lead == cut))
+    dropped: list[tuple[int, int]] = []
+    open_rows = kept < t_row
+    """The rows with a step left that may yet be taken."""
+    if len(at_cut):
+        cut_rows: list[int] = row_of[at_cut].tolist()
+        cut_adds: list[int] = adds[at_cut].tolist()
+        more: dict[int, int] = {}
+        out_of_it: set[int] = set()
+        """Rows dropped at the cut: nothing more for them."""
+        for p in range(len(cut_rows)):
+            r = cut_rows[p]
+            if r in out_of_it:
+                continue
+            add = cut_adds[p]
+            if add > left:
+                dropped.append((rows[r], left))
+                out_of_it.add(r)
+                continue
+            left -= add
+            more[r] = more.get(r, 0) + 1
+        if more:
+            kept[np.array(list(more), dtype=np.int64)] += np.array(list(more.values()))
+        open_rows = kept < t_row
+        if out_of_it:
+            open_rows[np.array(list(out_of_it), dtype=np.int64)] = False
+    row_jobs: Ints = np.array(rows, dtype=np.int64)
+    stepped = np.flatnonzero(kept)
+    _take(jobs, of, row_jobs[stepped].tolist(), kept[stepped].tolist(), taken, out)
+
+    # The rest wait, as in the greedy's heap: the jobs whose first step is led above the
+    # window apart (``walk.past_the_cut``), where the cut was found within it.
+    if found:
+        first_above = lead[first] > hi
+        waits = np.flatnonzero(open_rows & ~first_above)
+        above: list[int] = row_jobs[open_rows & first_above].tolist()
+    else:
+        waits, above = np.flatnonzero(open_rows), []
+    wait_jobs: list[int] = row_jobs[waits].tolist()
+    rest = wait_jobs + above
+    if left > 0 and rest:
+        at_next = first[waits] + kept[waits]
+        nexts: list[int] = adds[at_next].tolist()
+        fewest = min(nexts) if nexts else left + 1
+        if above:
+            fewest = min(fewest, min([of[i].adds[0] for i in above]))
+        if fewest <= left:  # else no step left fits: each is outbid with the GPUs left
+            heap = list(zip(lead[at_next].tolist(), wait_jobs, kept[waits].tolist(), strict=True))
+            waiting = [0] * (max(nexts, default=0) + 1)
+            for add in nexts:
+                waiting[add] += 1
+            heapq.heapify(heap)
+            left, rest = past_the_cut(
+                jobs, of, lead_at, ends, taken, out, heap, above, waiting, dropped, left, hi
+            )
+    return Notes(jobs, of, ends, taken, dropped, rest, left, refused, per_epoch, scales, lead_at)
+
+
+def _leads(score: Floats, measured: npt.NDArray[np.bool_], first: Ints, length: Ints) -> Floats:
+    """Each step's lead: the worst key (``-score``, or minus infinity for a job not yet
+    measured) along its chain up to it, as ``walk._scaled`` keeps it step by step (past
+    a job's last step it may take, whatever it comes to is never read)."""
+    lead: Floats = np.where(measured, -score, -math.inf)
+    at = first
+    more = length
+    for k in range(1, int(length.max())):
+        longer = more > k
+        at, more = at[longer], more[longer]
+        here = at + k
+        lead[here] = np.maximum(lead[here - 1], lead[here])
+    return lead
+
+
+def _take(
+    jobs: list[Candidate],
+    of: list[Chain],
+    which: list[int],
+    steps: list[int],
+    taken: list[int],
+    out: Counts,
+) -> None:
+    """Job ``which[j]`` takes its first ``steps[j]`` steps: noted, and sized in ``out``."""
+    for j in range(len(which)):
+        i, k = which[j], steps[j]
+        taken[i] = k
+        out[jobs[i].job.id] = of[i].sizes[k]
+
+
+def _no_lead(i: int, k: int) -> float:
+    raise AssertionError("no job walked has a step")
+
+
+class _FlatLeads:
+    """``walk.LeadAt`` over the leads worked out for every row: the row of a job found
+    in a dictionary made when first asked (only notes and the heap ask)."""
+
+    __slots__ = ("first", "lead", "row", "rows")
+
+    def __init__(self, lead: Floats, first: Ints, rows: list[int]) -> None:
+        self.lead = lead
+        self.first = first
+        self.rows = rows
+        self.row: dict[int, int] | None = None
+
+    def __call__(self, i: int, k: int) -> float:
+        row = self.row
+        if row is None:
+            row = self.row = {j: r for r, j in enumerate(self.rows)}
+        return float(self.lead[int(self.first[row[i]]) + k])
