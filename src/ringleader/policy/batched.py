@@ -50,6 +50,8 @@ def walk(
     n = len(jobs)
     flat = chains.flat
     rows: list[int] = []
+    ids: list[str] = []
+    """Each row's job's id, read while the job is at hand (its size is written by it)."""
     """The jobs with a step, by row: the walk's arrays have a row per job with a step."""
     ats: list[int] = []
     lens: list[int] = []
@@ -75,6 +77,7 @@ def walk(
             now_s.append(c.remaining_seconds(now))
             restarts.append(c.job.restart_s)
         rows.append(i)
+        ids.append(c.job.id)
         ats.append(flat.at(chain))
         lens.append(t)
         row_scales.append(scales[i])
@@ -96,7 +99,8 @@ def walk(
     np.cumsum(length[:-1], out=first[1:])
     row_of: Ints = np.repeat(np.arange(m, dtype=np.int64), length)
     k_of: Ints = np.arange(len(row_of), dtype=np.int64) - first[row_of]
-    where: Ints = np.array(ats, dtype=np.int64)[row_of] + k_of
+    where_at: Ints = np.array(ats, dtype=np.int64)
+    where: Ints = where_at[row_of] + k_of
     scale: Floats = np.array(row_scales, dtype=np.float64)[row_of]
     adds: Ints = flat.adds[where]
     with np.errstate(all="ignore"):  # inf and NaN are the loop's too: they stop a chain
@@ -201,7 +205,9 @@ def walk(
             open_rows[np.array(list(out_of_it), dtype=np.int64)] = False
     row_jobs: Ints = np.array(rows, dtype=np.int64)
     stepped = np.flatnonzero(kept)
-    _take(jobs, of, row_jobs[stepped].tolist(), kept[stepped].tolist(), taken, out)
+    k_stepped = kept[stepped]
+    sized: list[int] = flat.sizes[where_at[stepped] + k_stepped - 1].tolist()
+    _take(ids, stepped.tolist(), row_jobs[stepped].tolist(), k_stepped.tolist(), sized, taken, out)
 
     # The rest wait, as in the greedy's heap: the jobs whose first step is led above the
     # window apart (``walk.past_the_cut``), where the cut was found within it.
@@ -247,18 +253,19 @@ def _leads(score: Floats, measured: npt.NDArray[np.bool_], first: Ints, length: 
 
 
 def _take(
-    jobs: list[Candidate],
-    of: list[Chain],
+    ids: list[str],
     which: list[int],
+    jobs: list[int],
     steps: list[int],
+    sizes: list[int],
     taken: list[int],
     out: Counts,
 ) -> None:
-    """Job ``which[j]`` takes its first ``steps[j]`` steps: noted, and sized in ``out``."""
+    """Row ``which[j]``, job ``jobs[j]``, takes its first ``steps[j]`` steps, which size it
+    at ``sizes[j]``: noted in ``taken`` and ``out``."""
     for j in range(len(which)):
-        i, k = which[j], steps[j]
-        taken[i] = k
-        out[jobs[i].job.id] = of[i].sizes[k]
+        taken[jobs[j]] = steps[j]
+        out[ids[which[j]]] = sizes[j]
 
 
 def _no_lead(i: int, k: int) -> float:
