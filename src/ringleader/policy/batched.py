@@ -26,6 +26,7 @@ import numpy.typing as npt
 
 from ringleader.policy.chains import Chain, Chains, Counts, StepOf, no_gain, not_won
 from ringleader.policy.cut import Levels
+from ringleader.policy.flat import Flat
 from ringleader.policy.objective import Candidate
 from ringleader.policy.payback import MARGIN, may_refuse
 from ringleader.policy.plan import Note
@@ -35,54 +36,89 @@ Floats = npt.NDArray[np.float64]
 Ints = npt.NDArray[np.int64]
 
 
+class Rows:
+    """The jobs a batched walk walks, each gathered as ``growth.greedy`` meets it (its
+    objects are at hand then: gathered in a pass of their own, a fifth of the walk
+    waited on memory), one row per job whose chain has a step."""
+
+    __slots__ = (
+        "ats",
+        "flat",
+        "generation",
+        "ids",
+        "lens",
+        "measured",
+        "now_s",
+        "nows",
+        "per_epoch",
+        "refusing",
+        "restarts",
+        "rows",
+        "scales",
+        "step",
+    )
+
+    def __init__(self, flat: Flat, step: StepOf, per_epoch: bool) -> None:
+        self.flat = flat
+        self.step = step
+        self.per_epoch = per_epoch
+        self.generation = flat.generation
+        self.rows: list[int] = []
+        """Each row's job, by its index in the walk."""
+        self.ids: list[str] = []
+        """Each row's job's id (its size is written by it)."""
+        self.ats: list[int] = []
+        self.lens: list[int] = []
+        """Where each row's chain's steps are in ``flat``, and how many."""
+        self.scales: list[float] = []
+        self.measured: list[bool] = []
+        self.refusing: list[int] = []
+        """The rows whose job ``pays`` may refuse a grow past its size, with what it weighs:
+        its size, its remaining seconds at that size, and its restart."""
+        self.nows: list[int] = []
+        self.now_s: list[float] = []
+        self.restarts: list[float] = []
+
+    def add(self, i: int, c: Candidate, chain: Chain, scale: float) -> None:
+        """Job ``i`` of the walk, ``c``, along ``chain``, with ``scale`` of its work left."""
+        if chain.runs is None:
+            chain.lay_out(c, self.step, self.per_epoch)
+        t = len(chain.adds)
+        if not t:
+            return
+        job = c.job
+        now = job.workers
+        if chain.sizes[t] > now and may_refuse(c):
+            self.refusing.append(len(self.rows))
+            self.nows.append(now)
+            self.now_s.append(c.remaining_seconds(now))
+            self.restarts.append(job.restart_s)
+        self.rows.append(i)
+        self.ids.append(job.id)
+        self.ats.append(self.flat.at(chain))
+        self.lens.append(t)
+        self.scales.append(scale)
+        self.measured.append(c.measured)
+
+
 def walk(
     jobs: list[Candidate],
     of: list[Chain],
     free: int,
-    step: StepOf,
     per_epoch: bool,
     out: Counts,
     scales: list[float],
     chains: Chains,
+    gathered: Rows,
 ) -> Later:
     """``walk.walk`` of ``jobs`` along ``of``, scaled by ``scales``, looking for its cut
-    near ``chains.window``: the same sizes in ``out`` and the same notes."""
+    near ``chains.window``: the same sizes in ``out`` and the same notes. ``gathered``:
+    the jobs with a step, as ``growth.greedy`` met them."""
     n = len(jobs)
     flat = chains.flat
-    rows: list[int] = []
-    ids: list[str] = []
-    """Each row's job's id, read while the job is at hand (its size is written by it)."""
-    """The jobs with a step, by row: the walk's arrays have a row per job with a step."""
-    ats: list[int] = []
-    lens: list[int] = []
-    row_scales: list[float] = []
-    measured: list[bool] = []
-    refusing: list[int] = []
-    """The rows whose job ``pays`` may refuse a grow past its size, with what it weighs:"""
-    nows: list[int] = []
-    now_s: list[float] = []
-    restarts: list[float] = []
-    generation = flat.generation
-    for i in range(n):
-        c, chain = jobs[i], of[i]
-        if chain.runs is None:
-            chain.lay_out(c, step, per_epoch)
-        t = len(chain.adds)
-        if not t:
-            continue
-        now = c.job.workers
-        if chain.sizes[t] > now and may_refuse(c):
-            refusing.append(len(rows))
-            nows.append(now)
-            now_s.append(c.remaining_seconds(now))
-            restarts.append(c.job.restart_s)
-        rows.append(i)
-        ids.append(c.job.id)
-        ats.append(flat.at(chain))
-        lens.append(t)
-        row_scales.append(scales[i])
-        measured.append(c.measured)
-    if flat.generation != generation:
+    rows, ids, ats, lens = gathered.rows, gathered.ids, gathered.ats, gathered.lens
+    refusing = gathered.refusing
+    if flat.generation != gathered.generation:
         # The arrays filled up and started again mid-walk, over chains filed before: file
         # this walk's own again, together (more than they hold, if need be).
         flat.start_again()
@@ -101,7 +137,7 @@ def walk(
     k_of: Ints = np.arange(len(row_of), dtype=np.int64) - first[row_of]
     where_at: Ints = np.array(ats, dtype=np.int64)
     where: Ints = where_at[row_of] + k_of
-    scale: Floats = np.array(row_scales, dtype=np.float64)[row_of]
+    scale: Floats = np.array(gathered.scales, dtype=np.float64)[row_of]
     adds: Ints = flat.adds[where]
     with np.errstate(all="ignore"):  # inf and NaN are the loop's too: they stop a chain
         after: Floats = scale * flat.afters[where]
@@ -113,18 +149,18 @@ def walk(
             may[ref] = True
             s = np.flatnonzero(may[row_of])  # the steps of those rows
             row_now: Ints = np.zeros(m, dtype=np.int64)
-            row_now[ref] = nows
+            row_now[ref] = gathered.nows
             row_now_s: Floats = np.zeros(m, dtype=np.float64)
-            row_now_s[ref] = now_s
+            row_now_s[ref] = gathered.now_s
             row_restart: Floats = np.zeros(m, dtype=np.float64)
-            row_restart[ref] = restarts
+            row_restart[ref] = gathered.restarts
             sr = row_of[s]
             # ``payback.won_back``: the job's remaining seconds now less the step's after.
             won = row_now_s[sr] - after[s] >= MARGIN * row_restart[sr]
             stops[s] |= (flat.sizes[where[s]] > row_now[sr]) & ~won
     # How many steps each job may take: up to its first that gains nothing or does not pay.
     t_row: Ints = np.minimum.reduceat(np.where(stops, k_of, length[row_of]), first)
-    lead = _leads(score, np.array(measured, dtype=np.bool_)[row_of], first, length)
+    lead = _leads(score, np.array(gathered.measured, dtype=np.bool_)[row_of], first, length)
     valid = k_of < t_row[row_of]
     walked = np.where(valid, adds, 0)
     t_list: list[int] = t_row.tolist()

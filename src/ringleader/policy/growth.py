@@ -112,6 +112,10 @@ def greedy(
     """Jobs at their maximum, walked without a chain: no step grows a job past it."""
     full_at: list[int] = []
     """Their sizes."""
+    rows: batched.Rows | None = None
+    """The jobs a walk in numpy walks, gathered here (``batched.Rows``), for a large one."""
+    if scaled and chains is not None and len(jobs) >= chains.batched_from:
+        rows = batched.Rows(chains.flat, step, per_epoch)
     for c in jobs:
         job = c.job
         w = out.get(job.id, 0)
@@ -127,14 +131,17 @@ def greedy(
                 full.append(c)
                 full_at.append(w)
                 continue
-            of.append(chains.of(c, w))
+            chain = chains.of(c, w)
+            of.append(chain)
+            if rows is not None:
+                rows.add(len(by_index), c, chain, job.remaining_fraction)
         by_index.append(c)
         if scaled:
             fractions.append(job.remaining_fraction)
     scales = fractions if scaled else None
     if chains is not None:
-        if scales is not None and len(by_index) >= chains.batched_from:
-            later = batched.walk(by_index, of, free, step, per_epoch, out, scales, chains)
+        if rows is not None and scales is not None:
+            later = batched.walk(by_index, of, free, per_epoch, out, scales, chains, rows)
         else:
             later = walk(by_index, of, free, step, per_epoch, out, scales, chains.window)
         return Growth(out, notes, _AtMax(full, full_at, per_epoch, later) if full else later)
