@@ -30,6 +30,9 @@ MODELS = [
 ]
 """Speed models and epochs: chains are kept per pair (their memoised curve)."""
 
+BATCHED = [BATCHED_FROM, 1]
+"""Jobs from which a walk over kept chains works in numpy: as in production, and always."""
+
 
 def _jobs(rng: random.Random, n: int) -> tuple[list[Candidate], dict[str, int]]:
     """``n`` elastic candidates, some running (so the restart test bites), some unmeasured."""
@@ -74,9 +77,10 @@ def _frees(rng: random.Random, whole: Growth, counts: dict[str, int]) -> tuple[i
 
 
 @pytest.mark.parametrize("seed", range(12))
-def test_kept_chains_give_what_the_heap_gives(seed: int) -> None:
+@pytest.mark.parametrize("batched_from", BATCHED, ids=["loop", "numpy"])
+def test_kept_chains_give_what_the_heap_gives(seed: int, batched_from: int) -> None:
     rng = random.Random(seed)
-    chains = Chains(limit=64)  # small: it is cleared along the way too
+    chains = Chains(limit=64, batched_from=batched_from)  # small: cleared along the way too
     step = Doubling._epoch_step
     shortcuts = 0
     for _ in range(60):
@@ -91,21 +95,27 @@ def test_kept_chains_give_what_the_heap_gives(seed: int) -> None:
     assert 0 < shortcuts < 180
 
 
-def test_a_grow_that_does_not_pay_stops_the_chain_in_the_shortcut_too() -> None:
+@pytest.mark.parametrize("batched_from", BATCHED, ids=["loop", "numpy"])
+def test_a_grow_that_does_not_pay_stops_the_chain_in_the_shortcut_too(batched_from: int) -> None:
     on = tuple(Device("n", k) for k in range(2))
     job = resnet_job("a", max_gpus=16, workers=2, devices=on, restart_s=1e9, remaining=0.5)
     c = Candidate(job, job.speed)
-    g = greedy([c], {"a": 1}, 100, Doubling._epoch_step, per_epoch=True, chains=Chains())
+    chains = Chains(batched_from=batched_from)
+    g = greedy([c], {"a": 1}, 100, Doubling._epoch_step, per_epoch=True, chains=chains)
     assert g.counts == {"a": 2}  # 1 → 2 is no grow past where it runs; 2 → 4 does not pay
     assert _all(g)[1]["a"][0] == "restart_not_won"
 
 
-def test_a_refused_grow_is_noted_as_of_the_decision_though_progress_moves_on() -> None:
+@pytest.mark.parametrize("batched_from", BATCHED, ids=["loop", "numpy"])
+def test_a_refused_grow_is_noted_as_of_the_decision_though_progress_moves_on(
+    batched_from: int,
+) -> None:
     on = tuple(Device("n", k) for k in range(2))
     job = resnet_job("a", max_gpus=16, workers=2, devices=on, restart_s=1e9, remaining=0.5)
     c = Candidate(job, job.speed)
     saved = saved_by(c, 4)
-    g = greedy([c], {"a": 1}, 100, Doubling._epoch_step, per_epoch=True, chains=Chains())
+    chains = Chains(batched_from=batched_from)
+    g = greedy([c], {"a": 1}, 100, Doubling._epoch_step, per_epoch=True, chains=chains)
     progress_view(job, 0.25, 0.0, None)  # the body moves the view on before notes are read
     note = _all(g)[1]["a"]
     assert note[0] == "restart_not_won" and note[8] == saved != saved_by(c, 4)
@@ -268,10 +278,6 @@ def _remaining_step(step: StepOf) -> StepOf:
     return remaining
 
 
-BATCHED = [BATCHED_FROM, 1]
-"""Jobs from which a scaled walk works in numpy: as in production, and always."""
-
-
 @pytest.mark.parametrize("seed", range(8))
 @pytest.mark.parametrize("step", [Doubling._step, OptimusGreedy._step], ids=["doubling", "optimus"])
 @pytest.mark.parametrize("batched_from", BATCHED, ids=["loop", "numpy"])
@@ -400,17 +406,20 @@ def test_a_window_reaches_down_to_the_first_finite_lead_not_to_unmeasured_jobs()
 
 
 @pytest.mark.parametrize("seed", range(4))
-def test_a_numpy_walk_whose_arrays_fill_up_files_its_chains_again(seed: int) -> None:
+@pytest.mark.parametrize("scaled", [True, False], ids=["scaled", "per_epoch"])
+def test_a_numpy_walk_whose_arrays_fill_up_files_its_chains_again(seed: int, scaled: bool) -> None:
     """Arrays of a few steps start again many times, mid-walk too; every walk still gives
-    what the heap gives, jobs with no step and walks with no job stepping included."""
+    what the heap gives."""
     rng = random.Random(seed)
     chains = Chains(limit=64, batched_from=1)
     chains.flat = Flat(limit=12)
+    step = Doubling._step if scaled else Doubling._epoch_step
+    how = {"scaled": True} if scaled else {"per_epoch": True}
     for _ in range(30):
         jobs, counts = _jobs(rng, rng.randint(1, 40))
-        for free in _frees(rng, greedy(jobs, counts, 10**6, Doubling._step, scaled=True), counts):
-            plain = greedy(jobs, counts, free, Doubling._step, scaled=True)
-            kept = greedy(jobs, counts, free, Doubling._step, chains=chains, scaled=True)
+        for free in _frees(rng, greedy(jobs, counts, 10**6, step, **how), counts):
+            plain = greedy(jobs, counts, free, step, **how)
+            kept = greedy(jobs, counts, free, step, chains=chains, **how)
             assert _all(kept) == _all(plain)
     assert chains.flat.generation > 10
     assert chains.flat.used > chains.flat.limit  # a walk of more steps than the arrays hold

@@ -54,14 +54,16 @@ class Rows:
         "refusing",
         "restarts",
         "rows",
+        "scaled",
         "scales",
         "step",
     )
 
-    def __init__(self, flat: Flat, step: StepOf, per_epoch: bool) -> None:
+    def __init__(self, flat: Flat, step: StepOf, per_epoch: bool, scaled: bool) -> None:
         self.flat = flat
         self.step = step
         self.per_epoch = per_epoch
+        self.scaled = scaled
         self.generation = flat.generation
         self.rows: list[int] = []
         """Each row's job, by its index in the walk."""
@@ -71,6 +73,7 @@ class Rows:
         self.lens: list[int] = []
         """Where each row's chain's steps are in ``flat``, and how many."""
         self.scales: list[float] = []
+        """Each row's job's share of its work left: its scale, where the walk is scaled."""
         self.measured: list[bool] = []
         self.refusing: list[int] = []
         """The rows whose job ``pays`` may refuse a grow past its size, with what it weighs:
@@ -80,7 +83,8 @@ class Rows:
         self.restarts: list[float] = []
 
     def add(self, i: int, c: Candidate, chain: Chain, scale: float) -> None:
-        """Job ``i`` of the walk, ``c``, along ``chain``, with ``scale`` of its work left."""
+        """Job ``i`` of the walk, ``c``, along ``chain``, with ``scale`` of its work left
+        (its remaining fraction)."""
         if chain.runs is None:
             chain.lay_out(c, self.step, self.per_epoch)
         t = len(chain.adds)
@@ -95,7 +99,7 @@ class Rows:
             self.restarts.append(job.restart_s)
         self.rows.append(i)
         self.ids.append(job.id)
-        self.ats.append(self.flat.at(chain))
+        self.ats.append(self.flat.at(chain, None if self.scaled else c))
         self.lens.append(t)
         self.scales.append(scale)
         self.measured.append(c.measured)
@@ -107,13 +111,13 @@ def walk(
     free: int,
     per_epoch: bool,
     out: Counts,
-    scales: list[float],
+    scales: list[float] | None,
     chains: Chains,
     gathered: Rows,
 ) -> Later:
-    """``walk.walk`` of ``jobs`` along ``of``, scaled by ``scales``, looking for its cut
-    near ``chains.window``: the same sizes in ``out`` and the same notes. ``gathered``:
-    the jobs with a step, as ``growth.greedy`` met them."""
+    """``walk.walk`` of ``jobs`` along ``of``, scaled by ``scales`` (if given), looking
+    for its cut near ``chains.window``: the same sizes in ``out`` and the same notes.
+    ``gathered``: the jobs with a step, as ``growth.greedy`` met them."""
     n = len(jobs)
     flat = chains.flat
     rows, ids, ats, lens = gathered.rows, gathered.ids, gathered.ats, gathered.lens
@@ -122,7 +126,7 @@ def walk(
         # The arrays filled up and started again mid-walk, over chains filed before: file
         # this walk's own again, together (more than they hold, if need be).
         flat.start_again()
-        ats = [flat.file(of[i]) for i in rows]
+        ats = [flat.file(of[i], None if gathered.scaled else jobs[i]) for i in rows]
     ends = [0] * n
     taken = [0] * n
     refused: dict[int, Note] = {}
@@ -137,12 +141,18 @@ def walk(
     k_of: Ints = np.arange(len(row_of), dtype=np.int64) - first[row_of]
     where_at: Ints = np.array(ats, dtype=np.int64)
     where: Ints = where_at[row_of] + k_of
-    scale: Floats = np.array(gathered.scales, dtype=np.float64)[row_of]
+    share: Floats = np.array(gathered.scales, dtype=np.float64)[row_of]
     adds: Ints = flat.adds[where]
+    measured = np.array(gathered.measured, dtype=np.bool_)[row_of]
     with np.errstate(all="ignore"):  # inf and NaN are the loop's too: they stop a chain
-        after: Floats = scale * flat.afters[where]
-        score: Floats = (scale * flat.befores[where] - after) / adds
-        stops = ~(score > 0)
+        if scales is not None:
+            after: Floats = share * flat.afters[where]
+            score: Floats = (share * flat.befores[where] - after) / adds
+            stops = ~(score > 0)
+            lead = _leads(score, measured, first, length)
+        else:  # the chain's own leads, and no step but a refused grow stops it
+            stops = np.zeros(len(where), dtype=np.bool_)
+            lead = flat.leads[where]
         if refusing:
             ref = np.array(refusing, dtype=np.int64)
             may: npt.NDArray[np.bool_] = np.zeros(m, dtype=np.bool_)
@@ -155,18 +165,21 @@ def walk(
             row_restart: Floats = np.zeros(m, dtype=np.float64)
             row_restart[ref] = gathered.restarts
             sr = row_of[s]
-            # ``payback.won_back``: the job's remaining seconds now less the step's after.
-            won = row_now_s[sr] - after[s] >= MARGIN * row_restart[sr]
+            # ``payback.won_back``: the job's remaining seconds now less those after the
+            # step (``Candidate.remaining_seconds``: its share of work left times the
+            # whole job's seconds at the size after the step, ``Flat.wholes``).
+            won = row_now_s[sr] - share[s] * flat.wholes[where[s]] >= MARGIN * row_restart[sr]
             stops[s] |= (flat.sizes[where[s]] > row_now[sr]) & ~won
     # How many steps each job may take: up to its first that gains nothing or does not pay.
     t_row: Ints = np.minimum.reduceat(np.where(stops, k_of, length[row_of]), first)
-    lead = _leads(score, np.array(gathered.measured, dtype=np.bool_)[row_of], first, length)
     valid = k_of < t_row[row_of]
     walked = np.where(valid, adds, 0)
     t_list: list[int] = t_row.tolist()
     for r in np.flatnonzero(t_row < length).tolist():
         i = rows[r]
-        entry = scaled_entry(of[i].steps[t_list[r]], scales[i])
+        entry = of[i].steps[t_list[r]]
+        if scales is not None:
+            entry = scaled_entry(entry, scales[i])
         w, add, before, after_s, gain = entry
         c = jobs[i]
         if gain > 0:

@@ -28,7 +28,8 @@ from ringleader.policy.views import JobView
 Counts = dict[str, int]
 
 BATCHED_FROM = 2048
-"""Jobs given to a scaled greedy from which its walk works in numpy (``ringleader.policy.batched``)."""
+"""Jobs given to a greedy over kept chains from which its walk works in numpy
+(``ringleader.policy.batched``)."""
 
 NONE3 = (None,) * 3
 NONE5 = (None,) * 5

@@ -17,6 +17,7 @@ import numpy.typing as npt
 
 if TYPE_CHECKING:
     from ringleader.policy.chains import Chain
+    from ringleader.policy.objective import Candidate
 
 Item = TypeVar("Item", bound=np.generic)
 
@@ -34,7 +35,17 @@ class Flat:
     filed again when next met. So nothing is ever removed one chain at a time.
     """
 
-    __slots__ = ("adds", "afters", "befores", "generation", "limit", "sizes", "used")
+    __slots__ = (
+        "adds",
+        "afters",
+        "befores",
+        "generation",
+        "leads",
+        "limit",
+        "sizes",
+        "used",
+        "wholes",
+    )
 
     def __init__(self, limit: int = LIMIT) -> None:
         self.limit = limit
@@ -46,23 +57,32 @@ class Flat:
         self.afters: npt.NDArray[np.float64] = np.zeros(start, dtype=np.float64)
         self.sizes: npt.NDArray[np.int64] = np.zeros(start, dtype=np.int64)
         """``sizes[chain.at + k]``: the job's size once step ``k`` is taken."""
+        self.leads: npt.NDArray[np.float64] = np.zeros(start, dtype=np.float64)
+        """The chain's own leads (``Chain.leads``), for a walk that does not scale them."""
+        self.wholes: npt.NDArray[np.float64] = np.zeros(start, dtype=np.float64)
+        """The whole job's seconds once the step is taken (``Candidate.whole_seconds``),
+        which ``payback`` weighs times the share of its work left."""
 
-    def at(self, chain: Chain) -> int:
-        """Where ``chain``'s steps start in the arrays, filing them first if need be."""
+    def at(self, chain: Chain, c: Candidate | None) -> int:
+        """Where ``chain``'s steps start in the arrays, filing them first if need be
+        (``file``)."""
         if chain.filed == self.generation:
             return chain.at
         if self.used + len(chain.adds) > self.limit:
             self.start_again()
-        return self.file(chain)
+        return self.file(chain, c)
 
     def start_again(self) -> None:
         """Empty the arrays: a new generation, in which every chain is filed again."""
         self.generation += 1
         self.used = 0
 
-    def file(self, chain: Chain) -> int:
+    def file(self, chain: Chain, c: Candidate | None) -> int:
         """File ``chain``'s steps at the end of the arrays (past ``limit`` if need be: a
-        walk whose own steps are more than it holds) and give where they start."""
+        walk whose own steps are more than it holds) and give where they start. ``c``:
+        a job along it, whose model gives the whole job's seconds after each step, for a
+        chain whose objectives are not those (per epoch); None where they are (a chain
+        per unit of work: the objective after each step)."""
         m = len(chain.adds)
         if self.used + m > len(self.adds):
             self._grow(self.used + m)
@@ -71,6 +91,11 @@ class Flat:
         self.befores[at : at + m] = chain.befores
         self.afters[at : at + m] = chain.afters
         self.sizes[at : at + m] = chain.sizes[1:]
+        self.leads[at : at + m] = chain.leads
+        if c is None:
+            self.wholes[at : at + m] = chain.afters
+        else:
+            self.wholes[at : at + m] = [c.whole_seconds(size) for size in chain.sizes[1:]]
         self.used = at + m
         chain.at = at
         chain.filed = self.generation
@@ -84,6 +109,8 @@ class Flat:
         self.befores = _resized(self.befores, size)
         self.afters = _resized(self.afters, size)
         self.sizes = _resized(self.sizes, size)
+        self.leads = _resized(self.leads, size)
+        self.wholes = _resized(self.wholes, size)
 
 
 def _resized(a: npt.NDArray[Item], size: int) -> npt.NDArray[Item]:

@@ -114,8 +114,8 @@ def greedy(
     """Their sizes."""
     rows: batched.Rows | None = None
     """The jobs a walk in numpy walks, gathered here (``batched.Rows``), for a large one."""
-    if scaled and chains is not None and len(jobs) >= chains.batched_from:
-        rows = batched.Rows(chains.flat, step, per_epoch)
+    if chains is not None and len(jobs) >= chains.batched_from:
+        rows = batched.Rows(chains.flat, step, per_epoch, scaled)
     for c in jobs:
         job = c.job
         w = out.get(job.id, 0)
@@ -140,7 +140,7 @@ def greedy(
             fractions.append(job.remaining_fraction)
     scales = fractions if scaled else None
     if chains is not None:
-        if rows is not None and scales is not None:
+        if rows is not None:
             later = batched.walk(by_index, of, free, per_epoch, out, scales, chains, rows)
         else:
             later = walk(by_index, of, free, step, per_epoch, out, scales, chains.window)
