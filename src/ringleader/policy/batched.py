@@ -56,6 +56,7 @@ class Rows:
         "rows",
         "scaled",
         "scales",
+        "shares",
         "step",
     )
 
@@ -73,11 +74,14 @@ class Rows:
         self.lens: list[int] = []
         """Where each row's chain's steps are in ``flat``, and how many."""
         self.scales: list[float] = []
-        """Each row's job's share of its work left: its scale, where the walk is scaled."""
         self.measured: list[bool] = []
+        """Each row's job's scale (its share of work left) and whether it is measured:
+        what its leads are worked out from, where the walk is scaled."""
         self.refusing: list[int] = []
         """The rows whose job ``pays`` may refuse a grow past its size, with what it weighs:
-        its size, its remaining seconds at that size, and its restart."""
+        its share of work left, its size, its remaining seconds at that size, and its
+        restart."""
+        self.shares: list[float] = []
         self.nows: list[int] = []
         self.now_s: list[float] = []
         self.restarts: list[float] = []
@@ -94,6 +98,7 @@ class Rows:
         now = job.workers
         if chain.sizes[t] > now and may_refuse(c):
             self.refusing.append(len(self.rows))
+            self.shares.append(scale)
             self.nows.append(now)
             self.now_s.append(c.remaining_seconds(now))
             self.restarts.append(job.restart_s)
@@ -101,8 +106,9 @@ class Rows:
         self.ids.append(job.id)
         self.ats.append(self.flat.at(chain, None if self.scaled else c))
         self.lens.append(t)
-        self.scales.append(scale)
-        self.measured.append(c.measured)
+        if self.scaled:
+            self.scales.append(scale)
+            self.measured.append(c.measured)
 
 
 def walk(
@@ -141,11 +147,11 @@ def walk(
     k_of: Ints = np.arange(len(row_of), dtype=np.int64) - first[row_of]
     where_at: Ints = np.array(ats, dtype=np.int64)
     where: Ints = where_at[row_of] + k_of
-    share: Floats = np.array(gathered.scales, dtype=np.float64)[row_of]
     adds: Ints = flat.adds[where]
-    measured = np.array(gathered.measured, dtype=np.bool_)[row_of]
     with np.errstate(all="ignore"):  # inf and NaN are the loop's too: they stop a chain
         if scales is not None:
+            share: Floats = np.array(gathered.scales, dtype=np.float64)[row_of]
+            measured = np.array(gathered.measured, dtype=np.bool_)[row_of]
             after: Floats = share * flat.afters[where]
             score: Floats = (share * flat.befores[where] - after) / adds
             stops = ~(score > 0)
@@ -164,11 +170,14 @@ def walk(
             row_now_s[ref] = gathered.now_s
             row_restart: Floats = np.zeros(m, dtype=np.float64)
             row_restart[ref] = gathered.restarts
+            row_share: Floats = np.zeros(m, dtype=np.float64)
+            row_share[ref] = gathered.shares
             sr = row_of[s]
             # ``payback.won_back``: the job's remaining seconds now less those after the
             # step (``Candidate.remaining_seconds``: its share of work left times the
             # whole job's seconds at the size after the step, ``Flat.wholes``).
-            won = row_now_s[sr] - share[s] * flat.wholes[where[s]] >= MARGIN * row_restart[sr]
+            then_s = row_share[sr] * flat.wholes[where[s]]
+            won = row_now_s[sr] - then_s >= MARGIN * row_restart[sr]
             stops[s] |= (flat.sizes[where[s]] > row_now[sr]) & ~won
     # How many steps each job may take: up to its first that gains nothing or does not pay.
     t_row: Ints = np.minimum.reduceat(np.where(stops, k_of, length[row_of]), first)

@@ -21,14 +21,15 @@ if TYPE_CHECKING:
 
 Item = TypeVar("Item", bound=np.generic)
 
-LIMIT = 1 << 22
-"""Steps the arrays hold at most: past that they start again empty (32 MB each way
-of 4,194,304 steps; a decision at 50,000 jobs walks about 120,000)."""
+LIMIT = 1 << 19
+"""Steps the arrays hold before they start again empty: 524,288, 4 MB in each of the six
+(a decision at 50,000 jobs walks about 120,000 steps, of chains mostly filed before)."""
 
 
 class Flat:
-    """Each filed chain's steps: the GPUs each adds, its objectives before and after
-    (per unit of work), and the size after it, at ``chain.at`` onward.
+    """Each filed chain's steps, at ``chain.at`` onward: the GPUs each adds, its
+    objectives before and after, the size after it, its lead (the chain's own), and the
+    whole job's seconds after it.
 
     A chain is filed under the arrays' generation (``chain.filed``): when the
     arrays fill up they start again, a new generation, and every chain is
