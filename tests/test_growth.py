@@ -423,3 +423,19 @@ def test_a_numpy_walk_whose_arrays_fill_up_files_its_chains_again(seed: int, sca
             assert _all(kept) == _all(plain)
     assert chains.flat.generation > 10
     assert chains.flat.used > chains.flat.limit  # a walk of more steps than the arrays hold
+
+
+@pytest.mark.parametrize("scaled", [True, False], ids=["scaled", "per_epoch"])
+def test_a_greedy_given_thousands_of_jobs_walks_in_numpy_as_the_heap_does(scaled: bool) -> None:
+    """At ``BATCHED_FROM`` jobs the walk works in numpy (its arrays fill), and gives what
+    the heap gives, where GPUs run out and where all fit."""
+    rng = random.Random(7)
+    jobs, counts = _jobs(rng, BATCHED_FROM)
+    step = Doubling._step if scaled else Doubling._epoch_step
+    how = {"scaled": True} if scaled else {"per_epoch": True}
+    chains = Chains()
+    for free in _frees(rng, greedy(jobs, counts, 10**6, step, **how), counts):
+        plain = greedy(jobs, counts, free, step, **how)
+        kept = greedy(jobs, counts, free, step, chains=chains, **how)
+        assert _all(kept) == _all(plain)
+    assert chains.flat.used > 0
