@@ -91,12 +91,12 @@ class Rows:
         (its remaining fraction)."""
         if chain.runs is None:
             chain.lay_out(c, self.step, self.per_epoch)
-        t = len(chain.adds)
+        t = chain.count
         if not t:
             return
         job = c.job
         now = job.workers
-        if chain.sizes[t] > now and may_refuse(c):
+        if chain.top > now and may_refuse(c):
             self.refusing.append(len(self.rows))
             self.shares.append(scale)
             self.nows.append(now)

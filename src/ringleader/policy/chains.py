@@ -115,6 +115,7 @@ class Chain:
         "afters",
         "at",
         "befores",
+        "count",
         "end",
         "filed",
         "leads",
@@ -122,10 +123,16 @@ class Chain:
         "sizes",
         "start",
         "steps",
+        "top",
     )
 
     def __init__(self, workers: int) -> None:
         self.start = workers
+        self.count = 0
+        self.top = workers
+        """How many steps it has, and the size after the last (``len(adds)`` and
+        ``sizes[-1]``, read from the chain itself: a walk in numpy reads them for every
+        job, where the lists are another two objects to fetch from memory)."""
         self.at = 0
         self.filed = 0
         """Where its steps start in a ``flat.Flat``, and under which of its generations
@@ -179,6 +186,7 @@ class Chain:
         self.adds = [entry[1] for entry in steps]
         self.befores = [entry[2] for entry in steps]
         self.afters = [entry[3] for entry in steps]
+        self.count, self.top = len(steps), size
 
 
 class Chains:
