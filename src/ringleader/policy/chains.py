@@ -213,11 +213,12 @@ class Chains:
 
     def of(self, c: Candidate, workers: int) -> Chain:
         # The same candidate object (``profiling.LastCandidates``) from the same size
-        # has the same chain: it is kept on the candidate (``Candidate.chained``), found
-        # with no look-up by job id (a tenth of the greedy's loop at 50,000 jobs).
-        hit = c.chained
-        if hit is not None and hit.chains is self and hit.workers == workers:
-            return hit.chain
+        # has the same chain: it is kept on the candidate (``Candidate.chain``), found
+        # with no look-up by job id (a tenth of the greedy's loop at 50,000 jobs), and
+        # with no object between them to fetch from memory.
+        chain = c.chain
+        if chain is not None and c.chain_by is self and chain.start == workers:
+            return chain
         job = c.job
         key = (c.solo, workers, job.max_gpus, 0 if c.measured else start_size(job))
         chain = self._chains.get(key)
@@ -225,17 +226,5 @@ class Chains:
             if len(self._chains) >= self.limit:
                 self._chains.clear()
             chain = self._chains[key] = Chain(workers)
-        c.chained = Chained(self, workers, chain)
+        c.chain, c.chain_by = chain, self
         return chain
-
-
-class Chained:
-    """The chain a candidate was last given by ``chains`` from ``workers`` (a class, not
-    a tuple: see ``Chain.adds``)."""
-
-    __slots__ = ("chain", "chains", "workers")
-
-    def __init__(self, chains: Chains, workers: int, chain: Chain) -> None:
-        self.chains = chains
-        self.workers = workers
-        self.chain = chain

@@ -15,7 +15,7 @@ from ringleader.perf.speed import SpeedModel
 from ringleader.policy.views import JobView
 
 if TYPE_CHECKING:  # (chains imports this module)
-    from ringleader.policy.chains import Chained
+    from ringleader.policy.chains import Chain, Chains
 
 
 class SoloCurve:
@@ -70,16 +70,18 @@ class Candidate:
     of a whole trace simulation under FIFO.
     """
 
-    __slots__ = ("_solo", "chained", "job", "measured", "speed")
+    __slots__ = ("_solo", "chain", "chain_by", "job", "measured", "speed")
 
     def __init__(self, job: JobView, speed: SpeedModel | None, measured: bool = True) -> None:
         self.job = job
         self.speed = speed
         self.measured = measured
         self._solo: SoloCurve | None = None if speed is None else solo_curve(job.epochs, speed)
-        self.chained: Chained | None = None
-        """The chain a size stage last gave it (``chains.Chains.of``): kept here, as a
-        candidate is kept from one decision to the next while its view is."""
+        self.chain: Chain | None = None
+        self.chain_by: Chains | None = None
+        """The chain a size stage's ``Chains`` last gave it, and those chains
+        (``chains.Chains.of``): kept here, as a candidate is kept from one decision to
+        the next while its view is."""
 
     def __repr__(self) -> str:
         return f"Candidate(job={self.job.id!r}, speed={self.speed!r}, measured={self.measured!r})"
