@@ -1,4 +1,4 @@
-"""A large scaled walk worked out in numpy: every job's steps scaled at once.
+"""A large walk over kept chains worked out in numpy: every job's steps at once.
 
 The walk (``ringleader.policy.walk``) hands out GPUs along kept chains as
 the greedy would. Scaled (``growth.greedy``'s ``scaled``), a job's steps are
@@ -8,11 +8,12 @@ each job against the window around the last cut were half of a decision:
 120,000 steps, a few hundred instructions each. Here the same numbers come
 from array operations over the chains' steps laid end to end
 (``flat.Flat``): IEEE products, differences and quotients, the same to the
-bit as the loop's, and maxima taken along each chain. Only the jobs that
-need a look of their own are walked in Python: those a step stops short of
-their chain's end (for its note), those with a step at the cut's own lead
-(taken in the jobs' order while they fit), and, where GPUs are left past
-the cut and some step fits them, the greedy's heap over the rest
+bit as the loop's, and maxima taken along each chain; per epoch, the
+chain's own leads, read from the arrays. Only the jobs that need a look of
+their own are walked in Python: those a step stops short of their chain's
+end (for its note), those with a step at the cut's own lead (taken in the
+jobs' order while they fit), and, where GPUs are left past the cut and
+some step fits them, the greedy's heap over the rest
 (``walk.past_the_cut``).
 """
 

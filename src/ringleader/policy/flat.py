@@ -1,9 +1,10 @@
 """Kept chains' steps laid end to end in arrays, for a walk that works in numpy.
 
-A large scaled walk (``ringleader.policy.batched``) scales every job's steps
-by its work left at every decision: in a loop, a few hundred instructions a
-step, a third of a decision at 50,000 jobs. In numpy it is a gather and a
-few array operations, if the steps are in arrays. A chain is kept from one
+A large walk (``ringleader.policy.batched``) reads every job's steps at
+every decision, and, scaled, scales them by its work left: in a loop, a
+few hundred instructions a step, a third of a decision at 50,000 jobs. In
+numpy it is a gather and a few array operations, if the steps are in
+arrays. A chain is kept from one
 decision to the next (``chains.Chains``), so its steps are copied into
 these arrays once, when a walk first meets it, and found again by offset.
 """
