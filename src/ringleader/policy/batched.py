@@ -183,7 +183,8 @@ def walk(
     # How many steps each job may take: up to its first that gains nothing or does not pay.
     t_row: Ints = np.minimum.reduceat(np.where(stops, k_of, length[row_of]), first)
     valid = k_of < t_row[row_of]
-    walked = np.where(valid, adds, 0)
+    leads: Floats = lead[valid]
+    gpus: Ints = adds[valid]
     t_list: list[int] = t_row.tolist()
     for r in np.flatnonzero(t_row < length).tolist():
         i = rows[r]
@@ -199,32 +200,18 @@ def walk(
     for r in range(m):
         ends[rows[r]] = t_list[r]
     lead_at = _FlatLeads(lead, first, rows)
-    if int(walked.sum()) <= free:
+    row_jobs: Ints = np.array(rows, dtype=np.int64)
+    if int(gpus.sum()) <= free:
         # Everything fits: no step is dropped, and the order they are taken in is moot.
-        for r in range(m):
-            t = t_list[r]
-            if t:
-                i = rows[r]
-                taken[i] = t
-                out[jobs[i].job.id] = of[i].sizes[t]
+        _take(t_row, row_jobs, where_at, flat.sizes, ids, taken, out)
         return Notes(jobs, of, ends, taken, [], [], 0, refused, per_epoch, scales, lead_at)
 
-    leads: Floats = lead[valid]
-    gpus: Ints = adds[valid]
     near = chains.window
     lo, hi = near.bounds()
     cut, left = math.nan, 0
     if lo > -math.inf or hi < math.inf:
         levels = Levels(lo, hi)
-        is_below = leads < lo
-        is_above = leads > hi
-        within = ~(is_below | is_above)
-        levels.below = int(gpus[is_below].sum())
-        levels.beyond = int(np.count_nonzero(is_above))
-        levels.within = int(gpus[within].sum())
-        if not levels.one:
-            levels.leads = leads[within].tolist()
-            levels.gpus = gpus[within].tolist()
+        levels.gather_arrays(leads, gpus)
         cut, left = levels.cut(free)
     found = cut == cut
     if found:
@@ -262,11 +249,7 @@ def walk(
         open_rows = kept < t_row
         if out_of_it:
             open_rows[np.array(list(out_of_it), dtype=np.int64)] = False
-    row_jobs: Ints = np.array(rows, dtype=np.int64)
-    stepped = np.flatnonzero(kept)
-    k_stepped = kept[stepped]
-    sized: list[int] = flat.sizes[where_at[stepped] + k_stepped - 1].tolist()
-    _take(ids, stepped.tolist(), row_jobs[stepped].tolist(), k_stepped.tolist(), sized, taken, out)
+    _take(kept, row_jobs, where_at, flat.sizes, ids, taken, out)
 
     # The rest wait, as in the greedy's heap: the jobs whose first step is led above the
     # window apart (``walk.past_the_cut``), where the cut was found within it.
@@ -312,19 +295,26 @@ def _leads(score: Floats, measured: npt.NDArray[np.bool_], first: Ints, length: 
 
 
 def _take(
+    steps: Ints,
+    row_jobs: Ints,
+    where_at: Ints,
+    sizes: Ints,
     ids: list[str],
-    which: list[int],
-    jobs: list[int],
-    steps: list[int],
-    sizes: list[int],
     taken: list[int],
     out: Counts,
 ) -> None:
-    """Row ``which[j]``, job ``jobs[j]``, takes its first ``steps[j]`` steps, which size it
-    at ``sizes[j]``: noted in ``taken`` and ``out``."""
+    """Each row's job takes its first ``steps[row]`` steps, where it takes any: noted in
+    ``taken``, and sized in ``out`` at the size after its last (``Flat.sizes``, from
+    where its chain's steps start, ``where_at[row]``)."""
+    stepped = np.flatnonzero(steps)
+    k = steps[stepped]
+    which: list[int] = stepped.tolist()
+    jobs: list[int] = row_jobs[stepped].tolist()
+    counts: list[int] = k.tolist()
+    sized: list[int] = sizes[where_at[stepped] + k - 1].tolist()
     for j in range(len(which)):
-        taken[jobs[j]] = steps[j]
-        out[ids[which[j]]] = sizes[j]
+        taken[jobs[j]] = counts[j]
+        out[ids[which[j]]] = sized[j]
 
 
 def _no_lead(i: int, k: int) -> float:

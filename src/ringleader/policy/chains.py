@@ -207,9 +207,9 @@ class Chains:
         self.window = Window()
         """Where the last large walk over these chains found its cut (``cut.Window``)."""
         self.flat = Flat()
-        """Their steps in arrays, for a walk that scales them in numpy (``batched``)."""
+        """Their steps in arrays, for a walk that works in numpy (``batched``)."""
         self.batched_from = batched_from
-        """Jobs from which a scaled walk over these chains works in numpy (``batched``)."""
+        """Jobs from which a walk over these chains works in numpy (``batched``)."""
 
     def of(self, c: Candidate, workers: int) -> Chain:
         # The same candidate object (``profiling.LastCandidates``) from the same size

@@ -21,6 +21,7 @@ import math
 from typing import TYPE_CHECKING
 
 import numpy as np
+import numpy.typing as npt
 
 if TYPE_CHECKING:
     from ringleader.policy.chains import Chain
@@ -206,6 +207,19 @@ class Levels:
         adds = chain.adds
         for k in range(t):
             self._step(leads[k], adds[k])
+
+    def gather_arrays(self, leads: npt.NDArray[np.float64], gpus: npt.NDArray[np.int64]) -> None:
+        """Steps led by ``leads`` adding ``gpus``, as arrays (``batched``): ``_step`` for
+        each, in array operations."""
+        below = leads < self.lo
+        above = leads > self.hi
+        within = ~(below | above)
+        self.below += int(gpus[below].sum())
+        self.beyond += int(np.count_nonzero(above))
+        self.within += int(gpus[within].sum())
+        if not self.one:
+            self.leads += leads[within].tolist()
+            self.gpus += gpus[within].tolist()
 
     def _step(self, lead: float, gpus: int) -> None:
         if lead < self.lo:

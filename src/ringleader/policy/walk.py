@@ -175,10 +175,11 @@ def walk(
             out[ids[i]] = chain.sizes[k]
     if left > 0:  # (with none left nothing is popped: the heap's order is moot)
         heapq.heapify(heap)  # keys are unique (by index): pops come in the greedy's order
+    lead_at = _Led(led)
     left, rest = past_the_cut(
-        jobs, of, _Led(led), ends, taken, out, heap, above, waiting, dropped, left, hi
+        jobs, of, lead_at, ends, taken, out, heap, above, waiting, dropped, left, hi
     )
-    return Notes(jobs, of, ends, taken, dropped, rest, left, refused, per_epoch, scales, _Led(led))
+    return Notes(jobs, of, ends, taken, dropped, rest, left, refused, per_epoch, scales, lead_at)
 
 
 LeadAt = Callable[[int, int], float]
