@@ -81,6 +81,22 @@ def test_last_kept_matches_keep_held_while_jobs_come_go_resize_and_overlap(seed:
     assert overlapped > 10 and reused > 100  # both paths were taken
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_two_keepers_asked_about_the_same_views_never_take_each_others_outcomes(
+    seed: int,
+) -> None:
+    # Each outcome also hangs on its view (views.Memo), marked with its keeper while it
+    # is current: one asked every event and one every third see the same view objects.
+    cluster = ClusterView.uniform(4, 4)
+    often, seldom = LastKept(), LastKept()
+    for step, (counts, views, _) in enumerate(_walk(seed, cluster)):
+        fresh = FreeGPUs(cluster)
+        want = _outcome(fresh, *keep_held(counts, views, fresh))
+        assert _outcome(*often.keep_held(counts, views, cluster)) == want, f"step {step}"
+        if step % 3 == 0:
+            assert _outcome(*seldom.keep_held(counts, views, cluster)) == want, f"step {step}"
+
+
 @pytest.mark.parametrize("seed", range(3))
 def test_type_aware_places_alike_with_its_memo_and_without(seed: int) -> None:
     cluster = ClusterView.typed({"a100": (2, 4), "k80": (2, 4)})

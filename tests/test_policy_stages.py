@@ -148,7 +148,9 @@ def test_a_kept_candidate_is_used_only_for_the_very_view_it_was_made_from() -> N
     assert memo.split([other], make)[0] is not first and made == ["a", "a"]
     memo.split([replace(other)], make)  # an equal view, but another object: made again
     assert made == ["a", "a", "a"]
-    assert memo.kept(other) is None and memo.kept(job) is None  # the last split's view only
+    # Each view keeps the candidate made from it (views.Memo), for this memo alone.
+    assert memo.kept(job) is first and memo.kept(other) is not None
+    assert LastCandidates().kept(job) is None and memo.kept(replace(job)) is None
     last = replace(other)
     memo.split([last], make)
     assert memo.kept(last) is not None and memo.kept(replace(last)) is None
@@ -203,9 +205,12 @@ def test_exploratory_keeps_a_profiled_jobs_fitted_candidate_for_the_same_view() 
     assert again is not first and again.speed == fitted_model(later) != first.speed
 
 
-def test_kept_candidates_of_jobs_that_left_are_dropped_in_bulk() -> None:
-    # The memo changes in place; what jobs that left keep is bounded by the jobs asked
-    # about, and a view that comes back while still kept is not made again.
+def test_kept_candidates_of_jobs_that_left_go_with_their_views() -> None:
+    # The memo holds nothing of its own: each candidate hangs on its view (views.Memo),
+    # so a view that comes back is not made again, and one the body dropped takes its
+    # candidate with it.
+    import gc
+
     from ringleader.policy.profiling import LastCandidates
     from tests.helpers import resnet_job
 
@@ -215,15 +220,19 @@ def test_kept_candidates_of_jobs_that_left_are_dropped_in_bulk() -> None:
         made.append(job.id)
         return Candidate(job, job.speed)
 
+    def alive() -> set[str]:
+        gc.collect()
+        return {o.job.id for o in gc.get_objects() if type(o) is Candidate}
+
     jobs = [resnet_job(f"j{i:03d}") for i in range(200)]
     memo = LastCandidates()
     memo.split(jobs, make)
-    memo.split(jobs[:100], make)  # 100 left: 200 kept is within twice 100 plus 64
+    memo.split(jobs[:100], make)
     assert len(made) == 200
     assert [c.job for c in memo.split(jobs[:150], make)] == jobs[:150] and len(made) == 200
-    for n in (10, 3, 1):
-        memo.split(jobs[:n], make)
-        assert len(memo._last) <= 2 * n + 64
+    assert {f"j{i:03d}" for i in range(200)} <= alive()
+    del jobs[10:]  # the body drops 190 views
+    assert not {f"j{i:03d}" for i in range(10, 200)} & alive()
     back = memo.split(jobs[:1], make)[0]
     assert back.job is jobs[0] and len(made) == 200  # never made again
 

@@ -442,4 +442,7 @@ def test_the_compiled_way_of_making_a_view_stores_every_field_as_the_class_call_
         if isinstance(target, ast.Attribute) and ast.unparse(target.value) == "view"
     }
     assert set(stored) == {f.name for f in dataclasses.fields(JobView)}
-    assert stored == called
+    # A field not given to the class (the stages' memo) is stored as its default.
+    defaults = {f.name: repr(f.default) for f in dataclasses.fields(JobView) if not f.init}
+    assert defaults == {"memo": "None"}
+    assert stored == {**called, **defaults}

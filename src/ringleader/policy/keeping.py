@@ -10,9 +10,10 @@ decision, which is what a simulator or a controller asks at every event.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
+from typing import cast
 
 from ringleader.policy.free import FreeGPUs
-from ringleader.policy.views import ClusterView, Device, JobView
+from ringleader.policy.views import ClusterView, Device, JobView, memo_of
 
 
 def keep_subset(devices: Sequence[Device], count: int) -> tuple[Device, ...]:
@@ -81,9 +82,11 @@ def _held_last(jobs: Sequence[JobView]) -> Sequence[JobView]:
 class _Outcome:
     """One job's last outcome: its devices and GPU count as asked, the GPUs it keeps
     (None: to place), and the decision that last saw it (``LastKept._stamp``). With the
-    job's id, so the outcomes of jobs that left are found among the values alone."""
+    job's id, so the outcomes of jobs that left are found among the values alone; and
+    with its keeper while it is the job's outcome there (None once dropped), so one
+    found on a view (``views.Memo``) is known current."""
 
-    __slots__ = ("asked", "held", "job_id", "kept", "stamp")
+    __slots__ = ("asked", "held", "job_id", "keeper", "kept", "stamp")
 
     def __init__(
         self,
@@ -92,12 +95,14 @@ class _Outcome:
         asked: int,
         kept: tuple[Device, ...] | None,
         stamp: int,
+        keeper: LastKept,
     ) -> None:
         self.job_id = job_id
         self.held = held
         self.asked = asked
         self.kept = kept
         self.stamp = stamp
+        self.keeper: LastKept | None = keeper
 
 
 class LastKept:
@@ -118,7 +123,9 @@ class LastKept:
     the jobs that left are found without a set of who stayed. The GPUs each
     job keeps are kept as one dictionary too, changed where outcomes change and
     handed out as a copy: at 50,000 running jobs, filling a new one was a third
-    of this.
+    of this. Outcomes are kept by job id, and each is hung on the view it was
+    last seen in too (``views.Memo``): the body hands most views over again,
+    and a read from the view was a third of the look-ups' time.
     """
 
     __slots__ = ("_cluster", "_free", "_gpus", "_last", "_owner", "_placed", "_stamp")
@@ -167,7 +174,11 @@ class LastKept:
             want = wants.get(job_id, 0)
             if want == 0:
                 continue
-            hit = last.get(job_id)
+            hit = _current(job, self)
+            if hit is None:
+                hit = last.get(job_id)
+                if hit is not None:
+                    memo_of(job).outcome = hit  # this view, seen again
             if hit is not None:
                 if hit.stamp == stamp:
                     return None  # a job id given twice
@@ -183,6 +194,7 @@ class LastKept:
         if gone:  # jobs left, or ask for something else: give their GPUs back
             for job_id in _unstamped(last, stamp, gone):
                 outcome = last.pop(job_id)
+                outcome.keeper = None
                 for d in outcome.held:
                     del owner[d]
                 if outcome.kept is not None:
@@ -192,7 +204,8 @@ class LastKept:
             if job.id in last or not _claim(owner, job):
                 return None
             kept = _keep_one(job, want, self._gpus)
-            last[job.id] = _Outcome(job.id, job.devices, want, kept, stamp)
+            outcome = _Outcome(job.id, job.devices, want, kept, stamp, self)
+            last[job.id] = memo_of(job).outcome = outcome
             if kept is None:
                 to_place.append(job)
             else:
@@ -206,6 +219,7 @@ class LastKept:
         """``keep_held`` itself; kept for the next decision where no GPU is held twice."""
         free = FreeGPUs(cluster)
         placed, to_place = keep_held(counts, jobs, free)
+        _drop(self._last)
         self._cluster, self._free, self._last, self._owner = None, None, {}, {}
         self._placed = {}
         owner: dict[Device, str] = {}
@@ -216,14 +230,32 @@ class LastKept:
             if want == 0:
                 continue
             if job.id in last or not _claim(owner, job):
+                _drop(last)
                 return free, placed, to_place  # nothing kept: see _again
-            last[job.id] = _Outcome(job.id, job.devices, want, placed.get(job.id), stamp)
+            outcome = _Outcome(job.id, job.devices, want, placed.get(job.id), stamp, self)
+            last[job.id] = memo_of(job).outcome = outcome
         kept = free.copy()
         kept.index()  # kept up to date from here on, so each decision's copy starts with it
         self._cluster, self._free, self._last, self._owner = cluster, kept, last, owner
         self._placed = dict(placed)
         self._gpus = {n.name: range(n.gpus) for n in cluster.nodes}
         return free, placed, to_place
+
+
+def _current(job: JobView, keeper: LastKept) -> _Outcome | None:
+    """The outcome hung on ``job``'s view, if it is ``keeper``'s current one for it."""
+    memo = job.memo
+    if memo is None or memo.outcome is None:
+        return None
+    outcome = cast(_Outcome, memo.outcome)
+    return outcome if outcome.keeper is keeper else None
+
+
+def _drop(last: dict[str, _Outcome]) -> None:
+    """Mark the outcomes of ``last`` as no one's: the views they hang on no longer
+    stand for a kept outcome."""
+    for outcome in last.values():
+        outcome.keeper = None
 
 
 def _unstamped(last: dict[str, _Outcome], stamp: int, count: int) -> list[str]:

@@ -16,11 +16,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import cast
 
 from ringleader.perf.errors import ModelFitError
 from ringleader.perf.speed import SpeedModel, StepSample, fit_speed_model
 from ringleader.policy.objective import Candidate
-from ringleader.policy.views import JobShape, JobView
+from ringleader.policy.views import JobShape, JobView, memo_of
 
 
 class PolicyInputError(ValueError):
@@ -70,7 +71,7 @@ def _prior(shape: JobShape, step: float, workers: int = 1) -> SpeedModel:
 
 
 class LastCandidates:
-    """The candidates the last split made, by job id, with the view each was made from.
+    """The candidates the last split made, each kept on the view it was made from.
 
     A candidate is a function of its view's speed model and observations (the
     step time at each size, not for how long), and it reads the job's progress
@@ -85,16 +86,13 @@ class LastCandidates:
     default that was a fifth of a trace simulation for the waiting jobs, and as
     much again for the running ones. Outputs are unchanged.
 
-    The memo is changed in place, only where a job's candidate is made: a job that
-    has left keeps its entry until the memo holds twice the jobs asked about (plus
-    a margin), and is then dropped with the rest of them. An entry is only ever
-    taken for the very view it was made from, so one kept too long is never wrong.
+    The candidate hangs from the view (``views.Memo``), marked as this memo's: a
+    dictionary by job id was a tenth of a decision at 50,000 jobs, waiting on
+    memory. A candidate lives as long as its view; a new view of the job, built
+    by the body, starts without one.
     """
 
-    __slots__ = ("_last",)
-
-    def __init__(self) -> None:
-        self._last: dict[str, _Made] = {}
+    __slots__ = ()
 
     def split(
         self, jobs: Sequence[JobView], make: Callable[[JobView], Candidate]
@@ -107,39 +105,21 @@ class LastCandidates:
                 c = make(job)
                 self.keep(job, c)
             known.append(c)
-        self.prune(known)
         return known
 
     def kept(self, job: JobView) -> Candidate | None:
-        """The candidate made for this very view, if the memo has it (None: it was made
-        for another view of the job, or never)."""
-        hit = self._last.get(job.id)
-        return hit.candidate if hit is not None and hit.view is job else None
+        """The candidate made for this very view, if this memo made one (None: it was
+        made for another view of the job, by another memo, or never)."""
+        memo = job.memo
+        if memo is None or memo.candidate_by is not self:
+            return None
+        return cast(Candidate, memo.candidate)
 
     def keep(self, job: JobView, c: Candidate) -> None:
         """Remember ``c`` as made for this very view."""
-        self._last[job.id] = _Made(job, c)
-
-    def prune(self, known: Sequence[Candidate]) -> None:
-        """Drop the jobs not among ``known`` (the split's candidates), once the memo holds
-        twice as many jobs as those, plus a margin."""
-        if len(self._last) > 2 * len(known) + 64:
-            asked = {c.job.id for c in known}
-            self._last = {k: v for k, v in self._last.items() if k in asked}
-
-
-class _Made:
-    """A candidate with the view it was made from.
-
-    A class, not a tuple: compiled, reading a field of a tuple held in a dict
-    unpacks the whole tuple, checking each item's type, at every read.
-    """
-
-    __slots__ = ("candidate", "view")
-
-    def __init__(self, view: JobView, candidate: Candidate) -> None:
-        self.view = view
-        self.candidate = candidate
+        memo = memo_of(job)
+        memo.candidate = c
+        memo.candidate_by = self
 
 
 class Probe:
@@ -257,7 +237,6 @@ class Exploratory:
                 c = self._candidate(job)
                 memo.keep(job, c)
             known.append(c)
-        memo.prune(known)
         return known, exploring
 
     @staticmethod

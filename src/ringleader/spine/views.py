@@ -164,6 +164,7 @@ def _stored(
     view.parameter_server = job.parameter_server  # type: ignore[misc]
     view.type_speed = type_speed  # type: ignore[misc]
     view.attained_effective_s = known.attained_effective_s  # type: ignore[misc]
+    view.memo = None  # type: ignore[misc]
     return view
 
 
