@@ -38,7 +38,7 @@ def test_base_counts_from_the_last_ones_are_those_built_afresh(seed: int, backfi
     jobs: list[JobView] = []
     made = 0
     fresh = fifo_base if not backfill else backfill_base
-    reordered = 0
+    reordered = placed = 0
     for _ in range(80):
         # Jobs leave, arrive and change their sizes; the order is now and then shuffled
         # a little or a lot; now and then a job is given twice; capacity moves.
@@ -69,7 +69,19 @@ def test_base_counts_from_the_last_ones_are_those_built_afresh(seed: int, backfi
         assert kept._counts is got
         assert len(kept._ids) == len(got)
         assert dict(zip(kept._ids, kept._needs, strict=True)) == got
+        # Each job's count by its place, for these very jobs and counts alone.
+        given = kept.given(candidates, got)
+        if given is not None:
+            # (a job given twice is given its count at one place at least)
+            assert [g or got.get(c.job.id, 0) for g, c in zip(given, candidates, strict=True)] == [
+                got.get(c.job.id, 0) for c in candidates
+            ]
+            assert all(g == got[c.job.id] for g, c in zip(given, candidates, strict=True) if g)
+            placed += 1
+        assert kept.given(list(candidates), got) is None
+        assert kept.given(candidates, dict(got)) is None
     assert reordered  # the walk was taken, and a new job put before old ones
+    assert placed > 60
 
 
 def test_a_size_of_its_own_is_asked_per_job() -> None:

@@ -138,3 +138,47 @@ def test_shares_sum_each_users_demand_however_their_jobs_interleave() -> None:
         weights = {u: 1.0 for u in demands}
         candidates = [Candidate(j, None) for j in jobs]
         assert FairShare().shares(candidates, capacity) == waterfill(capacity, demands, weights)
+
+
+class _Hidden:
+    """An order that orders as the one it wraps, of a type ``FairShare`` does not know."""
+
+    def __init__(self, inner: Prioritised) -> None:
+        self.inner = inner
+        self.needs_speed = self.needs_true_remaining = False
+
+    def order(self, jobs: list[Candidate], now: float) -> list[Candidate]:
+        return self.inner.order(jobs, now)
+
+
+@pytest.mark.parametrize("users", [("ana",), ("ana", "bo", "cy")])
+def test_order_and_shares_are_order_and_shares_from_one_pass(users: tuple[str, ...]) -> None:
+    """One pass gives both; and around ``Prioritised`` (whose order each user's jobs keep
+    already) the order is the one sorting each user's jobs by priority gives."""
+    rng = random.Random(5)
+    for _ in range(60):
+        jobs = [
+            Candidate(
+                _view(
+                    f"j{i}",
+                    rng.choice(users),
+                    at=float(i),
+                    priority=rng.choice((0, 0, 0, 1, 5)),
+                    gpus=rng.randint(1, 8),
+                ),
+                None,
+            )
+            for i in range(rng.randint(1, 40))
+        ]
+        for job in jobs:  # some attained service, for the LAS queues within
+            object.__setattr__(job.job, "attained_gpu_s", rng.choice((0.0, 5e3, 5e4)))
+        inner = Prioritised(LeastAttained((3600.0, 36_000.0)))
+        fair = FairShare(inner)
+        capacity = rng.randint(1, 100)
+        ordered, shares = fair.order_and_shares(jobs, 0.0, capacity)
+        assert ordered == fair.order(jobs, 0.0) == FairShare(_Hidden(inner)).order(jobs, 0.0)  # type: ignore[arg-type]
+        assert shares == fair.shares(jobs, capacity)
+        assert sorted(c.job.id for c in ordered) == sorted(c.job.id for c in jobs)
+        for user in users:  # each user's jobs by priority, highest first
+            theirs = [c.job.priority for c in ordered if c.job.user == user]
+            assert theirs == sorted(theirs, reverse=True)

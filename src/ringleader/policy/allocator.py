@@ -146,9 +146,18 @@ class Doubling:
         return w, c.epoch_seconds(w), c.epoch_seconds(2 * w)
 
     def grow(self, jobs: Sequence[Candidate], counts: Counts, free: int) -> Growth:
+        sizes = self._base.given(jobs, counts)
         if self.per_epoch:
-            return greedy(jobs, counts, free, self._epoch_step, per_epoch=True, chains=self._chains)
-        return greedy(jobs, counts, free, self._step, chains=self._chains, scaled=True)
+            return greedy(
+                jobs,
+                counts,
+                free,
+                self._epoch_step,
+                per_epoch=True,
+                chains=self._chains,
+                sizes=sizes,
+            )
+        return greedy(jobs, counts, free, self._step, chains=self._chains, scaled=True, sizes=sizes)
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,4 +187,5 @@ class OptimusGreedy:
         return 1, c.whole_seconds(w), c.whole_seconds(w + 1)
 
     def grow(self, jobs: Sequence[Candidate], counts: Counts, free: int) -> Growth:
-        return greedy(jobs, counts, free, self._step, chains=self._chains, scaled=True)
+        sizes = self._base.given(jobs, counts)
+        return greedy(jobs, counts, free, self._step, chains=self._chains, scaled=True, sizes=sizes)

@@ -42,7 +42,7 @@ def least_size(job: JobView) -> int:
 class LastBase:
     """The last decision's base counts, with the jobs given them in its order."""
 
-    __slots__ = ("_counts", "_ids", "_needs")
+    __slots__ = ("_counts", "_given", "_given_to", "_ids", "_needs")
 
     def __init__(self) -> None:
         self._counts: Counts = {}
@@ -50,6 +50,18 @@ class LastBase:
         """The jobs in ``_counts``, in the order they were given GPUs."""
         self._needs: list[int] = []
         """Their counts, in that order."""
+        self._given: list[int] | None = None
+        """The last base's count of each job it was asked about, by place (0: none)."""
+        self._given_to: Sequence[Candidate] | None = None
+        """The jobs it was asked about."""
+
+    def given(self, jobs: Sequence[Candidate], counts: Counts) -> list[int] | None:
+        """Each of ``jobs``' count in ``counts``, by place, where these are the very jobs
+        and counts of the last ``base`` (None: they are not): the size stage's growth
+        reads them so, not by a look-up per job (``growth.greedy``'s ``sizes``)."""
+        if jobs is self._given_to and counts is self._counts:
+            return self._given
+        return None
 
     def base(
         self,
@@ -77,7 +89,11 @@ class LastBase:
         began: copied into the new order in one slice when the run ends, not per job."""
         free = capacity
         self._counts, self._ids, self._needs = {}, [], []  # until this one is through
+        self._given, self._given_to = None, None
+        given = [0] * len(jobs)
+        place = -1
         for c in jobs:
+            place += 1
             job = c.job
             # The default called directly: compiled, a call through the argument is a
             # Python call per job (``allocator.fifo_base``).
@@ -87,6 +103,7 @@ class LastBase:
                     continue
                 break
             free -= need
+            given[place] = need
             job_id = job.id
             if at < n and ids[at] == job_id and needs[at] == need:
                 at += 1  # as it was, where it was: nothing to write
@@ -122,6 +139,7 @@ class LastBase:
             new_ids += ids[run:at]
             new_needs += needs[run:at]
         self._counts, self._ids, self._needs = out, new_ids, new_needs
+        self._given, self._given_to = given, jobs
         return out
 
     def _afresh(

@@ -138,7 +138,6 @@ class Policy:
             known, exploring = self.profiling.split(ordered)
         else:
             known, exploring = [Candidate(job, None) for job in ordered], []
-        known = self.order.order(known, now)
         free = cluster.capacity
         held: Counts = {}
         """GPUs each job holds: its size, or a probe's hold (``Probe.hold``)."""
@@ -165,7 +164,11 @@ class Policy:
                 explore(job)
             else:
                 fresh.append(job)
-        shares = self.order.shares(known, free) if isinstance(self.order, FairShare) else {}
+        shares: dict[str, int] = {}
+        if isinstance(self.order, FairShare):
+            known, shares = self.order.order_and_shares(known, now, free)
+        else:
+            known = self.order.order(known, now)
         within = _within_shares(known, shares) if len(shares) > 1 else known
         counts = self.size.base(within, free)
         free -= sum(counts.values())
