@@ -226,6 +226,11 @@ class JobView:
     """
 
     id: str
+    memo: Memo | None = field(default=None, init=False, repr=False, compare=False)
+    """What the policy's stages worked out from this very view (``Memo``), kept on it:
+    not part of the job's data, nor of its equality; a copy (``dataclasses.replace``)
+    starts without one. Next to ``id``: most stages read the two and little else
+    of most jobs, and here they share the object's first cache line."""
     submitted_at: float
     shape: JobShape
     epochs: EpochsToConverge
@@ -237,6 +242,8 @@ class JobView:
     priority: int = 0
     devices: tuple[Device, ...] = ()
     workers: int = 0
+    suspended: bool = False
+    """Resident on ``devices`` but not running (time-sliced out)."""
     speed: SpeedModel | None = None
     observations: Mapping[int, Observation] = field(default_factory=dict)
     attained_gpu_s: float = 0.0
@@ -244,8 +251,6 @@ class JobView:
     attained_effective_s: float | None = None
     """GPU-seconds weighted by the speed of the type held over the job's fastest type:
     the service it got, in its best GPUs' terms (None: as ``attained_gpu_s``)."""
-    suspended: bool = False
-    """Resident on ``devices`` but not running (time-sliced out)."""
     state_since: float = 0.0
     """When the job last started running, was suspended, or was queued."""
     packed: Mapping[str, Observation] = field(default_factory=dict)
@@ -266,10 +271,6 @@ class JobView:
     """The job's speed on each GPU type, relative to the speed its model and observations
     describe (1.0). A type missing here is taken as 1.0; a gang on mixed types runs at
     its slowest type's speed (``speed_on``)."""
-    memo: Memo | None = field(default=None, init=False, repr=False, compare=False)
-    """What the policy's stages worked out from this very view (``Memo``), kept on it:
-    not part of the job's data, nor of its equality; a copy (``dataclasses.replace``)
-    starts without one."""
 
     @property
     def running(self) -> bool:
