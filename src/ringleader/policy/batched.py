@@ -56,7 +56,6 @@ class Rows:
         "restarts",
         "rows",
         "scaled",
-        "scales",
         "shares",
         "step",
     )
@@ -67,17 +66,19 @@ class Rows:
         self.per_epoch = per_epoch
         self.scaled = scaled
         self.generation = flat.generation
-        self.rows: list[int] = []
-        """Each row's job, by its index in the walk."""
+        self.lens: list[int] = []
+        """How many steps each job of the walk has (0: none, and no row): the rows' jobs
+        are found from it in numpy, where a list of their indices took an allocation
+        per row (an index boxed), a twentieth of a decision with the others here."""
+        self.rows = 0
+        """How many rows so far."""
         self.ids: list[str] = []
         """Each row's job's id (its size is written by it)."""
-        self.ats: list[int] = []
-        self.lens: list[int] = []
-        """Where each row's chain's steps are in ``flat``, and how many."""
-        self.scales: list[float] = []
+        self.ats: list[object] = []
+        """Where each row's chain's steps are in ``flat`` (``Chain.at``, kept boxed)."""
         self.measured: list[bool] = []
-        """Each row's job's scale (its share of work left) and whether it is measured:
-        what its leads are worked out from, where the walk is scaled."""
+        """Whether each row's job is measured: its leads are worked out from it and the
+        job's share of work left (the walk's ``scales``), where the walk is scaled."""
         self.refusing: list[int] = []
         """The rows whose job ``pays`` may refuse a grow past its size, with what it weighs:
         its share of work left, its size, its remaining seconds at that size, and its
@@ -89,26 +90,25 @@ class Rows:
 
     def add(self, i: int, c: Candidate, chain: Chain, scale: float) -> None:
         """Job ``i`` of the walk, ``c``, along ``chain``, with ``scale`` of its work left
-        (its remaining fraction)."""
+        (its remaining fraction): the walk's jobs are added in order, each once."""
         if chain.runs is None:
             chain.lay_out(c, self.step, self.per_epoch)
         t = chain.count
+        self.lens.append(t)
         if not t:
             return
         job = c.job
         now = job.workers
         if chain.top > now and may_refuse(c):
-            self.refusing.append(len(self.rows))
+            self.refusing.append(self.rows)
             self.shares.append(scale)
             self.nows.append(now)
             self.now_s.append(c.remaining_seconds(now))
             self.restarts.append(job.restart_s)
-        self.rows.append(i)
+        self.rows += 1
         self.ids.append(job.id)
         self.ats.append(self.flat.at(chain, None if self.scaled else c))
-        self.lens.append(t)
         if self.scaled:
-            self.scales.append(scale)
             self.measured.append(c.measured)
 
 
@@ -127,21 +127,23 @@ def walk(
     ``gathered``: the jobs with a step, as ``growth.greedy`` met them."""
     n = len(jobs)
     flat = chains.flat
-    rows, ids, ats, lens = gathered.rows, gathered.ids, gathered.ats, gathered.lens
+    ids, ats = gathered.ids, gathered.ats
     refusing = gathered.refusing
+    every: Ints = np.array(gathered.lens, dtype=np.int64)
+    row_jobs: Ints = np.flatnonzero(every)
+    """Each row's job, by its index in the walk."""
     if flat.generation != gathered.generation:
         # The arrays filled up and started again mid-walk, over chains filed before: file
         # this walk's own again, together (more than they hold, if need be).
         flat.start_again()
+        rows: list[int] = row_jobs.tolist()
         ats = [flat.file(of[i], None if gathered.scaled else jobs[i]) for i in rows]
-    ends = [0] * n
-    taken = [0] * n
     refused: dict[int, Note] = {}
-    m = len(rows)
+    m = len(row_jobs)
     if not m:
-        return Notes(jobs, of, ends, taken, [], [], 0, refused, per_epoch, scales, _no_lead)
+        return Notes(jobs, of, [0] * n, [0] * n, [], [], 0, refused, per_epoch, scales, _no_lead)
 
-    length: Ints = np.array(lens, dtype=np.int64)
+    length: Ints = every[row_jobs]
     first: Ints = np.zeros(m, dtype=np.int64)
     np.cumsum(length[:-1], out=first[1:])
     row_of: Ints = np.repeat(np.arange(m, dtype=np.int64), length)
@@ -151,7 +153,7 @@ def walk(
     adds: Ints = flat.adds[where]
     with np.errstate(all="ignore"):  # inf and NaN are the loop's too: they stop a chain
         if scales is not None:
-            share: Floats = np.array(gathered.scales, dtype=np.float64)[row_of]
+            share: Floats = np.array(scales, dtype=np.float64)[row_jobs][row_of]
             measured = np.array(gathered.measured, dtype=np.bool_)[row_of]
             after: Floats = share * flat.afters[where]
             score: Floats = (share * flat.befores[where] - after) / adds
@@ -187,7 +189,7 @@ def walk(
     gpus: Ints = adds[valid]
     t_list: list[int] = t_row.tolist()
     for r in np.flatnonzero(t_row < length).tolist():
-        i = rows[r]
+        i = int(row_jobs[r])
         entry = of[i].steps[t_list[r]]
         if scales is not None:
             entry = scaled_entry(entry, scales[i])
@@ -197,13 +199,11 @@ def walk(
             refused[i] = not_won(c, w, add, before, after_s, per_epoch)
         else:
             refused[i] = no_gain(c, w, add, before, after_s, per_epoch)
-    for r in range(m):
-        ends[rows[r]] = t_list[r]
-    lead_at = _FlatLeads(lead, first, rows)
-    row_jobs: Ints = np.array(rows, dtype=np.int64)
+    ends = _by_job(t_row, row_jobs, n)
+    lead_at = _FlatLeads(lead, first, row_jobs, n)
     if int(gpus.sum()) <= free:
         # Everything fits: no step is dropped, and the order they are taken in is moot.
-        _take(t_row, row_jobs, where_at, flat.sizes, ids, taken, out)
+        taken = _take(t_row, row_jobs, n, where_at, flat.sizes, ids, out)
         return Notes(jobs, of, ends, taken, [], [], 0, refused, per_epoch, scales, lead_at)
 
     near = chains.window
@@ -239,7 +239,7 @@ def walk(
                 continue
             add = cut_adds[p]
             if add > left:
-                dropped.append((rows[r], left))
+                dropped.append((int(row_jobs[r]), left))
                 out_of_it.add(r)
                 continue
             left -= add
@@ -249,7 +249,7 @@ def walk(
         open_rows = kept < t_row
         if out_of_it:
             open_rows[np.array(list(out_of_it), dtype=np.int64)] = False
-    _take(kept, row_jobs, where_at, flat.sizes, ids, taken, out)
+    taken = _take(kept, row_jobs, n, where_at, flat.sizes, ids, out)
 
     # The rest wait, as in the greedy's heap: the jobs whose first step is led above the
     # window apart (``walk.past_the_cut``), where the cut was found within it.
@@ -297,24 +297,30 @@ def _leads(score: Floats, measured: npt.NDArray[np.bool_], first: Ints, length: 
 def _take(
     steps: Ints,
     row_jobs: Ints,
+    n: int,
     where_at: Ints,
     sizes: Ints,
     ids: list[str],
-    taken: list[int],
     out: Counts,
-) -> None:
-    """Each row's job takes its first ``steps[row]`` steps, where it takes any: noted in
-    ``taken``, and sized in ``out`` at the size after its last (``Flat.sizes``, from
-    where its chain's steps start, ``where_at[row]``)."""
-    stepped = np.flatnonzero(steps)
-    k = steps[stepped]
-    which: list[int] = stepped.tolist()
-    jobs: list[int] = row_jobs[stepped].tolist()
-    counts: list[int] = k.tolist()
-    sized: list[int] = sizes[where_at[stepped] + k - 1].tolist()
-    for j in range(len(which)):
-        taken[jobs[j]] = counts[j]
-        out[ids[which[j]]] = sized[j]
+) -> list[int]:
+    """Each row's job takes its first ``steps[row]`` steps, where it takes any: sized in
+    ``out`` at the size after its last (``Flat.sizes``, from where its chain's steps
+    start, ``where_at[row]``); and the steps each of the walk's ``n`` jobs took. Every
+    number read in Python is a small one (a size, a step count), which Python keeps
+    made: no allocation per row."""
+    sized: list[int] = np.where(steps > 0, sizes[where_at + steps - 1], 0).tolist()
+    for r in range(len(sized)):
+        size = sized[r]
+        if size:
+            out[ids[r]] = size
+    return _by_job(steps, row_jobs, n)
+
+
+def _by_job(per_row: Ints, row_jobs: Ints, n: int) -> list[int]:
+    """A count per row as a list by job: 0 for the jobs with no row."""
+    by_job: Ints = np.zeros(n, dtype=np.int64)
+    by_job[row_jobs] = per_row
+    return by_job.tolist()  # type: ignore[no-any-return]
 
 
 def _no_lead(i: int, k: int) -> float:
@@ -323,18 +329,21 @@ def _no_lead(i: int, k: int) -> float:
 
 class _FlatLeads:
     """``walk.LeadAt`` over the leads worked out for every row: the row of a job found
-    in a dictionary made when first asked (only notes and the heap ask)."""
+    in an array by job made when first asked (only notes and the heap ask; a dictionary
+    built of boxed indices was a fortieth of a decision)."""
 
-    __slots__ = ("first", "lead", "row", "rows")
+    __slots__ = ("first", "jobs", "lead", "row", "rows")
 
-    def __init__(self, lead: Floats, first: Ints, rows: list[int]) -> None:
+    def __init__(self, lead: Floats, first: Ints, rows: Ints, jobs: int) -> None:
         self.lead = lead
         self.first = first
         self.rows = rows
-        self.row: dict[int, int] | None = None
+        self.jobs = jobs
+        self.row: Ints | None = None
 
     def __call__(self, i: int, k: int) -> float:
         row = self.row
         if row is None:
-            row = self.row = {j: r for r, j in enumerate(self.rows)}
-        return float(self.lead[int(self.first[row[i]]) + k])
+            row = self.row = np.zeros(self.jobs, dtype=np.int64)
+            row[self.rows] = np.arange(len(self.rows), dtype=np.int64)
+        return float(self.lead[int(self.first[int(row[i])]) + k])

@@ -133,10 +133,12 @@ class Chain:
         """How many steps it has, and the size after the last (``len(adds)`` and
         ``sizes[-1]``, read from the chain itself: a walk in numpy reads them for every
         job, where the lists are another two objects to fetch from memory)."""
-        self.at = 0
+        self.at: object = 0
         self.filed = 0
-        """Where its steps start in a ``flat.Flat``, and under which of its generations
-        they were filed there (0: never)."""
+        """Where its steps start in a ``flat.Flat`` (an int, kept boxed: a walk in numpy
+        lists it for every row, where a native int is boxed anew, an allocation per row
+        per decision), and under which of its generations they were filed there (0:
+        never)."""
         self.steps: list[Entry] = []
         self.end: Note | None = None
         self.leads: list[float] = []

@@ -65,9 +65,9 @@ class Flat:
         """The whole job's seconds once the step is taken (``Candidate.whole_seconds``),
         which ``payback`` weighs times the share of its work left."""
 
-    def at(self, chain: Chain, c: Candidate | None) -> int:
-        """Where ``chain``'s steps start in the arrays, filing them first if need be
-        (``file``)."""
+    def at(self, chain: Chain, c: Candidate | None) -> object:
+        """Where ``chain``'s steps start in the arrays (an int, boxed: ``Chain.at``),
+        filing them first if need be (``file``)."""
         if chain.filed == self.generation:
             return chain.at
         if self.used + len(chain.adds) > self.limit:
