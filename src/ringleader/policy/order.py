@@ -147,6 +147,10 @@ class Prioritised(Wrapping):
 
     def order(self, jobs: Sequence[Candidate], now: float) -> list[Candidate]:
         ordered = self.within.order(jobs, now)
-        if all(c.job.priority == ordered[0].job.priority for c in ordered):
+        if not ordered:
             return ordered
-        return sorted(ordered, key=lambda c: -c.job.priority)
+        first = ordered[0].job.priority
+        for c in ordered:  # (a loop, not ``all`` over a generator: compiled, a call per job)
+            if c.job.priority != first:
+                return sorted(ordered, key=lambda d: -d.job.priority)
+        return ordered

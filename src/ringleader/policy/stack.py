@@ -210,7 +210,9 @@ class Policy:
         turns: Mapping[str, Turn] = {}
         traffic: Mapping[str, Mapping[str, int]] = {}
         if self.share is not None or self.traffic is not None:
-            in_order = [c.job for c in known] + exploring
+            in_order = [c.job for c in known]
+            if exploring:  # (not a new list of every job: a reference to each is a write)
+                in_order += exploring
             if self.share is not None:
                 shared = self.share.share(assignments, in_order, cluster, now)
                 final, turns = shared.assignments, shared.turns
