@@ -187,13 +187,21 @@ def test_jobs_on_gpus_another_group_holds_wait_as_a_plain_reference_says() -> No
                     suspended=running and rng.random() < 0.3,
                 )
             )
-        groups, waiting, held = current_groups(jobs, MAX)
-        want_groups, want_waiting, want_held = grouped_by_tuples(jobs, MAX)
-        got = [(g.devices, [r.id for r in g.residents]) for g in groups]
-        assert got == want_groups
-        assert [j.id for j in waiting] == want_waiting
-        assert {Device(n, i) for n, bits in held.items() for i in range(8) if bits >> i & 1} == (
-            want_held
-        )
+        for again in range(3):
+            # Again on the same views, which keep what was read of them (``Held``), and
+            # then with some moved in place, as a body moves them.
+            if again == 2:
+                for j in jobs[::3]:
+                    moved = tuple(reversed(j.devices))[: max(1, j.workers - 1)]
+                    object.__setattr__(j, "devices", moved)
+                    object.__setattr__(j, "workers", len(moved) if j.workers else 0)
+            groups, waiting, held = current_groups(jobs, MAX)
+            want_groups, want_waiting, want_held = grouped_by_tuples(jobs, MAX)
+            got = [(g.devices, [r.id for r in g.residents]) for g in groups]
+            assert got == want_groups
+            assert [j.id for j in waiting] == want_waiting
+            assert {
+                Device(n, i) for n, bits in held.items() for i in range(8) if bits >> i & 1
+            } == (want_held)
         shapes += len(want_waiting) > 0 and len(want_groups) > 1
     assert shapes > 100  # conflicts and groups both met

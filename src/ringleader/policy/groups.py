@@ -18,10 +18,11 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Sequence
+from typing import cast
 
 from ringleader.policy.placement import nodes_spanned
 from ringleader.policy.stack import arrives_before
-from ringleader.policy.views import Device, JobView
+from ringleader.policy.views import Device, JobView, memo_of
 
 NO_PRIORITY = -(2**31)
 """The top priority of a group with no residents: below every job's."""
@@ -185,14 +186,23 @@ def current_groups(
     groups: list[Group] = []
     waiting: list[JobView] = []
     for job in _resident_order(jobs):
-        devices = _held(job)
-        if not devices:
+        if not job.workers:
             waiting.append(job)
             continue
+        mine = held_by(job)
+        devices = mine.devices
         first = devices[0]
         group = founded.get(first)
         if group is None:
-            group = _claim(devices, held)
+            if mine.node:  # on one node: its mask, worked out with the sorted devices
+                bits = held.get(mine.node, 0)
+                if bits & mine.mask:
+                    waiting.append(job)  # its GPUs overlap another group's
+                    continue
+                held[mine.node] = bits | mine.mask
+                group = Group(devices)
+            else:
+                group = _claim(devices, held)
             if group is None:
                 waiting.append(job)  # its GPUs overlap another group's
                 continue
@@ -286,6 +296,45 @@ def _claim_spread(devices: tuple[Device, ...], held: dict[str, int]) -> Group | 
     for i in range(len(nodes)):
         held[nodes[i]] = held.get(nodes[i], 0) | masks[i]
     return Group(devices)
+
+
+class Held:
+    """The GPUs a job runs on, sorted (``_held``), and, where they are on one node, that
+    node and their bits (``_claim``'s mask): kept on the view (``views.Memo.held``) with
+    the devices and workers they were read from, as both may change in place. Sorting
+    and masking read every device object of every job at every decision, a fifth of
+    finding the groups at 50,000 jobs, waiting on memory."""
+
+    __slots__ = ("devices", "mask", "node", "of", "workers")
+
+    def __init__(self, job: JobView) -> None:
+        self.of = job.devices
+        self.workers = job.workers
+        self.devices = _held(job)
+        self.node = ""
+        """The one node they are on ("" where they span more, or are none)."""
+        self.mask = 0
+        if self.devices:
+            node = self.devices[0].node
+            mask = 0
+            for d in self.devices:
+                if d.node != node:
+                    return
+                mask |= 1 << d.index
+            self.node, self.mask = node, mask
+
+
+def held_by(job: JobView) -> Held:
+    """``Held`` for ``job`` as its view is now: the one kept on it, or made and kept."""
+    memo = memo_of(job)
+    mine = memo.held
+    if mine is not None:
+        kept = cast(Held, mine)
+        if kept.of is job.devices and kept.workers == job.workers:
+            return kept
+    made = Held(job)
+    memo.held = made
+    return made
 
 
 def _held(job: JobView) -> tuple[Device, ...]:

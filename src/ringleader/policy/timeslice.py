@@ -67,7 +67,10 @@ def rotation(residents: Sequence[JobView], now: float, quantum_s: float) -> JobV
     if len(residents) == 1:
         return residents[0]
     q = quantum_s
-    top = max(j.priority for j in residents)
+    top = residents[0].priority
+    for j in residents:  # (a loop, not ``max`` over a generator: compiled, a call per job)
+        if j.priority > top:
+            top = j.priority
     # One pass over the group (asked of every group at every decision): the holder,
     # the first running eligible job by (state_since, id); the next, the first
     # waiting one by (held GPUs before, state_since, id), else the first of all.

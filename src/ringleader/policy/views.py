@@ -301,7 +301,7 @@ class Memo:
     Not copied: a view pickled or copied arrives without one.
     """
 
-    __slots__ = ("candidate", "candidate_by", "outcome")
+    __slots__ = ("assignment", "assignment_by", "candidate", "candidate_by", "held", "outcome")
 
     def __init__(self) -> None:
         self.candidate: object = None
@@ -310,6 +310,13 @@ class Memo:
         """The ``LastCandidates`` that made it."""
         self.outcome: object = None
         """The view's job's last outcome in ``keeping.LastKept`` (it names its keeper)."""
+        self.held: object = None
+        """The GPUs the job runs on as Gandiva's groups read them (``groups.Held``), with
+        the devices and workers they were read from."""
+        self.assignment: object = None
+        self.assignment_by: object = None
+        """The job's assignment in the last plan of ``assignment_by`` (an
+        ``assigning.LastAssignments``) to see it."""
 
     def __reduce__(self) -> tuple[type[Memo], tuple[()]]:
         return (Memo, ())
