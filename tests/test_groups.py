@@ -199,6 +199,10 @@ def test_jobs_on_gpus_another_group_holds_wait_as_a_plain_reference_says() -> No
             want_groups, want_waiting, want_held = grouped_by_tuples(jobs, MAX)
             got = [(g.devices, [r.id for r in g.residents]) for g in groups]
             assert got == want_groups
+            # Each group found on one node is known to be (``Group.one_node``).
+            assert [g.one_node for g in groups] == [
+                len({d.node for d in g.devices}) == 1 for g in groups
+            ]
             assert [j.id for j in waiting] == want_waiting
             assert {
                 Device(n, i) for n, bits in held.items() for i in range(8) if bits >> i & 1

@@ -36,11 +36,21 @@ class Group:
     three times the cost (a twentieth of a time-slicing trace simulation).
     """
 
-    __slots__ = ("devices", "residents")
+    __slots__ = ("devices", "one_node", "residents")
 
-    def __init__(self, devices: tuple[Device, ...], residents: list[JobView] | None = None) -> None:
+    def __init__(
+        self,
+        devices: tuple[Device, ...],
+        residents: list[JobView] | None = None,
+        one_node: bool = False,
+    ) -> None:
         self.devices = devices
         self.residents: list[JobView] = [] if residents is None else residents
+        self.one_node = one_node
+        """Known to be on one node (False: not known), as ``current_groups`` finds most,
+        which Gandiva's stack reads of every group (``sharing.on_one_node``) without
+        visiting each device. Every move of a group keeps it so: to a subset of its
+        GPUs, a doubling on its node, or onto one node."""
 
     def __repr__(self) -> str:
         return f"Group(devices={self.devices!r}, residents={[j.id for j in self.residents]!r})"
@@ -200,7 +210,7 @@ def current_groups(
                     waiting.append(job)  # its GPUs overlap another group's
                     continue
                 held[mine.node] = bits | mine.mask
-                group = Group(devices)
+                group = Group(devices, None, True)
             else:
                 group = _claim(devices, held)
             if group is None:

@@ -231,7 +231,7 @@ class Sharing:
         # De-fragment: a group on more nodes than it needs, onto one node that fits.
         if moves >= self.max_migrations:
             return
-        spread = [g for g in groups if not _one_node(g.devices)]
+        spread = [g for g in groups if not on_one_node(g)]
         for g in sorted(spread, key=lambda g: (-g.size, g.devices)):
             if moves >= self.max_migrations:
                 break
@@ -242,6 +242,7 @@ class Sharing:
             free.take(node, indices)
             free.give_devices(g.devices)
             g.devices = tuple(Device(node, i) for i in indices)
+            g.one_node = True
             moves += 1
 
     def _shrink(self, groups: list[Group], free: FreeGPUs) -> None:
@@ -261,7 +262,7 @@ class Sharing:
         for g in sorted(growing, key=lambda g: turn_order(g.residents[0])):
             job = g.residents[0]
             node = g.devices[0].node
-            if not _one_node(g.devices):
+            if not on_one_node(g):
                 continue
             room = sorted(free.free[node])
             extra = min(len(room), job.max_gpus - g.size, g.size)  # doubling
@@ -319,6 +320,11 @@ def _one_top(groups: list[Group]) -> bool:
             elif t != seen:
                 return False
     return True
+
+
+def on_one_node(g: Group) -> bool:
+    """Whether ``g``'s GPUs are on one node: known (``Group.one_node``), or looked at."""
+    return g.one_node or _one_node(g.devices)
 
 
 def _one_node(devices: tuple[Device, ...]) -> bool:
