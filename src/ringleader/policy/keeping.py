@@ -128,7 +128,7 @@ class LastKept:
     and a read from the view was a third of the look-ups' time.
     """
 
-    __slots__ = ("_cluster", "_free", "_gpus", "_last", "_owner", "_placed", "_stamp")
+    __slots__ = ("_cluster", "_free", "_gpus", "_last", "_owner", "_placed", "_seen", "_stamp")
 
     def __init__(self) -> None:
         self._cluster: ClusterView | None = None
@@ -139,6 +139,9 @@ class LastKept:
         self._placed: dict[str, tuple[Device, ...]] = {}
         """The GPUs each job in ``_last`` keeps, where it keeps any."""
         self._stamp = 0
+        self._seen: list[JobView] | None = None
+        """The views the last decision walked, in its order: this one walks its own beside
+        them, and finds the jobs that left among those it passes over."""
 
     def keep_held(
         self, counts: Mapping[str, int], jobs: Sequence[JobView], cluster: ClusterView
@@ -169,10 +172,26 @@ class LastKept:
         to_place: list[JobView] = []  # in no particular order: the place stage sorts it
         changed: list[tuple[JobView, int]] = []
         hits = 0
-        for job in _held_last(jobs):
+        walk = _walked(jobs)
+        before, self._seen = self._seen, None  # (until this one is through)
+        ends = 0 if before is None else len(before)
+        at = 0
+        """Where this walk is in the last one's: every view before it was met again, or
+        passed over (its job may have left)."""
+        passed: list[JobView] = []
+        for job in walk:
+            if before is not None:  # (the last walk's views beside this one's)
+                if at < ends and before[at] is job:
+                    at += 1
+                else:
+                    at = _beside(before, at, job, passed)
+                    if at < 0:
+                        before = None  # out of step: the jobs that left are looked for
             job_id = job.id
             want = wants.get(job_id, 0)
             if want == 0:
+                if before is not None and _current(job, self) is not None:
+                    passed.append(job)  # asks for none now: it gives its GPUs back
                 continue
             hit = _current(job, self)
             if hit is None:
@@ -192,7 +211,10 @@ class LastKept:
             changed.append((job, want))
         gone = len(last) - hits
         if gone:  # jobs left, or ask for something else: give their GPUs back
-            for job_id in _unstamped(last, stamp, gone):
+            if before is not None:
+                passed.extend([job for job, _ in changed])  # (their old outcomes go)
+            found = None if before is None else _left(last, stamp, gone, passed, before, at)
+            for job_id in _unstamped(last, stamp, gone) if found is None else found:
                 outcome = last.pop(job_id)
                 outcome.keeper = None
                 for d in outcome.held:
@@ -211,6 +233,7 @@ class LastKept:
             else:
                 free.take_devices(kept)
                 placed[job.id] = kept
+        self._seen = walk
         return free.copy(), placed.copy(), to_place
 
     def _afresh(
@@ -221,6 +244,7 @@ class LastKept:
         placed, to_place = keep_held(counts, jobs, free)
         _drop(self._last)
         self._cluster, self._free, self._last, self._owner = None, None, {}, {}
+        self._seen = None
         self._placed = {}
         owner: dict[Device, str] = {}
         last: dict[str, _Outcome] = {}
@@ -234,6 +258,7 @@ class LastKept:
                 return free, placed, to_place  # nothing kept: see _again
             outcome = _Outcome(job.id, job.devices, want, placed.get(job.id), stamp, self)
             last[job.id] = memo_of(job).outcome = outcome
+        self._seen = _walked(jobs)
         kept = free.copy()
         kept.index()  # kept up to date from here on, so each decision's copy starts with it
         self._cluster, self._free, self._last, self._owner = cluster, kept, last, owner
@@ -256,6 +281,59 @@ def _drop(last: dict[str, _Outcome]) -> None:
     stand for a kept outcome."""
     for outcome in last.values():
         outcome.keeper = None
+
+
+SKIPS = 8
+"""Views of the last walk one walk may pass over at once (their jobs left, or have new
+views) before it stops walking beside the last one."""
+
+
+def _walked(jobs: Sequence[JobView]) -> list[JobView]:
+    """``_held_last(jobs)`` as a list (compiled, a list's item is read in C)."""
+    walk = _held_last(jobs)
+    return walk if isinstance(walk, list) else list(walk)
+
+
+def _beside(before: list[JobView], at: int, job: JobView, passed: list[JobView]) -> int:
+    """Where the walk is in ``before`` past ``job`` (a new view of a job keeps its place),
+    the views passed over on the way to it noted in ``passed``; ``at`` where ``job`` is
+    new, or -1 where it is not near enough to tell."""
+    ahead = at
+    while ahead < len(before) and ahead < at + SKIPS:
+        seen = before[ahead]
+        if seen is job or seen.id == job.id:
+            for k in range(at, ahead):
+                passed.append(before[k])
+            return ahead + 1
+        ahead += 1
+    if job.submitted_at >= before[-1].submitted_at if before else True:
+        return at  # new, at the end
+    return -1
+
+
+def _left(
+    last: dict[str, _Outcome],
+    stamp: int,
+    count: int,
+    passed: list[JobView],
+    before: list[JobView],
+    at: int,
+) -> list[str] | None:
+    """The ``count`` jobs of ``last`` not stamped ``stamp``, among the views in ``passed``
+    (those of the last walk this one passed over, and of jobs met that changed or ask
+    for none) and those of the last walk it never reached (None: not all are there)."""
+    found: dict[str, None] = {}  # (in the order found, each once)
+    for view in passed:
+        _unseen(last, view.id, stamp, found)
+    for k in range(at, len(before)):
+        _unseen(last, before[k].id, stamp, found)
+    return list(found) if len(found) == count else None
+
+
+def _unseen(last: dict[str, _Outcome], job_id: str, stamp: int, found: dict[str, None]) -> None:
+    outcome = last.get(job_id)
+    if outcome is not None and outcome.stamp != stamp:
+        found[job_id] = None
 
 
 def _unstamped(last: dict[str, _Outcome], stamp: int, count: int) -> list[str]:
