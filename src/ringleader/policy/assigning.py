@@ -18,7 +18,6 @@ were put. Outputs are equal either way, in the same order.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import cast
 
 from ringleader.policy.plan import WAIT, Assignment
 from ringleader.policy.views import Device, JobView, memo_of
@@ -71,7 +70,7 @@ class LastAssignments:
         memo = job.memo
         a: Assignment | None
         if memo is not None and memo.assignment_by is self:
-            a = cast(Assignment, memo.assignment)
+            a = memo.assignment
         else:
             a = self.assignments.get(job.id)
         if (

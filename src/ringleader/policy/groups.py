@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Sequence
-from typing import cast
 
 from ringleader.policy.placement import nodes_spanned
 from ringleader.policy.stack import arrives_before
@@ -337,11 +336,9 @@ class Held:
 def held_by(job: JobView) -> Held:
     """``Held`` for ``job`` as its view is now: the one kept on it, or made and kept."""
     memo = memo_of(job)
-    mine = memo.held
-    if mine is not None:
-        kept = cast(Held, mine)
-        if kept.of is job.devices and kept.workers == job.workers:
-            return kept
+    kept = memo.held
+    if kept is not None and kept.of is job.devices and kept.workers == job.workers:
+        return kept
     made = Held(job)
     memo.held = made
     return made

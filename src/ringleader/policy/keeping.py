@@ -10,7 +10,6 @@ decision, which is what a simulator or a controller asks at every event.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
-from typing import cast
 
 from ringleader.policy.free import FreeGPUs
 from ringleader.policy.views import ClusterView, Device, JobView, memo_of
@@ -79,7 +78,7 @@ def _held_last(jobs: Sequence[JobView]) -> Sequence[JobView]:
     return jobs
 
 
-class _Outcome:
+class Outcome:
     """One job's last outcome: its devices and GPU count as asked, the GPUs it keeps
     (None: to place), and the decision that last saw it (``LastKept._stamp``). With the
     job's id, so the outcomes of jobs that left are found among the values alone; and
@@ -134,7 +133,7 @@ class LastKept:
         self._cluster: ClusterView | None = None
         self._gpus: dict[str, range] = {}
         self._free: FreeGPUs | None = None
-        self._last: dict[str, _Outcome] = {}
+        self._last: dict[str, Outcome] = {}
         self._owner: dict[Device, str] = {}
         self._placed: dict[str, tuple[Device, ...]] = {}
         """The GPUs each job in ``_last`` keeps, where it keeps any."""
@@ -226,7 +225,7 @@ class LastKept:
             if job.id in last or not _claim(owner, job):
                 return None
             kept = _keep_one(job, want, self._gpus)
-            outcome = _Outcome(job.id, job.devices, want, kept, stamp, self)
+            outcome = Outcome(job.id, job.devices, want, kept, stamp, self)
             last[job.id] = memo_of(job).outcome = outcome
             if kept is None:
                 to_place.append(job)
@@ -247,7 +246,7 @@ class LastKept:
         self._seen = None
         self._placed = {}
         owner: dict[Device, str] = {}
-        last: dict[str, _Outcome] = {}
+        last: dict[str, Outcome] = {}
         stamp = self._stamp
         for job in _held_last(jobs):
             want = counts.get(job.id, 0)
@@ -256,7 +255,7 @@ class LastKept:
             if job.id in last or not _claim(owner, job):
                 _drop(last)
                 return free, placed, to_place  # nothing kept: see _again
-            outcome = _Outcome(job.id, job.devices, want, placed.get(job.id), stamp, self)
+            outcome = Outcome(job.id, job.devices, want, placed.get(job.id), stamp, self)
             last[job.id] = memo_of(job).outcome = outcome
         self._seen = _walked(jobs)
         kept = free.copy()
@@ -267,16 +266,16 @@ class LastKept:
         return free, placed, to_place
 
 
-def _current(job: JobView, keeper: LastKept) -> _Outcome | None:
+def _current(job: JobView, keeper: LastKept) -> Outcome | None:
     """The outcome hung on ``job``'s view, if it is ``keeper``'s current one for it."""
     memo = job.memo
-    if memo is None or memo.outcome is None:
+    if memo is None:
         return None
-    outcome = cast(_Outcome, memo.outcome)
-    return outcome if outcome.keeper is keeper else None
+    outcome = memo.outcome
+    return outcome if outcome is not None and outcome.keeper is keeper else None
 
 
-def _drop(last: dict[str, _Outcome]) -> None:
+def _drop(last: dict[str, Outcome]) -> None:
     """Mark the outcomes of ``last`` as no one's: the views they hang on no longer
     stand for a kept outcome."""
     for outcome in last.values():
@@ -312,7 +311,7 @@ def _beside(before: list[JobView], at: int, job: JobView, passed: list[JobView])
 
 
 def _left(
-    last: dict[str, _Outcome],
+    last: dict[str, Outcome],
     stamp: int,
     count: int,
     passed: list[JobView],
@@ -330,13 +329,13 @@ def _left(
     return list(found) if len(found) == count else None
 
 
-def _unseen(last: dict[str, _Outcome], job_id: str, stamp: int, found: dict[str, None]) -> None:
+def _unseen(last: dict[str, Outcome], job_id: str, stamp: int, found: dict[str, None]) -> None:
     outcome = last.get(job_id)
     if outcome is not None and outcome.stamp != stamp:
         found[job_id] = None
 
 
-def _unstamped(last: dict[str, _Outcome], stamp: int, count: int) -> list[str]:
+def _unstamped(last: dict[str, Outcome], stamp: int, count: int) -> list[str]:
     """The first ``count`` jobs in ``last`` not stamped ``stamp`` (there are that many):
     the walk stops at the last one rather than reading every outcome. It reads the
     values alone: compiled, walking the items built a tuple per job, four fifths of it."""

@@ -16,7 +16,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import cast
 
 from ringleader.perf.errors import ModelFitError
 from ringleader.perf.speed import SpeedModel, StepSample, fit_speed_model
@@ -113,7 +112,7 @@ class LastCandidates:
         memo = job.memo
         if memo is None or memo.candidate_by is not self:
             return None
-        return cast(Candidate, memo.candidate)
+        return memo.candidate
 
     def keep(self, job: JobView, c: Candidate) -> None:
         """Remember ``c`` as made for this very view."""

@@ -12,11 +12,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from ringleader.perf.allreduce import Algorithm
 from ringleader.perf.epochs import EpochsToConverge
 from ringleader.perf.speed import SpeedModel
+
+if TYPE_CHECKING:  # what stages keep on a view (``Memo``): they import this module
+    from ringleader.policy.groups import Held
+    from ringleader.policy.keeping import Outcome
+    from ringleader.policy.objective import Candidate
+    from ringleader.policy.plan import Assignment
 
 
 class Device:
@@ -298,22 +304,22 @@ class Memo:
     what one stage keeps, with who kept it, so two policies deciding on the
     same views never take each other's; an answer is only ever for the
     very view it hangs from, so a body that builds a new view starts afresh.
-    Not copied: a view pickled or copied arrives without one.
+    Not copied: a view pickled or copied arrives with an empty one.
     """
 
     __slots__ = ("assignment", "assignment_by", "candidate", "candidate_by", "held", "outcome")
 
     def __init__(self) -> None:
-        self.candidate: object = None
+        self.candidate: Candidate | None = None
         """The candidate ``profiling.LastCandidates`` made from the view."""
         self.candidate_by: object = None
         """The ``LastCandidates`` that made it."""
-        self.outcome: object = None
+        self.outcome: Outcome | None = None
         """The view's job's last outcome in ``keeping.LastKept`` (it names its keeper)."""
-        self.held: object = None
+        self.held: Held | None = None
         """The GPUs the job runs on as Gandiva's groups read them (``groups.Held``), with
         the devices and workers they were read from."""
-        self.assignment: object = None
+        self.assignment: Assignment | None = None
         self.assignment_by: object = None
         """The job's assignment in the last plan of ``assignment_by`` (an
         ``assigning.LastAssignments``) to see it."""
