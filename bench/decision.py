@@ -139,19 +139,28 @@ def after_one_event_times(
     arrivals = snapshot(1, repeat, nodes)
     policy = policy_named(name)
 
-    def carry_out(plan: Plan) -> int:
+    def carry_out(plan: Plan, now: float) -> int:
+        """The plan's moves as a body makes them: a moved job's view made again, and
+        ``state_since`` moved on where the job starts or stops running (the simulator's
+        rule), which time-slicing's turns read."""
         moved = 0
         for job_id, view in list(jobs.items()):
             a = plan.of(job_id)
             if (a.devices, a.workers, a.suspended) != (view.devices, view.workers, view.suspended):
+                running = a.workers > 0 and not a.suspended
+                since = view.state_since if running == view.running else now
                 jobs[job_id] = replace(
-                    view, devices=a.devices, workers=a.workers, suspended=a.suspended
+                    view,
+                    devices=a.devices,
+                    workers=a.workers,
+                    suspended=a.suspended,
+                    state_since=since,
                 )
                 moved += 1
         return moved
 
     for r in range(SETTLE):
-        if not carry_out(decide(policy, list(jobs.values()), cluster, float(r))):
+        if not carry_out(decide(policy, list(jobs.values()), cluster, float(r)), float(r)):
             break
     rng = random.Random(0)
     times: list[float] = []
@@ -169,7 +178,8 @@ def after_one_event_times(
         )
         jobs[new.id] = new
         views = fresh(list(jobs.values()), "all")
-        carry_out(_timed(policy, views, cluster, float(SETTLE + r), times, after))
+        now = float(SETTLE + r)
+        carry_out(_timed(policy, views, cluster, now, times, after), now)
     return sorted(times), sorted(after)
 
 
