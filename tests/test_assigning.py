@@ -77,21 +77,21 @@ def test_assignments_made_from_the_last_ones_are_those_built_afresh(seed: int) -
     assert rebuilt > 0 and walked > 0  # both ways were taken
 
 
-def test_again_for_gives_the_last_object_while_unchanged_found_on_the_view_or_by_id() -> None:
+def test_again_gives_the_last_object_while_unchanged_found_on_the_view_or_by_id() -> None:
     from dataclasses import replace
 
     kept = LastAssignments()
     a = replace(_job(1, 0.0), devices=DEVICES[0], workers=1)
-    first = kept.again_for(a, DEVICES[0], 1)
+    first = kept.again(a, DEVICES[0], 1)
     assert first == Assignment(DEVICES[0], 1)
     kept.assignments = {a.id: first}
-    assert kept.again_for(a, DEVICES[0], 1) is first  # on the view
-    assert kept.again_for(replace(a), DEVICES[0], 1) is first  # a new view: by id
-    paused = kept.again_for(a, DEVICES[0], 1, True)
+    assert kept.again(a, DEVICES[0], 1) is first  # on the view
+    assert kept.again(replace(a), DEVICES[0], 1) is first  # a new view: by id
+    paused = kept.again(a, DEVICES[0], 1, True)
     assert paused == Assignment(DEVICES[0], 1, True) and paused is not first
-    assert kept.again_for(a, DEVICES[0], 1, True) is paused  # the view keeps the latest
-    moved = kept.again_for(a, DEVICES[1], 2)
+    assert kept.again(a, DEVICES[0], 1, True) is paused  # the view keeps the latest
+    moved = kept.again(a, DEVICES[1], 2)
     assert moved == Assignment(DEVICES[1], 2)
     other = LastAssignments()  # another keeper never takes this one's
-    assert other.again_for(a, DEVICES[1], 2) is not moved
-    assert kept.again_for(a, DEVICES[1], 2) is not moved  # other's was hung on the view last
+    assert other.again(a, DEVICES[1], 2) is not moved
+    assert kept.again(a, DEVICES[1], 2) is not moved  # other's was hung on the view last

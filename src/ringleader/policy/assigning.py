@@ -41,32 +41,19 @@ class LastAssignments:
         mapping's a method looked up and called, once per placed job per decision."""
 
     def again(
-        self, job_id: str, devices: tuple[Device, ...], workers: int, suspended: bool = False
-    ) -> Assignment:
-        """``Assignment(devices, workers, suspended)``: the last decision's very object for
-        ``job_id`` where it was that. Asked while the decision builds its own, which
-        replaces ``assignments`` once built."""
-        a = self.assignments.get(job_id)
-        if (
-            a is not None
-            and a.workers == workers
-            and a.suspended == suspended
-            and (a.devices is devices or a.devices == devices)
-        ):
-            return a
-        return Assignment(devices, workers, suspended)
-
-    def again_for(
         self,
         job: JobView,
         devices: tuple[Device, ...],
         workers: int,
         suspended: bool = False,
     ) -> Assignment:
-        """``again(job.id, ...)``, the last object found on the job's view (``views.Memo``)
-        rather than by its id where this keeper left it there: Gandiva's stack asks it of
-        every resident at every decision, and at 50,000 the look-ups were a twelfth of
-        a decision, waiting on memory. Only identity rides on which is found."""
+        """``Assignment(devices, workers, suspended)``: the last decision's very object for
+        ``job`` where it was that. Asked while the decision builds its own, which
+        replaces ``assignments`` once built. The last object is found on the job's view
+        (``views.Memo``) where this keeper left it there, else by id: Gandiva's stack
+        asks it of every resident at every decision, and at 50,000 the look-ups by id
+        were a twelfth of a decision, waiting on memory. Only identity rides on which
+        is found."""
         memo = job.memo
         a: Assignment | None
         if memo is not None and memo.assignment_by is self:

@@ -133,7 +133,7 @@ class Sharing:
         for g in groups:
             if len(g.residents) == 1:  # a lone resident runs, with no turns to work out
                 job = g.residents[0]
-                assignments[job.id] = kept.again_for(job, g.devices, g.size)
+                assignments[job.id] = kept.again(job, g.devices, g.size)
                 if g.size > job.requested_gpus:  # grown; else FIXED
                     notes[job.id] = (GROWN_IDLE, g.size)
                 continue
@@ -142,7 +142,7 @@ class Sharing:
                 wake = due if wake is None else min(wake, due)
             for job in g.residents:
                 paused = job.id not in running
-                assignments[job.id] = kept.again_for(job, g.devices, g.size, paused)
+                assignments[job.id] = kept.again(job, g.devices, g.size, paused)
             if len(g.residents) > len(running):
                 sliced.append((g.residents, running))
             elif g.size > g.residents[0].requested_gpus:  # grown: one resident; else FIXED
