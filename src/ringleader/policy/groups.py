@@ -203,15 +203,7 @@ def current_groups(
         first = devices[0]
         group = founded.get(first)
         if group is None:
-            if mine.node:  # on one node: its mask, worked out with the sorted devices
-                bits = held.get(mine.node, 0)
-                if bits & mine.mask:
-                    waiting.append(job)  # its GPUs overlap another group's
-                    continue
-                held[mine.node] = bits | mine.mask
-                group = Group(devices, None, True)
-            else:
-                group = _claim(devices, held)
+            group = _claim(mine, held)
             if group is None:
                 waiting.append(job)  # its GPUs overlap another group's
                 continue
@@ -259,25 +251,22 @@ def _before(a: JobView, b: JobView) -> bool:
     return arrives_before(a, b)
 
 
-def _claim(devices: tuple[Device, ...], held: dict[str, int]) -> Group | None:
-    """A new group on ``devices``, their GPUs marked held; None if any is held already.
+def _claim(mine: Held, held: dict[str, int]) -> Group | None:
+    """A new group on a job's GPUs (``mine``), marked held; None if any is held already.
 
     A node's held GPUs are one integer's bits, so a gang on one node (most: a whole
-    node's eight GPUs, or four) is checked and claimed with one look-up of its node.
-    A dictionary per node, by index, took a look-up and an insertion per GPU, and
-    was half of finding the groups on cluster07 (counted by ``bench/instructions.py``).
+    node's eight GPUs, or four) is checked and claimed with one look-up of its node,
+    by the mask ``Held`` worked out with the sorted devices. A dictionary per node, by
+    index, took a look-up and an insertion per GPU, and was half of finding the
+    groups on cluster07 (counted by ``bench/instructions.py``).
     """
-    node = devices[0].node
-    mask = 0
-    for d in devices:
-        if d.node != node:
-            return _claim_spread(devices, held)
-        mask |= 1 << d.index
-    bits = held.get(node, 0)
-    if bits & mask:
+    if not mine.node:
+        return _claim_spread(mine.devices, held)
+    bits = held.get(mine.node, 0)
+    if bits & mine.mask:
         return None
-    held[node] = bits | mask
-    return Group(devices)
+    held[mine.node] = bits | mine.mask
+    return Group(mine.devices, None, True)
 
 
 def _claim_spread(devices: tuple[Device, ...], held: dict[str, int]) -> Group | None:
@@ -309,7 +298,7 @@ def _claim_spread(devices: tuple[Device, ...], held: dict[str, int]) -> Group | 
 
 class Held:
     """The GPUs a job runs on, sorted (``_held``), and, where they are on one node, that
-    node and their bits (``_claim``'s mask): kept on the view (``views.Memo.held``) with
+    node and their bits (the mask ``_claim`` claims): kept on the view (``views.Memo.held``) with
     the devices and workers they were read from, as both may change in place. Sorting
     and masking read every device object of every job at every decision, a fifth of
     finding the groups at 50,000 jobs, waiting on memory."""
