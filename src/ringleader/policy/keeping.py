@@ -305,7 +305,7 @@ def _beside(before: list[JobView], at: int, job: JobView, passed: list[JobView])
                 passed.append(before[k])
             return ahead + 1
         ahead += 1
-    if job.submitted_at >= before[-1].submitted_at if before else True:
+    if not before or job.submitted_at >= before[-1].submitted_at:
         return at  # new, at the end
     return -1
 
