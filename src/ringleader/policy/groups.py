@@ -21,6 +21,7 @@ from collections.abc import Sequence
 
 from ringleader.policy.placement import nodes_spanned
 from ringleader.policy.stack import arrives_before
+from ringleader.policy.timeslice import top_priority
 from ringleader.policy.views import Device, JobView, memo_of
 
 NO_PRIORITY = -(2**31)
@@ -61,14 +62,7 @@ class Group:
 
 def top(g: Group) -> int:
     """The highest priority among ``g``'s residents."""
-    residents = g.residents
-    if not residents:
-        return NO_PRIORITY
-    best = residents[0].priority
-    for j in residents:
-        if j.priority > best:
-            best = j.priority
-    return best
+    return top_priority(g.residents) if g.residents else NO_PRIORITY
 
 
 _Entry = tuple[int, int, tuple[Device, ...], int]

@@ -67,10 +67,7 @@ def rotation(residents: Sequence[JobView], now: float, quantum_s: float) -> JobV
     if len(residents) == 1:
         return residents[0]
     q = quantum_s
-    top = residents[0].priority
-    for j in residents:  # (a loop, not ``max`` over a generator: compiled, a call per job)
-        if j.priority > top:
-            top = j.priority
+    top = top_priority(residents)
     # One pass over the group (asked of every group at every decision): the holder,
     # the first running eligible job by (state_since, id); the next, the first
     # waiting one by (held GPUs before, state_since, id), else the first of all.
@@ -95,6 +92,16 @@ def rotation(residents: Sequence[JobView], now: float, quantum_s: float) -> JobV
     chosen = waiter if waiter is not None else anyone
     assert chosen is not None  # the top priority is some resident's
     return chosen
+
+
+def top_priority(residents: Sequence[JobView]) -> int:
+    """The highest priority among a group's ``residents`` (there is one at least): a
+    loop, not ``max`` over a generator, which compiled is a call per job."""
+    best = residents[0].priority
+    for j in residents:
+        if j.priority > best:
+            best = j.priority
+    return best
 
 
 def _waited_longer(a: JobView, b: JobView) -> bool:
@@ -128,7 +135,7 @@ def queue_turns(
     a job whose turn ends goes to the back. Jobs below the group's top
     priority get no turn while a higher one is resident.
     """
-    top = max(j.priority for j in residents)
+    top = top_priority(residents)
     eligible = [j for j in residents if j.priority == top]
     holders = [j for j in eligible if j.id in ids_running]
     waiting = [j for j in eligible if j.id not in ids_running]
