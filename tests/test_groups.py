@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 
 from ringleader.policy.groups import (
+    Changes,
     Group,
     Openings,
     _held,
@@ -71,7 +72,7 @@ def test_openings_admit_each_job_where_a_scan_of_every_group_would() -> None:
         rng = random.Random(seed)
         groups = some_groups(rng)
         copy = [Group(g.devices, list(g.residents)) for g in groups]
-        openings = Openings(groups, MAX)
+        openings = Openings(groups, MAX, Changes())
         for k in range(150):
             if k % 10 == 5:  # a job placed on free GPUs makes a group, as ``Sharing`` does
                 size = rng.choice((1, 2, 4))
@@ -92,7 +93,7 @@ def test_openings_admit_each_job_where_a_scan_of_every_group_would() -> None:
 
 def test_a_group_added_later_is_open_to_the_next_job() -> None:
     groups = [Group((Device("a", 0),), [job("x", priority=3)])]
-    openings = Openings(groups, MAX)
+    openings = Openings(groups, MAX, Changes())
     assert openings.admit(job("w", priority=9))  # one-GPU groups indexed from here on
     later = Group((Device("b", 0),), [job("y")])
     groups.append(later)
@@ -124,7 +125,7 @@ def test_residents_are_ordered_as_one_sort_of_every_job_orders_them() -> None:
         if trial % 3 == 0:
             jobs.sort(key=lambda j: (j.submitted_at, j.id))
         want = sorted(jobs, key=lambda j: (not j.workers, not j.suspended, *turn_order(j)))
-        assert [id(j) for j in _resident_order(jobs)] == [id(j) for j in want]
+        assert [id(jobs[p]) for p in _resident_order(jobs)] == [id(j) for j in want]
         for j in jobs:
             assert _held(j) == (tuple(sorted(j.devices[: j.workers])) if j.workers else ())
 
@@ -137,7 +138,7 @@ def grouped_by_tuples(
     groups: dict[tuple[Device, ...], list[str]] = {}
     owner: dict[Device, tuple[Device, ...]] = {}
     waiting: list[str] = []
-    for j in _resident_order(jobs):
+    for j in [jobs[p] for p in _resident_order(jobs)]:
         devices = tuple(sorted(j.devices[: j.workers])) if j.workers else ()
         if not devices:
             waiting.append(j.id)

@@ -59,6 +59,7 @@ MODULES: tuple[str, ...] = (
     "ringleader.policy.payback",
     "ringleader.policy.plan",
     "ringleader.policy.profiling",
+    "ringleader.policy.regroup",
     "ringleader.policy.sharing",
     "ringleader.policy.stack",
     "ringleader.policy.timeslice",

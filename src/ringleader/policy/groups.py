@@ -10,8 +10,10 @@ the choice is total). A burst of arrivals at a full cluster asked that of
 every group for every job: 25,000 jobs queued at once on 100,000 GPUs took
 minutes. ``Openings`` keeps the groups with room in heaps per size and top
 priority, so each admission looks at one heap head per priority level.
-``current_groups`` finds the groups at each decision from the GPUs each job
-holds, with no state carried from one decision to the next.
+``current_groups`` finds the groups from the GPUs each job holds, with no state
+carried from one decision to the next; ``regroup.LastGroups`` keeps them from one
+decision to the next, and a decision that changes a group first notes what it was
+(``Changes``), so they are put back as found.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ class Group:
     three times the cost (a twentieth of a time-slicing trace simulation).
     """
 
-    __slots__ = ("devices", "one_node", "residents")
+    __slots__ = ("devices", "one_node", "residents", "was")
 
     def __init__(
         self,
@@ -51,6 +53,9 @@ class Group:
         which Gandiva's stack reads of every group (``sharing.on_one_node``) without
         visiting each device. Every move of a group keeps it so: to a subset of its
         GPUs, a doubling on its node, or onto one node."""
+        self.was: tuple[list[JobView], tuple[Device, ...], bool] | None = None
+        """Its residents, devices and ``one_node`` before this decision changed it
+        (``Changes``); None: unchanged."""
 
     def __repr__(self) -> str:
         return f"Group(devices={self.devices!r}, residents={[j.id for j in self.residents]!r})"
@@ -58,6 +63,41 @@ class Group:
     @property
     def size(self) -> int:
         return len(self.devices)
+
+
+class Changes:
+    """The groups a decision changed, each with what it was (``Group.was``), to be put
+    back (``undo``) once the decision is made.
+
+    Gandiva's stack changes groups as it decides (admits, migrates, rebalances,
+    shrinks, grows), and the groups it starts from are kept from one decision to
+    the next (``regroup.LastGroups``): what they were found to be from the views.
+    So each change first goes through ``change``, which keeps the group's residents
+    list, devices and ``one_node`` and hands it a copy of the list to change. A
+    residents list is never changed in place once found: a plan's deferred turns
+    read the lists it was made from.
+    """
+
+    __slots__ = ("groups",)
+
+    def __init__(self) -> None:
+        self.groups: list[Group] = []
+
+    def change(self, g: Group) -> None:
+        """Ready ``g`` for a change: what it is now kept, its residents a list of its own."""
+        if g.was is None:
+            g.was = (g.residents, g.devices, g.one_node)
+            g.residents = list(g.residents)
+            self.groups.append(g)
+
+    def undo(self) -> None:
+        """Every group changed back to what it was, in the objects found."""
+        for g in self.groups:
+            was = g.was
+            assert was is not None
+            g.residents, g.devices, g.one_node = was
+            g.was = None
+        self.groups = []
 
 
 def top(g: Group) -> int:
@@ -82,12 +122,14 @@ class Openings:
     then: a decision after one arrival indexes one size, not all.
     """
 
-    __slots__ = ("_all", "_groups", "_heaps", "_max")
+    __slots__ = ("_all", "_changes", "_groups", "_heaps", "_max")
 
-    def __init__(self, groups: list[Group], max_residents: int) -> None:
+    def __init__(self, groups: list[Group], max_residents: int, changes: Changes) -> None:
         self._all = groups
         """The decision's groups: the caller appends to it, and calls ``added``."""
         self._max = max_residents
+        self._changes = changes
+        """Where a group that takes a resident is noted first."""
         self._groups: list[Group] = []
         """The groups indexed, by the number their heap entries carry."""
         self._heaps: dict[int, dict[int, list[_Entry]]] = {}
@@ -161,7 +203,9 @@ class Openings:
         if chosen is None:
             return False
         i = chosen[3]
-        self._groups[i].residents.append(job)
+        g = self._groups[i]
+        self._changes.change(g)
+        g.residents.append(job)
         self._push(i, by_top)  # indexed again as it now is; the old entry is dropped at the head
         return True
 
@@ -172,11 +216,14 @@ def turn_order(job: JobView) -> tuple[int, float, str]:
 
 
 def current_groups(
-    jobs: Sequence[JobView], max_residents: int
+    jobs: Sequence[JobView],
+    max_residents: int,
+    where: list[Group | None] | None = None,
 ) -> tuple[list[Group], list[JobView], dict[str, int]]:
     """The groups as jobs are now, those left waiting, and the GPUs held (per node, a
     bitmask: bit ``i`` for GPU ``i``): at most ``max_residents`` a group; jobs on GPUs
-    claimed twice wait, to be placed again.
+    claimed twice wait, to be placed again. ``where``, if given, is filled with each
+    job's group, by its place in ``jobs`` (None: it waits).
 
     A job joins the group founded on its first GPU if that group holds exactly its
     GPUs: no other could (a group is founded only on GPUs nobody holds yet), so no
@@ -184,11 +231,15 @@ def current_groups(
     device, was a sixth of this at every decision. A job on a GPU some group holds
     other than as its first finds no group there, and its claim fails (``_claim``).
     """
+    walk = jobs if isinstance(jobs, list) else list(jobs)
+    if where is not None:
+        where[:] = [None] * len(walk)
     founded: dict[Device, Group] = {}
     held: dict[str, int] = {}
     groups: list[Group] = []
     waiting: list[JobView] = []
-    for job in _resident_order(jobs):
+    for p in _resident_order(walk):
+        job = walk[p]
         if not job.workers:
             waiting.append(job)
             continue
@@ -212,27 +263,31 @@ def current_groups(
             waiting.append(job)
             continue
         group.residents.append(job)
+        if where is not None:
+            where[p] = group
     return groups, waiting, held
 
 
-def _resident_order(jobs: Sequence[JobView]) -> list[JobView]:
-    """``jobs`` sorted by (not running, not suspended, ``turn_order``), as ``sorted`` would.
+def _resident_order(jobs: list[JobView]) -> list[int]:
+    """The places in ``jobs`` sorted by their jobs' (not running, not suspended,
+    ``turn_order``), as ``sorted`` would.
 
     Split by the first two (stably, in ``jobs``' order), then each part sorted by
     ``turn_order`` unless it is in that order already, which it is when the jobs come in
     submission order and share one priority (usually): a sort that builds a key
     tuple per job through a call was a seventh of a decision at 50k jobs.
     """
-    parts: list[list[JobView]] = [[], [], [], []]
-    for job in jobs:
-        parts[(0 if job.workers else 2) + (0 if job.suspended else 1)].append(job)
-    ordered: list[JobView] = []
+    parts: list[list[int]] = [[], [], [], []]
+    for p in range(len(jobs)):
+        job = jobs[p]
+        parts[(0 if job.workers else 2) + (0 if job.suspended else 1)].append(p)
+    ordered: list[int] = []
     for part in parts:
         # As timsort finds a run: in order unless some job's key is less than the one
         # before it (compared field by field: a key tuple per job was a tenth of this).
         for i in range(1, len(part)):
-            if _before(part[i], part[i - 1]):
-                part = sorted(part, key=turn_order)
+            if _before(jobs[part[i]], jobs[part[i - 1]]):
+                part = sorted(part, key=lambda p: turn_order(jobs[p]))
                 break
         ordered.extend(part)
     return ordered

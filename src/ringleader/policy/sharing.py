@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 
 from ringleader.policy.assigning import LastAssignments
 from ringleader.policy.free import Blank, FreeGPUs
-from ringleader.policy.groups import Group, Openings, current_groups, top, turn_order
+from ringleader.policy.groups import Group, Openings, top, turn_order
 from ringleader.policy.keeping import keep_subset
 from ringleader.policy.needs import Needs
 from ringleader.policy.packing import (
@@ -47,6 +47,7 @@ from ringleader.policy.packing import (
 )
 from ringleader.policy.placement import place_one
 from ringleader.policy.plan import GROWN_IDLE, Assignment, Deferred, Note, Plan, SizingNotes, Turn
+from ringleader.policy.regroup import LastGroups
 from ringleader.policy.timeslice import (
     DEFAULT_QUANTUM_S,
     boundary_after,
@@ -82,6 +83,10 @@ class Sharing:
     )
     """The last decision's assignments, whose objects a resident whose place did not change
     gets again (``assigning.LastAssignments``): neither part of the stack nor of its equality."""
+    _groups: LastGroups = field(default_factory=LastGroups, init=False, repr=False, compare=False)
+    """The groups found at the last decision, changed where jobs changed
+    (``regroup.LastGroups``); every change this stack makes to one goes through its
+    ``changes``, and is put back once the decision is made."""
 
     def __post_init__(self) -> None:
         if self.quantum_s <= 0 or self.trial_window_s <= 0:
@@ -110,7 +115,8 @@ class Sharing:
 
     def decide(self, jobs: Sequence[JobView], cluster: ClusterView, now: float) -> Plan:
         memory = cluster.node_memory
-        groups, waiting, held = current_groups(jobs, self.max_residents)
+        found = self._groups
+        groups, waiting, held = found.current(jobs, self.max_residents)
         free = FreeGPUs.outside(cluster, held, self._blank)
         if self.grow_shrink and waiting:
             self._shrink(groups, free)
@@ -148,6 +154,7 @@ class Sharing:
             elif g.size > g.residents[0].requested_gpus:  # grown: one resident; else FIXED
                 notes[g.residents[0].id] = (GROWN_IDLE, g.size)
         self._last.assignments = assignments
+        found.done()
         turns = Deferred(lambda: self._queues(sliced, now)) if sliced else {}
         # With no group taking turns (no wake-up asked for) nothing here reads the clock
         # or what it moves on (progress, measured seconds): see ``Plan.settled``.
@@ -170,7 +177,7 @@ class Sharing:
         if not self.time_slicing:
             return False
         if not openings:
-            openings.append(Openings(groups, self.max_residents))
+            openings.append(Openings(groups, self.max_residents, self._groups.changes))
         return openings[0].admit(job)
 
     def _rebalance(self, groups: list[Group]) -> None:
@@ -205,6 +212,8 @@ class Sharing:
             if not receivers:
                 return
             receiver = min(receivers, key=lambda g: (top(g), len(g.residents), g.devices))
+            self._groups.changes.change(donor)
+            self._groups.changes.change(receiver)
             donor.residents.remove(job)
             if len(receiver.residents) >= self.max_residents:
                 low = max(receiver.residents, key=turn_order)
@@ -225,6 +234,7 @@ class Sharing:
                     break
                 mover = max(g.residents, key=lambda j: (not j.running, *turn_order(j)))
                 target = place_one(mover, g.size, free)
+                self._groups.changes.change(g)
                 g.residents.remove(mover)
                 groups.append(Group(target, [mover]))
                 moves += 1
@@ -241,6 +251,7 @@ class Sharing:
             indices = sorted(free.free[node])[: g.size]
             free.take(node, indices)
             free.give_devices(g.devices)
+            self._groups.changes.change(g)
             g.devices = tuple(Device(node, i) for i in indices)
             g.one_node = True
             moves += 1
@@ -253,6 +264,7 @@ class Sharing:
             if g.size > job.requested_gpus:
                 kept = keep_subset(g.devices, job.requested_gpus)
                 free.give_devices(sorted(set(g.devices) - set(kept)))
+                self._groups.changes.change(g)
                 g.devices = kept
 
     def _grow(self, groups: list[Group], free: FreeGPUs) -> None:
@@ -269,6 +281,7 @@ class Sharing:
             if extra < g.size:
                 continue
             free.take(node, room[:extra])
+            self._groups.changes.change(g)
             g.devices = tuple(sorted(g.devices + tuple(Device(node, i) for i in room[:extra])))
 
     # -- who runs this quantum ---------------------------------------------------
