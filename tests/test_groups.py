@@ -84,7 +84,7 @@ def test_openings_admit_each_job_where_a_scan_of_every_group_would() -> None:
             new = job(f"new{k}", gpus=rng.choice((1, 2, 4, 8)), priority=rng.choice((0, 1, 3, 5)))
             expected = scanned(copy, new)
             if expected is not None:
-                expected.residents.append(new)
+                expected.residents = [*expected.residents, new]
                 admitted += 1
             assert openings.admit(new) is (expected is not None)
             assert [g.residents for g in groups] == [g.residents for g in copy], (seed, k)

@@ -125,7 +125,7 @@ def test_kept_groups_are_those_current_groups_finds() -> None:
             g = groups[0]
             was = (g.residents, list(g.residents), g.devices)
             last.changes.change(g)
-            g.residents.append(jobs[-1])
+            g.residents = [*g.residents, jobs[-1]]
             g.devices = ()
         last.done()
         if groups:

@@ -38,7 +38,7 @@ class Group:
     three times the cost (a twentieth of a time-slicing trace simulation).
     """
 
-    __slots__ = ("devices", "one_node", "residents", "was")
+    __slots__ = ("_top", "_top_of", "devices", "one_node", "residents", "was")
 
     def __init__(
         self,
@@ -48,11 +48,17 @@ class Group:
     ) -> None:
         self.devices = devices
         self.residents: list[JobView] = [] if residents is None else residents
+        """Never changed in place: a change hands the group a new list (``without``, or
+        one more at the end), so what is worked out from one list (``top``) stands while
+        it is the group's, and a plan's deferred turns read the lists it was made from."""
         self.one_node = one_node
         """Known to be on one node (False: not known), as ``current_groups`` finds most,
         which Gandiva's stack reads of every group (``sharing.on_one_node``) without
         visiting each device. Every move of a group keeps it so: to a subset of its
         GPUs, a doubling on its node, or onto one node."""
+        self._top = NO_PRIORITY
+        self._top_of: list[JobView] | None = None
+        """The residents list ``_top`` was worked out from (``top``)."""
         self.was: tuple[list[JobView], tuple[Device, ...], bool] | None = None
         """Its residents, devices and ``one_node`` before this decision changed it
         (``Changes``); None: unchanged."""
@@ -73,9 +79,7 @@ class Changes:
     shrinks, grows), and the groups it starts from are kept from one decision to
     the next (``regroup.LastGroups``): what they were found to be from the views.
     So each change first goes through ``change``, which keeps the group's residents
-    list, devices and ``one_node`` and hands it a copy of the list to change. A
-    residents list is never changed in place once found: a plan's deferred turns
-    read the lists it was made from.
+    list, devices and ``one_node`` (the list is never changed in place: ``Group.residents``).
     """
 
     __slots__ = ("groups",)
@@ -84,10 +88,9 @@ class Changes:
         self.groups: list[Group] = []
 
     def change(self, g: Group) -> None:
-        """Ready ``g`` for a change: what it is now kept, its residents a list of its own."""
+        """Ready ``g`` for a change: what it is now kept."""
         if g.was is None:
             g.was = (g.residents, g.devices, g.one_node)
-            g.residents = list(g.residents)
             self.groups.append(g)
 
     def undo(self) -> None:
@@ -101,8 +104,19 @@ class Changes:
 
 
 def top(g: Group) -> int:
-    """The highest priority among ``g``'s residents."""
-    return top_priority(g.residents) if g.residents else NO_PRIORITY
+    """The highest priority among ``g``'s residents: worked out once per residents list
+    (asked of every group at every decision: rotation, rebalancing, admission), as a
+    group kept from one decision to the next keeps its list while no resident moves."""
+    residents = g.residents
+    if g._top_of is not residents:
+        g._top = top_priority(residents) if residents else NO_PRIORITY
+        g._top_of = residents
+    return g._top
+
+
+def without(residents: list[JobView], job: JobView) -> list[JobView]:
+    """A new list: ``residents`` but ``job`` (the very view)."""
+    return [r for r in residents if r is not job]
 
 
 _Entry = tuple[int, int, tuple[Device, ...], int]
@@ -205,7 +219,7 @@ class Openings:
         i = chosen[3]
         g = self._groups[i]
         self._changes.change(g)
-        g.residents.append(job)
+        g.residents = [*g.residents, job]
         self._push(i, by_top)  # indexed again as it now is; the old entry is dropped at the head
         return True
 

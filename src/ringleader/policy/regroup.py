@@ -24,7 +24,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ringleader.policy.groups import Changes, Group, _before, _claim, current_groups, held_by
+from ringleader.policy.groups import (
+    Changes,
+    Group,
+    _before,
+    _claim,
+    current_groups,
+    held_by,
+    without,
+)
 from ringleader.policy.views import Device, JobView
 
 SKIPS = 8
@@ -247,9 +255,8 @@ class LastGroups:
 
 
 def _lift(g: Group, view: JobView) -> bool:
-    """``view`` taken out of ``g``'s residents (a new list: the old one may be a plan's);
-    False where it is not there."""
-    residents = [r for r in g.residents if r is not view]
+    """``view`` taken out of ``g``'s residents; False where it is not there."""
+    residents = without(g.residents, view)
     if len(residents) == len(g.residents):
         return False
     g.residents = residents

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 
 from ringleader.policy.assigning import LastAssignments
 from ringleader.policy.free import Blank, FreeGPUs
-from ringleader.policy.groups import Group, Openings, top, turn_order
+from ringleader.policy.groups import Group, Openings, top, turn_order, without
 from ringleader.policy.keeping import keep_subset
 from ringleader.policy.needs import Needs
 from ringleader.policy.packing import (
@@ -214,12 +214,12 @@ class Sharing:
             receiver = min(receivers, key=lambda g: (top(g), len(g.residents), g.devices))
             self._groups.changes.change(donor)
             self._groups.changes.change(receiver)
-            donor.residents.remove(job)
+            donor.residents = without(donor.residents, job)
             if len(receiver.residents) >= self.max_residents:
                 low = max(receiver.residents, key=turn_order)
-                receiver.residents.remove(low)
-                donor.residents.append(low)
-            receiver.residents.append(job)
+                receiver.residents = without(receiver.residents, low)
+                donor.residents = [*donor.residents, low]
+            receiver.residents = [*receiver.residents, job]
 
     def _migrate(self, groups: list[Group], free: FreeGPUs) -> None:
         moves = 0
@@ -235,7 +235,7 @@ class Sharing:
                 mover = max(g.residents, key=lambda j: (not j.running, *turn_order(j)))
                 target = place_one(mover, g.size, free)
                 self._groups.changes.change(g)
-                g.residents.remove(mover)
+                g.residents = without(g.residents, mover)
                 groups.append(Group(target, [mover]))
                 moves += 1
         # De-fragment: a group on more nodes than it needs, onto one node that fits.
