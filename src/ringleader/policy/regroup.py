@@ -163,12 +163,19 @@ class LastGroups:
                     came.append(i)
                     i += 1
                     continue
-                for p in range(i, k):  # the views passed over: their jobs left
-                    gone.append((views[p], where[p]))
-                del views[i:k], devices[i:k], codes[i:k], where[i:k]
+                if k > i:
+                    for p in range(i, k):  # the views passed over: their jobs left
+                        gone.append((views[p], where[p]))
+                    del views[i:k], devices[i:k], codes[i:k], where[i:k]
             code = _code(job)
             if views[i] is not job or job.devices is not devices[i] or code != codes[i]:
-                if job.devices is devices[i] and code >> 1 == codes[i] >> 1 and code > 1:
+                # (a plan hands each resident of a group the group's devices: equal to the
+                # resident's own, not always the same object)
+                if (
+                    code > 1
+                    and code >> 1 == codes[i] >> 1
+                    and (job.devices is devices[i] or job.devices == devices[i])
+                ):
                     turned.append((views[i], i))
                 else:
                     gone.append((views[i], where[i]))
