@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pickle
 import random
 from dataclasses import replace
 
@@ -96,6 +97,8 @@ def test_kept_groups_give_the_plans_of_groups_found_afresh(name: str, seed: int)
         _carry_out(jobs, got, now, rng)
     assert made > 150
     assert kept_again > 40  # the kept groups were used, not only found afresh
+    # What is kept is for the views at hand: a pickled stack arrives with none.
+    assert kept._groups._kept and not pickle.loads(pickle.dumps(kept))._groups._kept
 
 
 def test_kept_groups_are_those_current_groups_finds() -> None:
