@@ -129,7 +129,7 @@ def test_kept_groups_are_those_current_groups_finds() -> None:
             was = (g.residents, list(g.residents), g.devices)
             last.changes.change(g)
             g.residents = [*g.residents, jobs[-1]]
-            g.devices = ()
+            g.move((), False)
         last.done()
         if groups:
             assert (g.residents, list(g.residents), g.devices) == was

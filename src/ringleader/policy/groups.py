@@ -38,7 +38,7 @@ class Group:
     three times the cost (a twentieth of a time-slicing trace simulation).
     """
 
-    __slots__ = ("_top", "_top_of", "devices", "one_node", "residents", "was")
+    __slots__ = ("_top", "_top_of", "devices", "one_node", "residents", "size", "was")
 
     def __init__(
         self,
@@ -47,6 +47,10 @@ class Group:
         one_node: bool = False,
     ) -> None:
         self.devices = devices
+        """Its GPUs, sorted; moved with ``move`` only, which keeps ``size`` with them."""
+        self.size = len(devices)
+        """How many GPUs (a group's size is read of every group at every decision, and
+        ``len`` of the devices went to another object for it)."""
         self.residents: list[JobView] = [] if residents is None else residents
         """Never changed in place: a change hands the group a new list (``without``, or
         one more at the end), so what is worked out from one list (``top``) stands while
@@ -66,9 +70,11 @@ class Group:
     def __repr__(self) -> str:
         return f"Group(devices={self.devices!r}, residents={[j.id for j in self.residents]!r})"
 
-    @property
-    def size(self) -> int:
-        return len(self.devices)
+    def move(self, devices: tuple[Device, ...], one_node: bool) -> None:
+        """Onto ``devices`` (``one_node``: known to be on one node)."""
+        self.devices = devices
+        self.size = len(devices)
+        self.one_node = one_node
 
 
 class Changes:
@@ -98,7 +104,8 @@ class Changes:
         for g in self.groups:
             was = g.was
             assert was is not None
-            g.residents, g.devices, g.one_node = was
+            g.residents = was[0]
+            g.move(was[1], was[2])
             g.was = None
         self.groups = []
 
@@ -180,7 +187,7 @@ class Openings:
         g = self._groups[i]
         if len(g.residents) >= self._max:
             return
-        entry = (len(g.residents), nodes_spanned(g.devices), g.devices, i)
+        entry = (len(g.residents), 1 if g.one_node else nodes_spanned(g.devices), g.devices, i)
         t = top(g)
         heap = by_top.get(t)
         if heap is None:

@@ -252,8 +252,7 @@ class Sharing:
             free.take(node, indices)
             free.give_devices(g.devices)
             self._groups.changes.change(g)
-            g.devices = tuple(Device(node, i) for i in indices)
-            g.one_node = True
+            g.move(tuple(Device(node, i) for i in indices), True)
             moves += 1
 
     def _shrink(self, groups: list[Group], free: FreeGPUs) -> None:
@@ -265,7 +264,7 @@ class Sharing:
                 kept = keep_subset(g.devices, job.requested_gpus)
                 free.give_devices(sorted(set(g.devices) - set(kept)))
                 self._groups.changes.change(g)
-                g.devices = kept
+                g.move(kept, g.one_node)
 
     def _grow(self, groups: list[Group], free: FreeGPUs) -> None:
         # Only the groups that may grow are sorted (usually few or none: most jobs are
@@ -282,7 +281,8 @@ class Sharing:
                 continue
             free.take(node, room[:extra])
             self._groups.changes.change(g)
-            g.devices = tuple(sorted(g.devices + tuple(Device(node, i) for i in room[:extra])))
+            grown = g.devices + tuple(Device(node, i) for i in room[:extra])
+            g.move(tuple(sorted(grown)), g.one_node)
 
     # -- who runs this quantum ---------------------------------------------------
     def _turns(
