@@ -295,7 +295,7 @@ class Sharing:
         clock; a partner may be packed beside a single-GPU runner.
         """
         q = self.quantum_s
-        runner = rotation(g.residents, now, q)
+        runner = rotation(g.residents, now, q, top(g))
         due = boundary_after(now, q)
         running = {runner.id}
         if self.packing and g.size == 1:

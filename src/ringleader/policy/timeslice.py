@@ -56,8 +56,10 @@ def boundary_after(now: float, quantum_s: float) -> float:
     return (math.floor(now / quantum_s + 1e-9) + 1) * quantum_s
 
 
-def rotation(residents: Sequence[JobView], now: float, quantum_s: float) -> JobView:
-    """Who of a group's residents runs now.
+def rotation(
+    residents: Sequence[JobView], now: float, quantum_s: float, top: int | None = None
+) -> JobView:
+    """Who of a group's residents runs now (``top``: their highest priority, if known).
 
     Among the group's highest-priority jobs, the one holding the GPUs keeps
     them until a boundary before which it had held them at least half a
@@ -67,7 +69,8 @@ def rotation(residents: Sequence[JobView], now: float, quantum_s: float) -> JobV
     if len(residents) == 1:
         return residents[0]
     q = quantum_s
-    top = top_priority(residents)
+    if top is None:
+        top = top_priority(residents)
     # One pass over the group (asked of every group at every decision): the holder,
     # the first running eligible job by (state_since, id); the next, the first
     # waiting one by (held GPUs before, state_since, id), else the first of all.
