@@ -250,7 +250,7 @@ def current_groups(
     GPUs: no other could (a group is founded only on GPUs nobody holds yet), so no
     dictionary keyed by device tuples is needed, whose hashing, a call per
     device, was a sixth of this at every decision. A job on a GPU some group holds
-    other than as its first finds no group there, and its claim fails (``_claim``).
+    other than as its first finds no group there, and its claim fails (``claim``).
     """
     walk = jobs if isinstance(jobs, list) else list(jobs)
     if where is not None:
@@ -269,7 +269,7 @@ def current_groups(
         first = devices[0]
         group = founded.get(first)
         if group is None:
-            group = _claim(mine, held)
+            group = claim(mine, held)
             if group is None:
                 waiting.append(job)  # its GPUs overlap another group's
                 continue
@@ -307,21 +307,29 @@ def _resident_order(jobs: list[JobView]) -> list[int]:
         # As timsort finds a run: in order unless some job's key is less than the one
         # before it (compared field by field: a key tuple per job was a tenth of this).
         for i in range(1, len(part)):
-            if _before(jobs[part[i]], jobs[part[i - 1]]):
+            if turn_before(jobs[part[i]], jobs[part[i - 1]]):
                 part = sorted(part, key=lambda p: turn_order(jobs[p]))
                 break
         ordered.extend(part)
     return ordered
 
 
-def _before(a: JobView, b: JobView) -> bool:
+def resides_before(a: JobView, b: JobView) -> bool:
+    """Whether ``a`` comes before ``b`` among a group's residents (both hold GPUs): in
+    ``_resident_order``'s order, suspended first, then by ``turn_order``."""
+    if a.suspended != b.suspended:
+        return a.suspended
+    return turn_before(a, b)
+
+
+def turn_before(a: JobView, b: JobView) -> bool:
     """``turn_order(a) < turn_order(b)``, without building either."""
     if a.priority != b.priority:
         return a.priority > b.priority
     return arrives_before(a, b)
 
 
-def _claim(mine: Held, held: dict[str, int]) -> Group | None:
+def claim(mine: Held, held: dict[str, int]) -> Group | None:
     """A new group on a job's GPUs (``mine``), marked held; None if any is held already.
 
     A node's held GPUs are one integer's bits, so a gang on one node (most: a whole
@@ -340,7 +348,7 @@ def _claim(mine: Held, held: dict[str, int]) -> Group | None:
 
 
 def _claim_spread(devices: tuple[Device, ...], held: dict[str, int]) -> Group | None:
-    """``_claim`` for a gang over more than one node: a mask per node it is on.
+    """``claim`` for a gang over more than one node: a mask per node it is on.
 
     ``devices`` are sorted (``_held``), so each node's are together: a mask is made
     per run of one node's devices, not by a look-up per device. (Were a node's apart,
@@ -368,7 +376,7 @@ def _claim_spread(devices: tuple[Device, ...], held: dict[str, int]) -> Group | 
 
 class Held:
     """The GPUs a job runs on, sorted (``_held``), and, where they are on one node, that
-    node and their bits (the mask ``_claim`` claims): kept on the view (``views.Memo.held``) with
+    node and their bits (the mask ``claim`` claims): kept on the view (``views.Memo.held``) with
     the devices and workers they were read from, as both may change in place. Sorting
     and masking read every device object of every job at every decision, a fifth of
     finding the groups at 50,000 jobs, waiting on memory."""

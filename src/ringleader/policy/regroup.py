@@ -14,7 +14,7 @@ the jobs that changed.
 The same groups either way: where no job overlaps a group it is not in (a claim
 that fails, a group full, a resident of another size), ``current_groups``'s
 groups are each job's own GPUs, with residents in one total order
-(``groups._resident_order``); a change that would meet an overlap is worked out
+(``groups.resides_before``); a change that would meet an overlap is worked out
 afresh. Only the order of the groups in the list differs (here the order they
 were founded in), which nothing reads: Gandiva's stack sorts them, or takes a
 minimum, by keys no two groups share.
@@ -27,10 +27,10 @@ from collections.abc import Sequence
 from ringleader.policy.groups import (
     Changes,
     Group,
-    _before,
-    _claim,
+    claim,
     current_groups,
     held_by,
+    resides_before,
     without,
 )
 from ringleader.policy.views import Device, JobView
@@ -238,7 +238,7 @@ class LastGroups:
         first = mine.devices[0]
         g = self._founded.get(first)
         if g is None:
-            g = _claim(mine, self._held)
+            g = claim(mine, self._held)
             if g is None:
                 return False
             g.residents.append(job)
@@ -288,18 +288,12 @@ def _ahead(views: list[JobView], i: int, job: JobView) -> int:
 
 
 def _inserted(residents: list[JobView], job: JobView) -> list[JobView]:
-    """A new list: ``residents`` with ``job`` where ``groups._resident_order`` puts it
-    (suspended first, then by ``turn_order``)."""
+    """A new list: ``residents`` with ``job`` where ``current_groups`` puts it
+    (``resides_before``)."""
     k = 0
-    while k < len(residents) and _resides_before(residents[k], job):
+    while k < len(residents) and resides_before(residents[k], job):
         k += 1
     return [*residents[:k], job, *residents[k:]]
-
-
-def _resides_before(a: JobView, b: JobView) -> bool:
-    if a.suspended != b.suspended:
-        return a.suspended
-    return _before(a, b)
 
 
 def _release(devices: tuple[Device, ...], held: dict[str, int]) -> None:
