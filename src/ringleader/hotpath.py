@@ -41,6 +41,7 @@ MODULES: tuple[str, ...] = (
     "ringleader.policy.allocator",
     "ringleader.policy.assigning",
     "ringleader.policy.bases",
+    "ringleader.policy.beside",
     "ringleader.policy.batched",
     "ringleader.policy.chains",
     "ringleader.policy.cut",

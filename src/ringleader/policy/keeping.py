@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 
+from ringleader.policy.beside import ahead
 from ringleader.policy.free import FreeGPUs
 from ringleader.policy.views import ClusterView, Device, JobView, memo_of
 
@@ -282,11 +283,6 @@ def _drop(last: dict[str, Outcome]) -> None:
         outcome.keeper = None
 
 
-SKIPS = 8
-"""Views of the last walk one walk may pass over at once (their jobs left, or have new
-views) before it stops walking beside the last one."""
-
-
 def _walked(jobs: Sequence[JobView]) -> list[JobView]:
     """``_held_last(jobs)`` as a list (compiled, a list's item is read in C)."""
     walk = _held_last(jobs)
@@ -296,15 +292,12 @@ def _walked(jobs: Sequence[JobView]) -> list[JobView]:
 def _beside(before: list[JobView], at: int, job: JobView, passed: list[JobView]) -> int:
     """Where the walk is in ``before`` past ``job`` (a new view of a job keeps its place),
     the views passed over on the way to it noted in ``passed``; ``at`` where ``job`` is
-    new, or -1 where it is not near enough to tell."""
-    ahead = at
-    while ahead < len(before) and ahead < at + SKIPS:
-        seen = before[ahead]
-        if seen is job or seen.id == job.id:
-            for k in range(at, ahead):
-                passed.append(before[k])
-            return ahead + 1
-        ahead += 1
+    new, or -1 where it is not near enough to tell (``beside.ahead``)."""
+    found = ahead(before, at, job)
+    if found >= 0:
+        for k in range(at, found):
+            passed.append(before[k])
+        return found + 1
     if not before or job.submitted_at >= before[-1].submitted_at:
         return at  # new, at the end
     return -1

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ringleader.policy.beside import SKIPS, ahead
 from ringleader.policy.groups import (
     Changes,
     Group,
@@ -34,10 +35,6 @@ from ringleader.policy.groups import (
     without,
 )
 from ringleader.policy.views import Device, JobView
-
-SKIPS = 8
-"""Views of the last walk passed over at once (their jobs left) before the walk takes a
-view for a new job."""
 
 
 class LastGroups:
@@ -154,7 +151,7 @@ class LastGroups:
         i = 0
         for job in jobs:
             if i >= len(views) or views[i] is not job:
-                k = _ahead(views, i, job)
+                k = ahead(views, i, job)
                 if k < 0:  # a new job: its view goes in here
                     views.insert(i, job)
                     devices.insert(i, job.devices)
@@ -273,18 +270,6 @@ def _lift(g: Group, view: JobView) -> bool:
 def _code(job: JobView) -> int:
     """What of a view, beside its devices, says where it is in the groups."""
     return 2 * job.workers + (1 if job.suspended else 0)
-
-
-def _ahead(views: list[JobView], i: int, job: JobView) -> int:
-    """Where ``job``'s view, or another view of its job, is among the next ``SKIPS`` of
-    ``views`` from ``i``; -1 if not there (a new job)."""
-    k = i
-    while k < len(views) and k < i + SKIPS:
-        seen = views[k]
-        if seen is job or seen.id == job.id:
-            return k
-        k += 1
-    return -1
 
 
 def _inserted(residents: list[JobView], job: JobView) -> list[JobView]:
