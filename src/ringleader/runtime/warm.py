@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import IO, NoReturn
 
 from ringleader.runtime.identity import become
+from ringleader.runtime.process_groups import keep_destroyed_groups
 from ringleader.runtime.procs import start_ticks
 
 PRELOAD: tuple[str, ...] = ("torch", "torch.nn", "torch.distributed", "ringleader.job")
@@ -327,7 +328,9 @@ def _run(launch: WarmLaunch) -> NoReturn:
     worker must not lose its last lines), the thread count from
     OMP_NUM_THREADS (libgomp read it in the server, at import), waiting for
     non-daemon threads before the atexit handlers, and dying of SIGINT on an
-    uncaught KeyboardInterrupt.
+    uncaught KeyboardInterrupt. Process groups the job destroys are kept to the
+    end (``runtime.process_groups``): freed by a DDP model as the script's
+    ``main()`` returns, gloo's teardown can deadlock on the GIL.
     """
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -340,6 +343,7 @@ def _run(launch: WarmLaunch) -> NoReturn:
     threads = launch.env.get("OMP_NUM_THREADS", "")
     if torch is not None and threads.isdigit() and int(threads) > 0:
         torch.set_num_threads(int(threads))
+    keep_destroyed_groups()
     code = 0
     interrupted = False
     try:
@@ -376,11 +380,10 @@ def _run(launch: WarmLaunch) -> NoReturn:
 _LEFT: list[object] = []
 """What the job's code left behind (its globals), kept until ``os._exit``, never freed.
 
-A cold interpreter frees a script's globals only while finalizing, when a
-thread that wants the GIL is ended instead of waiting. Freed here, a DDP
-model's gloo process group would join its worker thread holding the GIL
-while that thread waits for the GIL to drop its last work's tensors: the
-exit deadlock that hung plain DDP scripts under warm starts.
+A cold interpreter frees a script's globals only while finalizing, after its
+atexit handlers, when a thread that wants the GIL is ended instead of waited
+for; a warm worker never frees them, so no destructor of theirs runs earlier
+than it would cold (a DDP model's among them: ``runtime.process_groups``).
 """
 
 
