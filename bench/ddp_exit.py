@@ -1,17 +1,19 @@
-"""Plain DDP scripts never hang at exit under warm starts: N consecutive runs on a real server.
+"""Unchanged DDP scripts never hang at exit under warm starts: each style, quiet and loaded.
 
 A ``ringleader server --gpus 2`` (local executor, warm starts on unless
-``--cold``) runs ``tests/data/plain_ddp.py`` — a torchrun-style gloo script
-that uses nothing from ringleader — ``RUNS`` times in a row, each as
-``ringleader run --gpus 2 --wait -- python wrapper.py``. The wrapper's first
-line records whether torch was already imported when it started (it was
-forked warm), then runs the script with ``runpy``. A run still going after
-``TIMEOUT_S`` counts as a hang: its ranks' state, log tails and (if py-spy is
-installed) stacks are recorded, then it is cancelled and its workers killed.
+``--cold``) runs each script style (``STYLES``: torchrun-style gloo scripts
+that use nothing from ringleader, written as people write them) ``RUNS``
+times in a row, each as ``ringleader run --gpus 2 --wait -- python wrapper.py
+SCRIPT ARGS``, first on a quiet machine, then beside one CPU-bound process per
+core (``--load``). The wrapper's first line records whether torch was already
+imported when it started (it was forked warm), then runs the script with
+``runpy`` as ``__main__``. A run still going after ``TIMEOUT_S`` counts as a
+hang: its ranks' state, log tails and (if py-spy is installed) stacks are
+recorded, then it is cancelled and its workers killed.
 
 Settle latency is the job's ``finished_at`` minus the newest mtime of its
 ranks' exit files (``run/gen*/rank*.exit``): how long the server took to see
-that every rank had exited. Target: 0 hangs, settle latency ≤ 2 s.
+that every rank had exited. Target: 0 hangs, settle latency under 2 s.
 
 The fork server imports torch after the server starts; until it is ready,
 workers start cold. Warm-up runs (not counted) go first, until one starts
@@ -44,7 +46,17 @@ from _common import stamp, wait_until
 from ringleader.runtime.executor.local import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
-SCRIPT = ROOT / "tests" / "data" / "plain_ddp.py"
+DATA = ROOT / "tests" / "data"
+STYLES: dict[str, tuple[Path, tuple[str, ...]]] = {
+    "globals": (DATA / "plain_ddp.py", ()),
+    "trainer": (DATA / "ddp_exit" / "trainer.py", ("2", "1")),
+    "main-local": (DATA / "ddp_exit" / "main_local.py", ()),
+    "no-destroy": (DATA / "ddp_exit" / "no_destroy.py", ("2",)),
+}
+"""Each style's script and arguments: the model a module global with
+``destroy_process_group()`` at the end; the PyTorch tutorial's ``Trainer``
+class (a local of ``main()``, a snapshot every epoch, ``destroy`` at the end);
+the model and optimizer locals of ``main()``; a ``Trainer`` and no ``destroy``."""
 RESULTS = Path(__file__).parent / "results"
 TIMEOUT_S = 60.0
 SETTLE_TARGET_S = 2.0
@@ -58,11 +70,8 @@ import runpy
 
 with open(f"warm{os.environ['RANK']}", "w") as f:
     f.write(str(warm))
-# Kept, as the script's own globals would be: dropped here, before the interpreter
-# finalizes, the DDP model's gloo teardown deadlocked under warm starts (not seen cold).
-script = runpy.run_path(
-    os.path.join(os.path.dirname(os.path.abspath(__file__)), "script.py"), run_name="__main__"
-)
+sys.argv = sys.argv[1:]
+runpy.run_path(sys.argv[0], run_name="__main__")
 """
 
 
@@ -238,7 +247,7 @@ def _job_id(out: Path, server: Server, before: set[str]) -> str | None:
     return new[0] if new else None
 
 
-def one_run(server: Server, base: Path, wrapper: Path, label: str) -> dict[str, Any]:
+def one_run(server: Server, base: Path, command: list[str], label: str) -> dict[str, Any]:
     workdir = base / label
     workdir.mkdir()
     out = workdir / "cli.out"
@@ -253,7 +262,7 @@ def one_run(server: Server, base: Path, wrapper: Path, label: str) -> dict[str, 
     began = time.monotonic()
     with open(out, "w") as stdout, open(workdir / "cli.err", "w") as stderr:
         proc = subprocess.Popen(
-            [*cli, "--", "python", str(wrapper)], stdout=stdout, stderr=stderr, cwd=workdir, env=env
+            [*cli, "--", "python", *command], stdout=stdout, stderr=stderr, cwd=workdir, env=env
         )
         try:
             code: int | None = proc.wait(timeout=TIMEOUT_S)
@@ -308,71 +317,35 @@ def _list_jobs(server: Server) -> list[dict[str, Any]]:
     return rows
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--runs", type=int, default=50)
-    parser.add_argument(
-        "--script", type=Path, default=SCRIPT, help="the DDP script to run (default: plain_ddp.py)"
-    )
-    parser.add_argument("--cold", action="store_true", help="server with --no-warm-start")
-    parser.add_argument("--keep", action="store_true", help="keep the state dir even if clean")
-    parser.add_argument("--out", type=Path, help="default: bench/results/ddp-exit[-cold].json")
-    args = parser.parse_args()
-    # Stopped early (or from the background, where SIGINT starts ignored): stop the server too.
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    out_path = args.out or RESULTS / ("ddp-exit-cold.json" if args.cold else "ddp-exit.json")
+class Load:
+    """One CPU-bound process per core beside the runs, stopped by pid."""
 
-    base = Path(tempfile.mkdtemp(prefix="ddp-exit-"))
-    shutil.copy(args.script, base / "script.py")
-    wrapper = base / "wrapper.py"
-    wrapper.write_text(WRAPPER)
-    server = Server(base / "state", warm=not args.cold)
-    started = datetime.datetime.now(datetime.UTC)
-    warmups: list[dict[str, Any]] = []
-    rows: list[dict[str, Any]] = []
-    try:
-        for i in range(WARMUP_MAX):
-            warmups.append(one_run(server, base, wrapper, f"warmup{i:02d}"))
-            print(f"warm-up {i}: {json.dumps(_brief(warmups[-1]))}", file=sys.stderr)
-            if args.cold or warmups[-1]["warm"]:
-                break
-        for i in range(args.runs):
-            rows.append(one_run(server, base, wrapper, f"run{i:03d}"))
-            print(f"run {i}: {json.dumps(_brief(rows[-1]))}", file=sys.stderr)
-    finally:
-        server.stop()
+    def __init__(self) -> None:
+        burn = "while True: pass"
+        self.procs = [
+            subprocess.Popen([sys.executable, "-c", burn]) for _ in range(os.cpu_count() or 1)
+        ]
 
+    def stop(self) -> None:
+        for proc in self.procs:
+            proc.kill()
+            proc.wait()
+
+
+def _series(rows: list[dict[str, Any]]) -> dict[str, Any]:
     settle = [r["settle_s"] for r in rows if "settle_s" in r]
     walls = [r["wall_s"] for r in rows if not r["hung"]]
     hangs = sum(r["hung"] for r in rows)
     failures = sum(not r["hung"] and r["state"] != "succeeded" for r in rows)
-    report: dict[str, Any] = {
-        "what": __doc__.split("\n")[0],
-        **stamp("python bench/ddp_exit.py"),
-        "command": " ".join([Path(sys.executable).name, *sys.argv]),
-        "date": started.isoformat(timespec="seconds"),
-        "cpus": os.cpu_count(),
-        "platform": platform.platform(),
-        "python": platform.python_version(),
-        "torch": _torch_version(),
-        "server": " ".join(server.args[1:]),
-        "job_command": f"ringleader run --gpus {GPUS} --wait -- python wrapper.py",
-        "script": str(args.script.resolve().relative_to(ROOT))
-        if args.script.resolve().is_relative_to(ROOT)
-        else str(args.script),
-        "warm_start": not args.cold,
-        "timeout_s": TIMEOUT_S,
+    return {
         "runs": len(rows),
         "hangs": hangs,
         "failures": failures,
         "warm_runs": sum(r["warm"] for r in rows),
-        "warmup_runs": len(warmups),
         "settle_s": {
             "median": round(statistics.median(settle), 3) if settle else None,
             "p95": round(_pct(settle, 0.95), 3) if settle else None,
             "max": round(max(settle), 3) if settle else None,
-            "target_max": SETTLE_TARGET_S,
         },
         "wall_s": {
             "median": round(statistics.median(walls), 3) if walls else None,
@@ -383,23 +356,141 @@ def main() -> None:
             for r in rows
             if r["hung"]
         ],
-        "met": hangs == 0 and failures == 0 and bool(settle) and max(settle) <= SETTLE_TARGET_S,
-        "warmups": warmups,
-        "per_run": rows,
+        "met": hangs == 0
+        and failures == 0
+        and bool(settle)
+        and max(settle) < SETTLE_TARGET_S
+        and len(rows) > 0,
     }
-    if hangs or failures or args.keep:
+
+
+def _parse() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--runs", type=int, default=100, help="runs of each style per condition")
+    parser.add_argument(
+        "--styles",
+        default=",".join(STYLES),
+        help=f"comma-separated, of: {', '.join(STYLES)} (default: all)",
+    )
+    parser.add_argument(
+        "--load",
+        choices=("quiet", "loaded", "both"),
+        default="both",
+        help="quiet machine, one CPU-bound process per core beside, or both (default)",
+    )
+    parser.add_argument("--cold", action="store_true", help="server with --no-warm-start")
+    parser.add_argument("--keep", action="store_true", help="keep the state dir even if clean")
+    parser.add_argument("--out", type=Path, help="default: bench/results/ddp-exit[-cold].json")
+    args = parser.parse_args()
+    styles = [s.strip() for s in args.styles.split(",") if s.strip()]
+    unknown = [s for s in styles if s not in STYLES]
+    if unknown or not styles:
+        parser.error(f"--styles: unknown {unknown or 'none given'}; choose from {list(STYLES)}")
+    args.styles = styles
+    return args
+
+
+def _run_all(
+    server: Server,
+    base: Path,
+    commands: dict[str, list[str]],
+    conditions: list[str],
+    args: argparse.Namespace,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+    """Warm-ups, then ``args.runs`` of each style in each condition: (warm-ups, series, rows)."""
+    warmups: list[dict[str, Any]] = []
+    series: list[dict[str, Any]] = []
+    rows: list[dict[str, Any]] = []
+    for i in range(WARMUP_MAX):
+        warmups.append(one_run(server, base, commands[args.styles[0]], f"warmup{i:02d}"))
+        print(f"warm-up {i}: {json.dumps(_brief(warmups[-1]))}", file=sys.stderr)
+        if args.cold or warmups[-1]["warm"]:
+            break
+    for condition in conditions:
+        load = Load() if condition == "loaded" else None
+        try:
+            for style in args.styles:
+                these = []
+                for i in range(args.runs):
+                    label = f"{condition}-{style}-{i:03d}"
+                    row = one_run(server, base, commands[style], label)
+                    row.update(style=style, condition=condition)
+                    these.append(row)
+                    print(f"{label}: {json.dumps(_brief(row))}", file=sys.stderr)
+                series.append({"style": style, "condition": condition, **_series(these)})
+                rows += these
+        finally:
+            if load is not None:
+                load.stop()
+    return warmups, series, rows
+
+
+def main() -> None:
+    args = _parse()
+    # Stopped early (or from the background, where SIGINT starts ignored): stop the server too.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    out_path = args.out or RESULTS / ("ddp-exit-cold.json" if args.cold else "ddp-exit.json")
+    conditions = ["quiet", "loaded"] if args.load == "both" else [args.load]
+
+    base = Path(tempfile.mkdtemp(prefix="ddp-exit-"))
+    commands: dict[str, list[str]] = {}
+    for style in args.styles:
+        script, script_args = STYLES[style]
+        shutil.copy(script, base / f"{style}.py")
+        commands[style] = [str(base / "wrapper.py"), str(base / f"{style}.py"), *script_args]
+    (base / "wrapper.py").write_text(WRAPPER)
+    server = Server(base / "state", warm=not args.cold)
+    started = datetime.datetime.now(datetime.UTC)
+    try:
+        warmups, series, rows = _run_all(server, base, commands, conditions, args)
+    finally:
+        server.stop()
+
+    whole = _series(rows)
+    report: dict[str, Any] = {
+        "what": __doc__.split("\n")[0],
+        **stamp("python bench/ddp_exit.py"),
+        "command": " ".join([Path(sys.executable).name, *sys.argv]),
+        "date": started.isoformat(timespec="seconds"),
+        "cpus": os.cpu_count(),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "torch": _torch_version(),
+        "server": " ".join(server.args[1:]),
+        "job_command": f"ringleader run --gpus {GPUS} --wait -- python wrapper.py SCRIPT ARGS",
+        "styles": {
+            name: {"script": str(path.relative_to(ROOT)), "args": list(script_args)}
+            for name, (path, script_args) in STYLES.items()
+            if name in args.styles
+        },
+        "load": "one `python -c 'while True: pass'` per core beside the loaded runs",
+        "warm_start": not args.cold,
+        "timeout_s": TIMEOUT_S,
+        "settle_target_s": SETTLE_TARGET_S,
+        **{k: whole[k] for k in ("runs", "hangs", "failures", "warm_runs", "settle_s", "met")},
+        "series": series,
+        "warmup_runs": len(warmups),
+        "warmups": warmups,
+        "hung_or_failed": [r for r in rows if r["hung"] or r["state"] != "succeeded"],
+        "per_run": [_brief(r) for r in rows],
+    }
+    if whole["hangs"] or whole["failures"] or args.keep:
         report["state_dir"] = str(base)
     else:
         shutil.rmtree(base, ignore_errors=True)
     out_path.parent.mkdir(parents=True, exist_ok=True)
     out_path.write_text(json.dumps(report, indent=2) + "\n")
-    keys = ("runs", "hangs", "failures", "warm_runs", "settle_s", "hung_runs", "met")
-    summary = {k: report[k] for k in keys}
+    summary = {k: report[k] for k in ("runs", "hangs", "failures", "warm_runs", "settle_s", "met")}
+    summary["series"] = [
+        {k: s[k] for k in ("style", "condition", "runs", "hangs", "failures", "settle_s")}
+        for s in series
+    ]
     print(json.dumps(summary, indent=2))
 
 
 def _brief(row: dict[str, Any]) -> dict[str, Any]:
-    keys = ("job", "state", "hung", "warm", "wall_s", "settle_s")
+    keys = ("run", "job", "state", "hung", "warm", "wall_s", "settle_s")
     return {k: row.get(k) for k in keys}
 
 
