@@ -425,3 +425,46 @@ def test_200_idle_connections_do_not_stop_a_new_client(server: LiveServer) -> No
     finally:
         for sock in idle:
             sock.close()
+
+
+# -- the server's own orderly stop -------------------------------------------
+
+
+def test_an_orderly_stop_leaves_no_process_of_any_job_and_the_next_server_resumes_them(
+    tmp_path: Path,
+) -> None:
+    live = serving(tmp_path / "state", 2)
+    try:
+        job = live.submit(sleeper("stays", gpus=2))
+        live.wait_state(job, {"running"}, 60)
+        worker = worker_of(live.state_dir, job)
+        live.stop()
+        assert live.proc is not None and live.proc.returncode == 0, server_log(live)
+        assert not alive(*worker), "a job's process outlived its server's orderly stop"
+        assert "stopping 1 running jobs" in server_log(live)
+
+        live = serving(live.state_dir, live.gpus)
+        again = live.wait_state(job, {"running"}, 60)
+        stopped = [e for e in again["events"] if e["kind"] == "stopped"]
+        assert [e["reason"] for e in stopped] == ["server_stop"]
+        assert again["attempts"] == 0  # our stop, not the job's failure
+        assert worker_of(live.state_dir, job) != worker  # relaunched, not adopted
+    finally:
+        live.stop()
+        live.kill_workers()
+
+
+def test_leave_jobs_running_keeps_the_old_way_for_an_upgrade(tmp_path: Path) -> None:
+    live = LiveServer(tmp_path / "state", 1, 2.0, "--leave-jobs-running").start()
+    try:
+        job = live.submit(sleeper("upgraded"))
+        live.wait_state(job, {"running"}, 60)
+        worker = worker_of(live.state_dir, job)
+        live.stop()
+        assert alive(*worker)
+        live = serving(live.state_dir, live.gpus)
+        assert live.job(job)["state"] == "running"
+        assert worker_of(live.state_dir, job) == worker  # adopted
+    finally:
+        live.stop()
+        live.kill_workers()

@@ -144,6 +144,15 @@ def server(
             "one user only, as a job can then read the database and every token."
         ),
     ] = True,
+    leave_jobs_running: Annotated[
+        bool,
+        typer.Option(
+            "--leave-jobs-running",
+            help="At an orderly stop (Ctrl-C, SIGTERM), leave running jobs running for the "
+            "next server on this --state-dir to adopt (an upgrade). By default each is "
+            "checkpointed, stopped and queued again, so no job outlives its server.",
+        ),
+    ] = False,
     header_timeout_s: Annotated[
         float,
         typer.Option(
@@ -244,6 +253,7 @@ def server(
         insecure_http=insecure_http,
         allow_hosts=tuple(allow_host or ()),
         isolate_jobs=isolate_jobs,
+        leave_jobs_running=leave_jobs_running,
         traffic_device=traffic_device,
         traffic_mbit=traffic_mbit,
         header_timeout_s=header_timeout_s,

@@ -31,12 +31,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ringleader.job.control import PROGRESS
+from ringleader.job.control import PROGRESS, last_event
 from ringleader.policy.plan import Assignment, Decider, Plan
 from ringleader.policy.views import ClusterView, Device, JobView
+from ringleader.runtime import lingering
 from ringleader.runtime.acting import SIGNALLED, Acting
 from ringleader.runtime.bounded import LOG_CAP_BYTES, PROGRESS_CAP_BYTES, cap_log
-from ringleader.runtime.executor.base import Executor
+from ringleader.runtime.executor.base import Executor, GangStatus
 from ringleader.runtime.gangs import Gangs
 from ringleader.runtime.gpus import (
     EFFECTIVE,
@@ -63,6 +64,8 @@ SWITCH_TICK_S = 0.01
 """Tick interval while a time-slice switch is under way (a GPU idles until it is done)."""
 LOG_CHECK_S = 5.0
 """How often a running job's logs are checked against their cap."""
+LEAVE_WAIT_S = 30.0
+"""The longest an orderly stop of the server waits for its jobs' checkpoints."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +75,8 @@ class ControllerConfig:
     round_s: float = 30.0
     tick_s: float = 0.5
     launch_timeout_s: float = 120.0
+    exit_grace_s: float = lingering.GRACE_S
+    """How long a rank may stay, idle, once its job's work is done (``runtime.lingering``)."""
     restart_s: float = 3.0
     """A resize's cost until a job's own is measured: a cold checkpoint-stop-restart of
     a small ResNet here (bench/results/resize.json, medians 2.9-3.4 s)."""
@@ -178,6 +183,41 @@ class Controller:
     def stop(self) -> None:
         self._running = False
 
+    def leave(self, wait_s: float = LEAVE_WAIT_S) -> int:
+        """The server's orderly stop: no process of any job outlives it; how many were stopped.
+
+        Each running or suspended gang is stopped as for a preemption (the
+        job library checkpoints; a command without it gets SIGTERM), killed
+        after its ``stop_grace_s`` or ``wait_s``, whichever comes first, and
+        its job queued again: the next server resumes it from its checkpoint.
+        A pending cancel settles as a cancel. Call it after ``run`` has ended.
+        """
+        live = self._live()
+        count = len(live)
+        if live:
+            log.info("stopping %d running jobs (checkpoint, at most %.0f s)", count, wait_s)
+        for row in live:
+            if row.stopping is None:
+                self.acting.request_stop(row, "server_stop", time.time())
+        deadline = time.monotonic() + wait_s
+        while live:
+            if time.monotonic() > deadline:
+                for row in live:
+                    self.gangs.of(row.id).stop_killed = True  # ours: not the job's failure
+                    self.executor.kill(self.job_dir(row.id), row.generation)
+                deadline = float("inf")  # settled at the next looks, once the kills take
+            for row in live:
+                self._observe_one(row, time.time())
+            live = [
+                r for r in self.store.unfinished() if r.state in (State.RUNNING, State.SUSPENDED)
+            ]
+            if live:
+                time.sleep(0.05)
+        return count
+
+    def _live(self) -> list[JobRow]:
+        return [r for r in self.store.unfinished() if r.state in (State.RUNNING, State.SUSPENDED)]
+
     def tick(self, now: float | None = None) -> None:
         now = time.time() if now is None else now
         self._look_soon = False
@@ -244,6 +284,8 @@ class Controller:
         self._ingest(row)
         if now - gang.logs_checked >= LOG_CHECK_S:
             gang.logs_checked = now
+            said = last_event(self.job_dir(row.id) / PROGRESS, row.generation, ("done",))
+            gang.said_done = said == "done"
             for path in (self.job_dir(row.id) / "logs").glob("rank*.log"):
                 if cap_log(path, self.config.log_cap_bytes):
                     log.info(
@@ -285,6 +327,12 @@ class Controller:
             if status.finished:
                 self._settle(row, failed=False, codes=dict(status.exits), now=now)
             return
+        if gang.linger is not None and gang.linger.ended:
+            if status.finished:  # our kill has taken
+                self._need_decision = True
+                self.executor.kill(self.job_dir(row.id), row.generation)
+                self.settling.lingered(row, gang.linger.ended, self.config.exit_grace_s, now)
+            return
         if signalled and status.finished:
             # Asked to stop by signal: however each rank ended, the job was stopped.
             self._settle(row, failed=False, codes=dict(status.exits), now=now)
@@ -309,12 +357,35 @@ class Controller:
         gang.partial_since = None
         if not status.finished:
             gang.launched = None
+            if row.stopping is None:
+                self._linger(row, status, now)
             return
         if gang.launched is None:
             gang.launched = now
         if not status.exits and now - gang.launched < self.config.launch_timeout_s:
             return  # launched, not yet started
         self._settle(row, failed=status.failed, codes=dict(status.exits), now=now)
+
+    def _linger(self, row: JobRow, status: GangStatus, now: float) -> None:
+        """End the ranks that stay, idle, once the job's work is done (``runtime.lingering``)."""
+        gang = self.gangs.of(row.id)
+        if not lingering.work_done(status, gang.said_done):
+            gang.linger = None
+            return
+        job_dir = self.job_dir(row.id)
+        if gang.linger is None:
+            gang.linger = lingering.Linger(now, self.executor.cpu_s(job_dir, row.generation))
+            return
+        if now - gang.linger.since < self.config.exit_grace_s:
+            return
+        cpu_now = self.executor.cpu_s(job_dir, row.generation)
+        ended = lingering.idle_ranks(gang.linger, status, cpu_now, now)
+        if ended is None:  # still computing: a last evaluation, a save; look again later
+            gang.linger = lingering.Linger(now, cpu_now)
+            return
+        log.warning("job %s: %s", row.id, lingering.warning(ended, self.config.exit_grace_s))
+        self.executor.kill(job_dir, row.generation)
+        gang.linger.ended = ended
 
     def _ingest(self, row: JobRow) -> None:
         partners = self._partners.get(row.id, ()) if row.state is State.RUNNING else ()
@@ -324,6 +395,8 @@ class Controller:
 
     def _settle(self, row: JobRow, *, failed: bool, codes: dict[int, int], now: float) -> None:
         self._need_decision = True  # before settling: a settle that raised still counts
+        # What a rank left in its process group (a background child) ends with the gang.
+        self.executor.kill(self.job_dir(row.id), row.generation)
         self.settling.settle(row, failed=failed, codes=codes, now=now)
 
     # -- deciding ------------------------------------------------------------

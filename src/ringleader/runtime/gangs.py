@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ringleader.runtime.lingering import Linger
+
 
 @dataclass(slots=True)
 class Gang:
@@ -30,7 +32,11 @@ class Gang:
     partial_since: float | None = None
     """Since when some of its ranks have not said they started."""
     logs_checked: float = 0.0
-    """When its logs were last checked against their cap."""
+    """When its logs were last checked against their cap (and its progress for ``done``)."""
+    said_done: bool = False
+    """The job library said ``done`` for this generation (read with the log check)."""
+    linger: Linger | None = None
+    """Its work is done and some ranks stay (``runtime.lingering``)."""
 
 
 class Gangs:

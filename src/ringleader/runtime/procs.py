@@ -57,3 +57,26 @@ def signal_process(pid: int, ticks: int, sig: int) -> bool:
     except (ProcessLookupError, PermissionError):
         return False
     return True
+
+
+def tree_cpu_s(pid: int, ticks: int) -> float | None:
+    """CPU seconds used so far by ``pid`` (if it is still the one started at ``ticks``)
+    and every live descendant: how a rank that is working tells from one that hangs."""
+    if not alive(pid, ticks):
+        return None
+    hz = os.sysconf("SC_CLK_TCK")
+    total, todo, seen = 0, [pid], set()
+    while todo:
+        here = todo.pop()
+        if here in seen:
+            continue
+        seen.add(here)
+        try:
+            fields = stat_fields(Path(f"/proc/{here}/stat").read_text())
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])  # utime, stime
+        for task in Path(f"/proc/{here}/task").glob("*/children"):
+            with contextlib.suppress(OSError, ValueError):
+                todo += [int(p) for p in task.read_text().split()]
+    return total / hz

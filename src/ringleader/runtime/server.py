@@ -80,6 +80,8 @@ class ServerConfig:
     """A request's body must arrive within this after its headers (408 otherwise)."""
     isolate_jobs: bool = True
     """As root, run each user's jobs as their own uid (``ringleader.runtime.identity``)."""
+    leave_jobs_running: bool = False
+    """At an orderly stop, leave running jobs for the next server to adopt, not stop them."""
     traffic_device: str | None = None
     """The NIC whose egress the plan's traffic ranks shape (None: no ranks applied)."""
     traffic_mbit: float | None = None
@@ -384,6 +386,10 @@ async def serve(config: ServerConfig) -> None:
         await loop_task
         # Once nothing writes any more: a missing file's last state is copied out.
         lost = store.lost()
+        if lost is None and not config.leave_jobs_running:
+            stopped = await asyncio.to_thread(controller.leave)
+            if stopped:
+                log.info("stopped %d jobs; the next server resumes them", stopped)
         rescued = store.rescue() if lost is not None else None
         if controller.config.traffic is not None:
             with contextlib.suppress(OSError, NetCommandError):

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from ringleader.job.control import CHECKPOINTS, PROGRESS, last_event, last_record
 from ringleader.job.records import read_regular
+from ringleader.runtime import lingering
 from ringleader.runtime.acting import SIGNALLED
 from ringleader.runtime.gangs import Gangs
 from ringleader.runtime.store import JobRow, State, Store
@@ -115,6 +116,23 @@ class Settling:
             else:
                 row.state, row.finished_at = State.FAILED, now
                 self.store.save(row, "failed", generation=gen, codes=codes)
+
+    def lingered(self, row: JobRow, ended: tuple[int, ...], grace_s: float, now: float) -> None:
+        """Succeeded, saying which ranks were ended for staying once the work was done."""
+        gen = row.generation
+        self.suspended.discard(row.id)
+        self.gangs.forget(row.id)
+        row.shape.pop(SIGNALLED, None)
+        row.workers, row.devices, row.state_since = 0, [], now
+        row.state, row.finished_at = State.SUCCEEDED, now
+        self.store.save(
+            row,
+            "succeeded",
+            generation=gen,
+            step=row.step,
+            ended_ranks=list(ended),
+            warning=lingering.warning(ended, grace_s),
+        )
 
     def damaged_checkpoints(self, job_id: str, generation: int) -> str | None:
         """The error for a gang that ended because every checkpoint is damaged, if it did.

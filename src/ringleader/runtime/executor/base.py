@@ -77,6 +77,15 @@ class Executor(Protocol):
         """SIGKILL every process of the gang (each rank's whole process group)."""
         ...
 
+    def cpu_s(self, job_dir: Path, generation: int) -> Mapping[int, float]:
+        """CPU seconds each live rank's processes have used so far, where known.
+
+        How a rank that lingers after its work is done (``runtime.lingering``)
+        tells a hang from a last evaluation; a rank left out is not known,
+        and is taken to be idle.
+        """
+        ...
+
 
 @dataclass(frozen=True, slots=True)
 class RankPlace:

@@ -32,7 +32,7 @@ from ringleader.runtime.exits import ExitWatch
 from ringleader.runtime.gpus import GpuLayout, GpuSpecError, detect
 from ringleader.runtime.identity import home_for, prepare_job_dir
 from ringleader.runtime.launch import run_dir
-from ringleader.runtime.procs import alive, kill_group, signal_process
+from ringleader.runtime.procs import alive, kill_group, signal_process, tree_cpu_s
 from ringleader.runtime.warm import WarmLaunch, clean_env, python_entry
 
 
@@ -209,6 +209,10 @@ class LocalExecutor:
     def kill(self, job_dir: Path, generation: int) -> None:
         for pid, ticks in self._pids(job_dir, generation).values():
             kill_group(pid, ticks)
+
+    def cpu_s(self, job_dir: Path, generation: int) -> dict[int, float]:
+        used = {r: tree_cpu_s(p, t) for r, (p, t) in self._pids(job_dir, generation).items()}
+        return {rank: s for rank, s in used.items() if s is not None}
 
 
 @dataclass(frozen=True, slots=True)

@@ -291,6 +291,10 @@ class RayExecutor:
                 ray.get(actor.stop.remote(), timeout=10)
             ray.kill(actor)
 
+    def cpu_s(self, job_dir: Path, generation: int) -> dict[int, float]:
+        """Not known: a rank's processes are on another node (taken to be idle)."""
+        return {}
+
 
 def env_has_ray() -> bool:
     """Whether Ray can be imported here (the optional extra)."""
