@@ -29,7 +29,7 @@ from ringleader.runtime.executor.local import free_port
 from ringleader.runtime.procs import alive
 from ringleader.runtime.store import Store, StoreError
 from ringleader.runtime.timeouts import BACKSTOP_S, BODY_S, HEADERS_S
-from tests.live_server import LiveServer, wait_for
+from tests.live_server import LiveServer, run_cli, wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -465,6 +465,22 @@ def test_leave_jobs_running_keeps_the_old_way_for_an_upgrade(tmp_path: Path) -> 
         live = serving(live.state_dir, live.gpus)
         assert live.job(job)["state"] == "running"
         assert worker_of(live.state_dir, job) == worker  # adopted
+    finally:
+        live.stop()
+        live.kill_workers()
+
+
+def test_a_rank_hung_at_exit_is_ended_and_show_warns_of_it(tmp_path: Path) -> None:
+    live = LiveServer(tmp_path / "state", 2, 2.0, "--exit-grace-s", "2").start()
+    hangs = "import os, threading\nif os.environ['RANK'] == '1':\n    threading.Event().wait()\n"
+    try:
+        job = live.submit({"name": "hangs", "command": ["python", "-c", hangs], "gpus": 2})
+        live.wait_state(job, {"succeeded"}, 60)
+        shown = run_cli(live.url, "show", job)
+        assert shown.returncode == 0, shown.stderr
+        assert "warning: rank 1 did not exit 2 s after the job's work was done" in " ".join(
+            shown.stdout.split()
+        )
     finally:
         live.stop()
         live.kill_workers()

@@ -268,7 +268,7 @@ def show(
         console.print(Text("error", "bold red"), Text(":\n" + shown(job["error"], multiline=True)))
     for e in job.get("events") or []:
         if isinstance(e, dict) and e.get("warning"):
-            console.print(Text("warning", "bold yellow"), Text(": " + shown(e["warning"])))
+            console.print(Text("warning", "bold yellow"), Text(": " + shown(e["warning"])), sep="")
     console.print(Text("events", "bold"), ":", sep="")
     for e in job.get("events") or []:
         if not isinstance(e, dict):

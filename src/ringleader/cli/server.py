@@ -144,6 +144,16 @@ def server(
             "one user only, as a job can then read the database and every token."
         ),
     ] = True,
+    exit_grace_s: Annotated[
+        float,
+        typer.Option(
+            min=0.5,
+            max=3600,
+            help="End a rank still there, idle, this long after its job's work is done (its "
+            "other ranks exited 0, or it said done): a script that hangs at exit. The job "
+            "then succeeds with a warning.",
+        ),
+    ] = 30.0,
     leave_jobs_running: Annotated[
         bool,
         typer.Option(
@@ -254,6 +264,7 @@ def server(
         allow_hosts=tuple(allow_host or ()),
         isolate_jobs=isolate_jobs,
         leave_jobs_running=leave_jobs_running,
+        exit_grace_s=exit_grace_s,
         traffic_device=traffic_device,
         traffic_mbit=traffic_mbit,
         header_timeout_s=header_timeout_s,

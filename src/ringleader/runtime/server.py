@@ -21,6 +21,7 @@ from ringleader.net.agent import TrafficAgent
 from ringleader.net.tc import NetCommandError, have_net_admin
 from ringleader.policy.catalog import policy_from_config
 from ringleader.policy.views import ClusterView
+from ringleader.runtime import lingering
 from ringleader.runtime.access import known_names
 from ringleader.runtime.api import create_app
 from ringleader.runtime.bounded import LOG_CAP_BYTES, PROGRESS_CAP_BYTES
@@ -80,6 +81,8 @@ class ServerConfig:
     """A request's body must arrive within this after its headers (408 otherwise)."""
     isolate_jobs: bool = True
     """As root, run each user's jobs as their own uid (``ringleader.runtime.identity``)."""
+    exit_grace_s: float = lingering.GRACE_S
+    """How long a rank may stay, idle, once its job's work is done (``runtime.lingering``)."""
     leave_jobs_running: bool = False
     """At an orderly stop, leave running jobs for the next server to adopt, not stop them."""
     traffic_device: str | None = None
@@ -215,6 +218,7 @@ def build(config: ServerConfig) -> tuple[Store, Users, Controller]:
             policy,
             round_s=config.round_s,
             tick_s=config.tick_s,
+            exit_grace_s=config.exit_grace_s,
             log_cap_bytes=config.log_cap_bytes,
             progress_cap_bytes=config.progress_cap_bytes,
             quotas=users.quotas,
