@@ -100,6 +100,9 @@ class Server:
             "2",
             "--warm-start" if warm else "--no-warm-start",
             "--no-isolate-jobs",  # this user's own jobs, as the benchmark's user
+            # A hang is what is measured: the server must not end it first (lingering).
+            "--exit-grace-s",
+            "3600",
         ]
         state.mkdir(parents=True, exist_ok=True)
         with open(state / "server.log", "ab") as log:
@@ -282,6 +285,10 @@ def one_run(server: Server, base: Path, command: list[str], label: str) -> dict[
         return row
     job = server.job(job_id)
     row["state"] = job["state"]
+    # A rank ended for lingering hung all the same (the server ended it, not the script).
+    ended = [e for e in job.get("events") or [] if e.get("ended_ranks")]
+    if ended:
+        row["hung"], row["ended_ranks"] = True, ended[0]["ended_ranks"]
     row["attempts"] = job.get("attempts")
     row["generations"] = len(list((server.state / "jobs" / job_id).glob("run/gen*")))
     if row["hung"]:
