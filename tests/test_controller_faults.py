@@ -64,6 +64,9 @@ class HalfPlaced:
     def kill(self, job_dir: Path, generation: int) -> None:
         self.kills.append(generation)
 
+    def cpu_s(self, job_dir: Path, generation: int) -> dict[int, float]:
+        return {}
+
 
 class NeverStarted(HalfPlaced):
     """Every gang's launch is lost: no rank ever starts (say, its launcher died)."""
@@ -87,7 +90,8 @@ def test_a_gang_placed_only_in_part_is_relaunched_after_the_launch_timeout(
     controller.tick(now=105.0)  # within the timeout: wait
     assert executor.kills == []
     controller.tick(now=107.0)
-    assert executor.kills == [1]
+    # Killed for the timeout, and again as it settles (what a rank left ends with it).
+    assert executor.kills and set(executor.kills) == {1}
     again = store.get(row.id)
     assert again is not None
     events = [e for e in store.events(row.id) if e["kind"] == "stopped"]
