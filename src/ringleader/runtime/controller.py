@@ -208,9 +208,7 @@ class Controller:
                 deadline = float("inf")  # settled at the next looks, once the kills take
             for row in live:
                 self._observe_one(row, time.time())
-            live = [
-                r for r in self.store.unfinished() if r.state in (State.RUNNING, State.SUSPENDED)
-            ]
+            live = self._live()
             if live:
                 time.sleep(0.05)
         return count

@@ -13,7 +13,7 @@ A cold interpreter rarely meets it: the worker usually wins the GIL first.
 A warm worker, forked from a server that had built an optimizer, lost that
 race in about one run in ten (``bench/ddp_exit.py``), and a loop that frees
 DDP models as they finish deadlocks within a few hundred rounds cold or warm
-(``tests/data/ddp_teardown_loop.py``).
+(``tests/data/ddp_exit/teardown_loop.py``).
 
 ``destroy_process_group`` is where Python lets go of a group, so a warm
 worker's copy keeps each group it destroys until the worker ends with

@@ -78,15 +78,19 @@ class Settling:
             return False  # it ended because we asked it to: a checkpoint, not the end
         return bool(codes) and all(code == 0 for code in codes.values())
 
-    def settle(self, row: JobRow, *, failed: bool, codes: dict[int, int], now: float) -> None:
-        reason, gen = row.stopping, row.generation
+    def _end_generation(self, row: JobRow, now: float) -> None:
+        """What every settled gang leaves behind: no stop pending, no devices, no clocks."""
         row.stopping = None
         row.state_since = now
         self.suspended.discard(row.id)
         row.workers, row.devices = 0, []
-        done = self.ran_to_end(row, gen, reason, codes, self.gangs.of(row.id).stop_killed)
         self.gangs.forget(row.id)  # the next generation starts with clean clocks
         row.shape.pop(SIGNALLED, None)
+
+    def settle(self, row: JobRow, *, failed: bool, codes: dict[int, int], now: float) -> None:
+        reason, gen = row.stopping, row.generation
+        done = self.ran_to_end(row, gen, reason, codes, self.gangs.of(row.id).stop_killed)
+        self._end_generation(row, now)
         if reason == "cancel":
             row.state, row.finished_at = State.CANCELLED, now
             self.store.save(row, "cancelled", generation=gen)
@@ -119,16 +123,12 @@ class Settling:
 
     def lingered(self, row: JobRow, ended: tuple[int, ...], grace_s: float, now: float) -> None:
         """Succeeded, saying which ranks were ended for staying once the work was done."""
-        gen = row.generation
-        self.suspended.discard(row.id)
-        self.gangs.forget(row.id)
-        row.shape.pop(SIGNALLED, None)
-        row.workers, row.devices, row.state_since = 0, [], now
+        self._end_generation(row, now)
         row.state, row.finished_at = State.SUCCEEDED, now
         self.store.save(
             row,
             "succeeded",
-            generation=gen,
+            generation=row.generation,
             step=row.step,
             ended_ranks=list(ended),
             warning=lingering.warning(ended, grace_s),
