@@ -24,8 +24,8 @@ from dataclasses import replace
 
 from _common import results_file, stamp
 from ringleader.policy import ClusterView, JobView, Plan, policy_named
-from ringleader.policy.plan import Decider
-from ringleader.policy.views import Device, Observation
+from ringleader.policy.model.plan import Decider
+from ringleader.policy.model.views import Device, Observation
 from ringleader.sim.profiles import RESNET110_K40
 from ringleader.spine.deciding import decide
 from ringleader.spine.views import progress_view

@@ -75,7 +75,7 @@ def inside() -> dict[str, Any]:
     import ray
     from ray.cluster_utils import Cluster
 
-    from ringleader.policy.views import Device
+    from ringleader.policy.model.views import Device
     from ringleader.runtime.executor.local import LocalExecutor
     from ringleader.runtime.executor.ray import RayExecutor
 

@@ -34,7 +34,7 @@ from typing import Any
 
 from _common import resnet_command, stamp, wait_until
 from ringleader.job.control import PROGRESS, Action, Control, ProgressReader, write_control
-from ringleader.policy.views import Device
+from ringleader.policy.model.views import Device
 from ringleader.runtime.executor.local import LocalExecutor
 from ringleader.runtime.launch import run_dir
 

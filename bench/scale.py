@@ -37,7 +37,7 @@ from typing import Any
 from _common import calibrated, results_file, stamp
 from decision import after_one_event_times, decide_times
 from ringleader.policy.catalog import POLICY_NAMES
-from ringleader.policy.views import Device
+from ringleader.policy.model.views import Device
 from ringleader.runtime.executor.local import LocalExecutor
 from ringleader.runtime.gpus import NODE
 from ringleader.runtime.spec import parse_spec

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ringleader.perf import Algorithm, EpochsToConverge, SpeedModel
 from ringleader.policy import JobShape, JobView, policy_named
-from ringleader.policy.stack import Policy
+from ringleader.policy.pipeline import Policy
 from ringleader.sim.profiles import RESNET110_K40
 
 SHAPE = JobShape(50_000, 128, 7e6, Algorithm.BINARY_BLOCKS)

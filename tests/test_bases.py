@@ -9,9 +9,9 @@ import pytest
 
 from ringleader.perf.epochs import EpochsToConverge
 from ringleader.policy import JobShape, JobView
-from ringleader.policy.allocator import backfill_base, fifo_base
-from ringleader.policy.bases import MAX_SKIPPED, LastBase
-from ringleader.policy.objective import Candidate
+from ringleader.policy.model.objective import Candidate
+from ringleader.policy.size._incremental.bases import MAX_SKIPPED, LastBase
+from ringleader.policy.size.allocators import backfill_base, fifo_base
 
 SHAPE = JobShape(50_000, 128, 1e7)
 

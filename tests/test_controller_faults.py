@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from ringleader.policy.catalog import policy_named
-from ringleader.policy.views import ClusterView, Device
+from ringleader.policy.model.views import ClusterView, Device
 from ringleader.runtime.controller import Controller, ControllerConfig
 from ringleader.runtime.executor.base import GangStatus
 from ringleader.runtime.spec import parse_spec

@@ -10,9 +10,9 @@ from pathlib import Path
 import httpx
 
 from ringleader.policy.catalog import policy_named
-from ringleader.policy.needs import Needs
-from ringleader.policy.plan import Plan
-from ringleader.policy.views import ClusterView, JobView
+from ringleader.policy.model.needs import Needs
+from ringleader.policy.model.plan import Plan
+from ringleader.policy.model.views import ClusterView, JobView
 from ringleader.runtime.api import create_app
 from ringleader.runtime.controller import Controller, ControllerConfig
 from ringleader.runtime.executor.local import LocalExecutor

@@ -67,7 +67,7 @@ def test_the_executor_sees_a_gang_end_after_caching_it_running(tmp_path: object)
     """``status`` skips the files of a gang all running; an exit must still show."""
     from pathlib import Path
 
-    from ringleader.policy.views import Device
+    from ringleader.policy.model.views import Device
     from ringleader.runtime.executor.local import LocalExecutor
     from ringleader.runtime.gpus import NODE
 

@@ -9,13 +9,13 @@ import pytest
 from ringleader.fairness import served
 from ringleader.perf.epochs import EpochsToConverge
 from ringleader.policy import ClusterView, JobShape, JobView, policy_named
-from ringleader.policy.allocator import Doubling, FixedSize
 from ringleader.policy.catalog import policy_from_config
-from ringleader.policy.fairshare import FairShare, waterfill
-from ringleader.policy.objective import Candidate
-from ringleader.policy.order import LeastAttained, Prioritised
-from ringleader.policy.profiling import Online
-from ringleader.policy.stack import Policy
+from ringleader.policy.model.objective import Candidate
+from ringleader.policy.order.fairshare import FairShare, waterfill
+from ringleader.policy.order.queues import LeastAttained, Prioritised
+from ringleader.policy.pipeline import Policy
+from ringleader.policy.profile.sources import Online
+from ringleader.policy.size.allocators import Doubling, FixedSize
 from ringleader.sim import RESNET110_K40, SimJob, Simulator
 
 SHAPE = JobShape(50_000, 128, 1e7)

@@ -7,8 +7,8 @@ import random
 
 import pytest
 
-from ringleader.policy.free import Blank, FreeGPUs
-from ringleader.policy.views import ClusterView
+from ringleader.policy.model.views import ClusterView
+from ringleader.policy.place._incremental.free import Blank, FreeGPUs
 
 
 def _afresh(cluster: ClusterView, free: dict[str, set[int]]) -> FreeGPUs:

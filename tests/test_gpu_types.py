@@ -10,9 +10,9 @@ import pytest
 from ringleader.perf.epochs import EpochsToConverge
 from ringleader.perf.gpu_types import TYPE_FACTORS, gavel_type_speeds, type_speeds
 from ringleader.policy.catalog import policy_named, with_types
-from ringleader.policy.hetero import TypeAware
-from ringleader.policy.placement import FewestNodes, place
-from ringleader.policy.views import ClusterView, Device, JobShape, JobView
+from ringleader.policy.model.views import ClusterView, Device, JobShape, JobView
+from ringleader.policy.place.fewest_nodes import FewestNodes, place
+from ringleader.policy.place.type_aware import TypeAware
 from ringleader.runtime.gpus import GpuLayout, GpuSpecError, parse_gpus, type_name, type_step_times
 from ringleader.runtime.spec import SpecError, parse_spec
 from ringleader.sim.engine import Simulator
@@ -407,8 +407,8 @@ def test_a_ray_nodes_type_comes_from_the_accelerator_resource_ray_reads_from_nvm
 
 
 def test_type_aware_las_counts_service_in_each_jobs_best_gpus_terms() -> None:
-    from ringleader.policy.objective import Candidate
-    from ringleader.policy.order import LeastAttained
+    from ringleader.policy.model.objective import Candidate
+    from ringleader.policy.order.queues import LeastAttained
 
     # Both held GPUs for 2 h; one on a type it runs at a quarter speed.
     fast = view("fast", attained_gpu_s=7200.0, attained_effective_s=7200.0)
@@ -465,7 +465,7 @@ def test_a_job_waiting_for_its_gpu_type_says_so_though_other_gpus_are_free() -> 
 
 
 def test_the_runtime_fits_its_speed_model_to_step_times_in_the_fastest_types_terms() -> None:
-    from ringleader.policy.views import Observation
+    from ringleader.policy.model.views import Observation
     from ringleader.runtime.gpus import measured_speeds, observations_in_best_terms
 
     # 2 workers: 0.1 s steps on V100s for 10 s, 0.4 s steps on K80s for 20 s. In V100

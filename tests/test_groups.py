@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from ringleader.policy.groups import (
+from ringleader.policy.gandiva.groups import (
     Changes,
     Group,
     Openings,
@@ -14,8 +14,8 @@ from ringleader.policy.groups import (
     top,
     turn_order,
 )
-from ringleader.policy.placement import nodes_spanned
-from ringleader.policy.views import Device, JobView
+from ringleader.policy.model.views import Device, JobView
+from ringleader.policy.place.fewest_nodes import nodes_spanned
 from tests.test_sharing import job
 
 MAX = 4

@@ -59,9 +59,9 @@ def test_a_source_changed_since_the_build_is_named(tmp_path: Path) -> None:
 
 def test_a_module_left_unbuilt_makes_the_build_stale(tmp_path: Path) -> None:
     _tree(tmp_path)
-    source = hotpath.source_of("ringleader.policy.stack", tmp_path)
+    source = hotpath.source_of("ringleader.policy.pipeline", tmp_path)
     source.with_name(source.stem + SUFFIX).unlink()
-    assert hotpath.stale(tmp_path) == ["ringleader.policy.stack"]
+    assert hotpath.stale(tmp_path) == ["ringleader.policy.pipeline"]
 
 
 def test_an_unlisted_module_built_long_ago_makes_the_build_stale(tmp_path: Path) -> None:
@@ -95,9 +95,11 @@ def test_a_missing_or_foreign_stamp_makes_every_module_stale(
 def test_the_fallback_loads_the_source_over_an_extension(tmp_path: Path) -> None:
     _tree(tmp_path)
     finder = hotpath._FromSource(hotpath.MODULES, tmp_path)
-    spec = finder.find_spec("ringleader.policy.keeping")
+    spec = finder.find_spec("ringleader.policy.place._incremental.keeping")
     assert spec is not None and spec.origin is not None
-    assert Path(spec.origin) == hotpath.source_of("ringleader.policy.keeping", tmp_path)
+    assert Path(spec.origin) == hotpath.source_of(
+        "ringleader.policy.place._incremental.keeping", tmp_path
+    )
     assert finder.find_spec("ringleader.cli") is None  # not listed: the usual import
 
 

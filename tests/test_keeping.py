@@ -4,10 +4,10 @@ import random
 
 import pytest
 
-from ringleader.policy.free import FreeGPUs
-from ringleader.policy.hetero import TypeAware
-from ringleader.policy.keeping import LastKept, keep_held
-from ringleader.policy.views import ClusterView, Device, JobView
+from ringleader.policy.model.views import ClusterView, Device, JobView
+from ringleader.policy.place._incremental.free import FreeGPUs
+from ringleader.policy.place._incremental.keeping import LastKept, keep_held
+from ringleader.policy.place.type_aware import TypeAware
 from tests.helpers import resnet_job
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import random
 
-from ringleader.policy.plan import Assignment, Plan
-from ringleader.policy.views import Device
+from ringleader.policy.model.plan import Assignment, Plan
+from ringleader.policy.model.views import Device
 from ringleader.sim.occupancy import Occupancy
 
 

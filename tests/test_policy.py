@@ -21,8 +21,8 @@ from ringleader.policy import (
     policy_named,
 )
 from ringleader.policy.catalog import UnknownPolicyError
-from ringleader.policy.placement import place
-from ringleader.policy.profiling import Online
+from ringleader.policy.place.fewest_nodes import place
+from ringleader.policy.profile.sources import Online
 from tests.helpers import SHAPE, constant_epochs, latency_bound_model, resnet_job
 
 
@@ -166,7 +166,7 @@ def test_growing_job_grows_on_its_own_node() -> None:
 
 def test_policy_core_imports_neither_simulator_nor_runtime() -> None:
     root = pathlib.Path(__file__).parents[1] / "src" / "ringleader" / "policy"
-    for path in root.glob("*.py"):
+    for path in root.rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
             names = []
             if isinstance(node, ast.ImportFrom) and node.module:

@@ -13,13 +13,13 @@ import pytest
 
 from ringleader.perf.epochs import EpochsToConverge
 from ringleader.policy import ClusterView, JobShape, JobView, policy_named
-from ringleader.policy.allocator import FixedSize
-from ringleader.policy.hetero import TypeAware
-from ringleader.policy.objective import Candidate
-from ringleader.policy.order import LeastAttained, Prioritised, ShortestRemaining
-from ringleader.policy.placement import FewestNodes
-from ringleader.policy.stack import Policy
-from ringleader.policy.views import Device
+from ringleader.policy.model.objective import Candidate
+from ringleader.policy.model.views import Device
+from ringleader.policy.order.queues import LeastAttained, Prioritised, ShortestRemaining
+from ringleader.policy.pipeline import Policy
+from ringleader.policy.place.fewest_nodes import FewestNodes
+from ringleader.policy.place.type_aware import TypeAware
+from ringleader.policy.size.allocators import FixedSize
 from ringleader.sim import RESNET110_K40, SimJob, Simulator
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -124,8 +124,8 @@ def test_a_stage_that_reads_the_truth_makes_the_policy_an_oracle() -> None:
 def test_a_kept_candidate_is_used_only_for_the_very_view_it_was_made_from() -> None:
     from dataclasses import replace
 
-    from ringleader.policy.profiling import LastCandidates
-    from ringleader.policy.views import Device, Observation
+    from ringleader.policy.model.views import Device, Observation
+    from ringleader.policy.profile.sources import LastCandidates
     from ringleader.spine.views import progress_view
     from tests.helpers import resnet_job
 
@@ -161,8 +161,8 @@ def test_exploratory_sets_aside_exactly_the_jobs_it_has_a_probe_for(window_s: fl
     """``split``'s probing jobs are those ``probe`` has a probe for, whether or not a job
     has run (a job with no observations probes its first size while the window is any
     time at all), and a second split of the same views gives the very same candidates."""
-    from ringleader.policy.profiling import Exploratory
-    from ringleader.policy.views import Observation
+    from ringleader.policy.model.views import Observation
+    from ringleader.policy.profile.sources import Exploratory
     from tests.helpers import resnet_job
 
     rng = random.Random(int(window_s))
@@ -186,8 +186,8 @@ def test_exploratory_sets_aside_exactly_the_jobs_it_has_a_probe_for(window_s: fl
 def test_exploratory_keeps_a_profiled_jobs_fitted_candidate_for_the_same_view() -> None:
     from dataclasses import replace
 
-    from ringleader.policy.profiling import Exploratory, fitted_model
-    from ringleader.policy.views import Observation
+    from ringleader.policy.model.views import Observation
+    from ringleader.policy.profile.sources import Exploratory, fitted_model
     from tests.helpers import resnet_job
 
     stage = Exploratory(probe_sizes=(1, 2), window_s=60.0)
@@ -211,7 +211,7 @@ def test_kept_candidates_of_jobs_that_left_go_with_their_views() -> None:
     # candidate with it.
     import gc
 
-    from ringleader.policy.profiling import LastCandidates
+    from ringleader.policy.profile.sources import LastCandidates
     from tests.helpers import resnet_job
 
     made: list[str] = []
@@ -240,7 +240,7 @@ def test_kept_candidates_of_jobs_that_left_go_with_their_views() -> None:
 def test_fifo_is_submission_order_then_id_whatever_order_jobs_come_in() -> None:
     import random
 
-    from ringleader.policy.stack import fifo
+    from ringleader.policy.pipeline import fifo
     from tests.helpers import resnet_job
 
     rng = random.Random(3)

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pytest
 
 from ringleader.policy.catalog import policy_named
-from ringleader.policy.views import ClusterView, Device, JobView, Node
+from ringleader.policy.model.views import ClusterView, Device, JobView, Node
 from ringleader.spine import quota
 from tests.helpers import sized_job as job
 from tests.live_server import LiveServer, run_cli, wait_for

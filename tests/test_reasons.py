@@ -8,15 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from ringleader.policy import plan as sizes
-from ringleader.policy.allocator import Doubling, OptimusGreedy
 from ringleader.policy.catalog import policy_named
-from ringleader.policy.objective import Candidate
-from ringleader.policy.payback import MARGIN
-from ringleader.policy.plan import Assignment, Plan
-from ringleader.policy.sharing import Sharing
-from ringleader.policy.stack import Policy
-from ringleader.policy.views import ClusterView, Device, JobView, Node
+from ringleader.policy.gandiva.sharing import Sharing
+from ringleader.policy.model import plan as sizes
+from ringleader.policy.model.objective import Candidate
+from ringleader.policy.model.plan import Assignment, Plan
+from ringleader.policy.model.views import ClusterView, Device, JobView, Node
+from ringleader.policy.pipeline import Policy
+from ringleader.policy.size.allocators import Doubling, OptimusGreedy
+from ringleader.policy.size.payback import MARGIN
 from ringleader.runtime.controller import Controller, ControllerConfig
 from ringleader.runtime.executor.local import LocalExecutor
 from ringleader.runtime.spec import parse_spec

@@ -8,11 +8,11 @@ from dataclasses import replace
 
 import pytest
 
-from ringleader.policy.groups import Group, current_groups
-from ringleader.policy.plan import Plan
-from ringleader.policy.regroup import LastGroups
-from ringleader.policy.sharing import Sharing
-from ringleader.policy.views import ClusterView, Device, JobView
+from ringleader.policy.gandiva._incremental.regroup import LastGroups
+from ringleader.policy.gandiva.groups import Group, current_groups
+from ringleader.policy.gandiva.sharing import Sharing
+from ringleader.policy.model.plan import Plan
+from ringleader.policy.model.views import ClusterView, Device, JobView
 from tests.test_sharing import job
 
 CLUSTER = ClusterView.uniform(6, 4)

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from ringleader.perf.epochs import EpochsToConverge
-from ringleader.policy.plan import Plan
-from ringleader.policy.sharing import Sharing
-from ringleader.policy.views import ClusterView, Device, JobShape, JobView, Observation
+from ringleader.policy.gandiva.sharing import Sharing
+from ringleader.policy.model.plan import Plan
+from ringleader.policy.model.views import ClusterView, Device, JobShape, JobView, Observation
 from ringleader.sim.engine import Simulator
 from ringleader.sim.jobs import SimJob
 from ringleader.sim.profiles import RESNET110_K40
@@ -338,7 +338,7 @@ def test_a_plan_is_settled_only_while_no_group_takes_turns() -> None:
 
 def test_a_packed_step_time_that_is_not_a_positive_finite_number_counts_as_no_progress() -> None:
     # ``packing._ratio`` tests finiteness by comparisons, not ``math.isfinite``.
-    from ringleader.policy.packing import _ratio
+    from ringleader.policy.share.packing import _ratio
 
     for packed in (math.inf, -math.inf, math.nan, 0.0, -1.0, 2.0, 1e-300, 1e300):
         want = 0.0 if not math.isfinite(packed) or packed <= 0 else 3.0 / packed

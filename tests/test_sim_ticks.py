@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from ringleader.policy import ClusterView, policy_named
-from ringleader.policy.plan import Assignment, Decider, Plan
-from ringleader.policy.views import Device, JobView
+from ringleader.policy.model.plan import Assignment, Decider, Plan
+from ringleader.policy.model.views import Device, JobView
 from ringleader.sim import RESNET110_K40, SimJob, Simulator
 from ringleader.sim.arrivals import poisson_arrivals
 from ringleader.sim.ticks import tick_at_or_after

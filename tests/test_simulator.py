@@ -5,9 +5,9 @@ from collections.abc import Sequence
 import pytest
 
 from ringleader.policy import ClusterView, policy_named
-from ringleader.policy.needs import Needs
-from ringleader.policy.plan import Decider, Plan
-from ringleader.policy.views import JobView
+from ringleader.policy.model.needs import Needs
+from ringleader.policy.model.plan import Decider, Plan
+from ringleader.policy.model.views import JobView
 from ringleader.scenarios import table3
 from ringleader.sim import RESNET110_K40, SharedCores, SimJob, SimulationStalled, Simulator
 from ringleader.sim.arrivals import poisson_arrivals

@@ -11,11 +11,11 @@ import pytest
 
 from ringleader.perf.epochs import EpochsToConverge
 from ringleader.policy.catalog import POLICY_NAMES, policy_named
-from ringleader.policy.needs import Needs
-from ringleader.policy.plan import Assignment, Plan
-from ringleader.policy.profiling import Exploratory
-from ringleader.policy.stack import Policy
-from ringleader.policy.views import ClusterView, Device, JobView, Observation
+from ringleader.policy.model.needs import Needs
+from ringleader.policy.model.plan import Assignment, Plan
+from ringleader.policy.model.views import ClusterView, Device, JobView, Observation
+from ringleader.policy.pipeline import Policy
+from ringleader.policy.profile.sources import Exploratory
 from ringleader.sim.engine import Simulator
 from ringleader.sim.jobs import SimJob
 from ringleader.sim.profiles import RESNET110_K40

@@ -11,10 +11,10 @@ from ringleader.policy.catalog import (
     QUEUE_THRESHOLDS_GPU_S,
     policy_from_config,
 )
-from ringleader.policy.plan import Plan
-from ringleader.policy.stack import Policy
-from ringleader.policy.timeslice import TimeSlice, _since_before, _waited_longer
-from ringleader.policy.views import ClusterView, Device, JobShape, JobView, Observation
+from ringleader.policy.model.plan import Plan
+from ringleader.policy.model.views import ClusterView, Device, JobShape, JobView, Observation
+from ringleader.policy.pipeline import Policy
+from ringleader.policy.share.timeslice import TimeSlice, _since_before, _waited_longer
 from ringleader.sim.engine import Simulator
 from ringleader.sim.jobs import SimJob
 from ringleader.sim.profiles import RESNET110_K40

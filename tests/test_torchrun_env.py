@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ringleader.policy.views import Device
+from ringleader.policy.model.views import Device
 from ringleader.runtime.executor.base import RankPlace, gang_places
 from ringleader.runtime.executor.local import LocalExecutor
 

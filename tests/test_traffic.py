@@ -16,9 +16,9 @@ import pytest
 from ringleader.net.agent import TrafficAgent
 from ringleader.net.netns import reachable_namespace
 from ringleader.net.tc import NetCommandError, have_net_admin, run
-from ringleader.policy.stack import Policy
+from ringleader.policy.model.views import ClusterView, JobView
+from ringleader.policy.pipeline import Policy
 from ringleader.policy.traffic import Priorities, TrafficPolicy, traffic_priorities
-from ringleader.policy.views import ClusterView, JobView
 from ringleader.runtime.executor.local import free_port
 from ringleader.runtime.traffic import device_mbit, merged_ranks, ps_ports
 from ringleader.spine.needs import RUNTIME, serve_policy

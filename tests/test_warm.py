@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from ringleader.policy.views import Device
+from ringleader.policy.model.views import Device
 from ringleader.runtime.executor.base import GangStatus
 from ringleader.runtime.executor.local import LocalExecutor
 from ringleader.runtime.procs import alive, start_ticks

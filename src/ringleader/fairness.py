@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from ringleader.policy.fairshare import waterfill
+from ringleader.policy.order.fairshare import waterfill
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,8 +13,8 @@ from ringleader.cli.errors import check_output_file, fail, write_json
 from ringleader.cli.reporting import progress_bar, write_plot
 from ringleader.inputs import parse_thresholds, thresholds_problem
 from ringleader.policy.catalog import POLICY_NAMES, UnknownPolicyError, with_types
-from ringleader.policy.plan import Decider
-from ringleader.policy.profiling import PolicyInputError
+from ringleader.policy.model.plan import Decider
+from ringleader.policy.profile.sources import PolicyInputError
 from ringleader.sim.contention import GavelContention
 from ringleader.sim.engine import Simulator
 from ringleader.sim.errors import SimulationStalled
@@ -261,7 +261,7 @@ def _trace(
     gpu_types: str | None = None,
     tick_s: float | None = None,
 ) -> None:
-    from ringleader.policy.views import ClusterView
+    from ringleader.policy.model.views import ClusterView
     from ringleader.traces.jobs import (
         ASSUMPTION,
         GPUS_PER_NODE,

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ringleader.fidelity.real import RealJob, RealRun
-from ringleader.policy.views import Device
+from ringleader.policy.model.views import Device
 from ringleader.sim.host import SharedCores
 
 WARMUP_STEPS = 2

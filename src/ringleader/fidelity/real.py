@@ -22,7 +22,7 @@ import httpx
 from ringleader.fidelity.workload import FidelityWorkload
 from ringleader.job.control import PROGRESS, ProgressReader
 from ringleader.policy.catalog import policy_from_config
-from ringleader.policy.sharing import Sharing
+from ringleader.policy.gandiva.sharing import Sharing
 from ringleader.runtime.local_server import local_server
 
 TERMINAL = frozenset({"succeeded", "failed", "cancelled"})

@@ -18,7 +18,7 @@ from ringleader.fidelity.real import RealRun
 from ringleader.fidelity.workload import FidelityWorkload
 from ringleader.perf.epochs import EpochsToConverge
 from ringleader.policy.catalog import policy_from_config
-from ringleader.policy.views import ClusterView, JobShape, Node
+from ringleader.policy.model.views import ClusterView, JobShape, Node
 from ringleader.runtime.gpus import NODE
 from ringleader.sim.engine import DEFAULT_SWITCH_DELAY_S, Simulator
 from ringleader.sim.jobs import SimJob

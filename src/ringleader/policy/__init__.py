@@ -3,12 +3,12 @@
 No clocks, no I/O, no threads. Imports only ``ringleader.perf``.
 """
 
-from ringleader.policy.allocator import Doubling, FixedSize, OptimusGreedy
 from ringleader.policy.catalog import POLICY_NAMES, UnknownPolicyError, policy_named
-from ringleader.policy.plan import Assignment, Plan
-from ringleader.policy.profiling import Exploratory, PolicyInputError, Precompute
-from ringleader.policy.stack import Policy
-from ringleader.policy.views import ClusterView, Device, JobShape, JobView, Node, Observation
+from ringleader.policy.model.plan import Assignment, Plan
+from ringleader.policy.model.views import ClusterView, Device, JobShape, JobView, Node, Observation
+from ringleader.policy.pipeline import Policy
+from ringleader.policy.profile.sources import Exploratory, PolicyInputError, Precompute
+from ringleader.policy.size.allocators import Doubling, FixedSize, OptimusGreedy
 
 __all__ = [
     "POLICY_NAMES",

@@ -6,17 +6,17 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
-from ringleader.policy.allocator import Doubling, FixedSize, OptimusGreedy
-from ringleader.policy.fairshare import FairShare
-from ringleader.policy.hetero import TypeAware
-from ringleader.policy.order import LeastAttained, Order, Prioritised, ShortestRemaining
-from ringleader.policy.packing import Packing
-from ringleader.policy.placement import FewestNodes
-from ringleader.policy.plan import Decider
-from ringleader.policy.profiling import Exploratory, Online, Precompute
-from ringleader.policy.sharing import Sharing
-from ringleader.policy.stack import Policy
-from ringleader.policy.timeslice import TimeSlice
+from ringleader.policy.gandiva.sharing import Sharing
+from ringleader.policy.model.plan import Decider
+from ringleader.policy.order.fairshare import FairShare
+from ringleader.policy.order.queues import LeastAttained, Order, Prioritised, ShortestRemaining
+from ringleader.policy.pipeline import Policy
+from ringleader.policy.place.fewest_nodes import FewestNodes
+from ringleader.policy.place.type_aware import TypeAware
+from ringleader.policy.profile.sources import Exploratory, Online, Precompute
+from ringleader.policy.share.packing import Packing
+from ringleader.policy.share.timeslice import TimeSlice
+from ringleader.policy.size.allocators import Doubling, FixedSize, OptimusGreedy
 from ringleader.policy.traffic import Priorities, TrafficPolicy
 
 STARVE_AFTER_S = 7 * 86_400.0

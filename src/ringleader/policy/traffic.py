@@ -28,9 +28,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Protocol
 
-from ringleader.policy.plan import Assignment
-from ringleader.policy.timeslice import boundary_after
-from ringleader.policy.views import JobView
+from ringleader.policy.model.plan import Assignment
+from ringleader.policy.model.views import JobView
+from ringleader.policy.share.timeslice import boundary_after
 
 
 class TrafficPolicy(StrEnum):

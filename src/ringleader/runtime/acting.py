@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING
 from ringleader.job.checkpoint import ON_BAD_CHECKPOINT_ENV
 from ringleader.job.control import Action, Control, write_control
 from ringleader.net.tc import NetCommandError
-from ringleader.policy.plan import Assignment, Plan
-from ringleader.policy.views import ClusterView
+from ringleader.policy.model.plan import Assignment, Plan
+from ringleader.policy.model.views import ClusterView
 from ringleader.runtime.executor.base import Executor
 from ringleader.runtime.gangs import Gangs
 from ringleader.runtime.gpus import types_detail

@@ -32,8 +32,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ringleader.job.control import PROGRESS, last_event
-from ringleader.policy.plan import Assignment, Decider, Plan
-from ringleader.policy.views import ClusterView, Device, JobView
+from ringleader.policy.model.plan import Assignment, Decider, Plan
+from ringleader.policy.model.views import ClusterView, Device, JobView
 from ringleader.runtime import lingering
 from ringleader.runtime.acting import SIGNALLED, Acting
 from ringleader.runtime.bounded import LOG_CAP_BYTES, PROGRESS_CAP_BYTES, cap_log

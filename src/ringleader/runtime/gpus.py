@@ -21,7 +21,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from ringleader.perf.gpu_types import type_speeds
-from ringleader.policy.views import GPU_TYPE_PATTERN, ClusterView, Device, Node, Observation
+from ringleader.policy.model.views import GPU_TYPE_PATTERN, ClusterView, Device, Node, Observation
 
 NODE = "local"
 MAX_GPUS = 4096

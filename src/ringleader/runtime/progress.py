@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ringleader.job.control import ProgressReader, last_event
-from ringleader.policy.views import Observation
+from ringleader.policy.model.views import Observation
 from ringleader.runtime.store import JobRow, State
 from ringleader.spine.observe import fold
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ringleader.perf.epochs import EpochsToConverge
-from ringleader.policy.needs import Needs
-from ringleader.policy.plan import Assignment
-from ringleader.policy.views import ClusterView, Device, JobShape, JobView, Observation
+from ringleader.policy.model.needs import Needs
+from ringleader.policy.model.plan import Assignment
+from ringleader.policy.model.views import ClusterView, Device, JobShape, JobView, Observation
 from ringleader.runtime.gpus import EFFECTIVE, measured_speeds, observations_in_best_terms
 from ringleader.runtime.progress import RESTART, profile
 from ringleader.runtime.spec import Arch

@@ -20,7 +20,7 @@ from ringleader.credentials import forget_server, record_server
 from ringleader.net.agent import TrafficAgent
 from ringleader.net.tc import NetCommandError, have_net_admin
 from ringleader.policy.catalog import policy_from_config
-from ringleader.policy.views import ClusterView
+from ringleader.policy.model.views import ClusterView
 from ringleader.runtime import lingering
 from ringleader.runtime.access import known_names
 from ringleader.runtime.api import create_app

@@ -23,7 +23,7 @@ from pydantic import (
 )
 
 from ringleader.inputs import field_path
-from ringleader.policy.views import GPU_TYPE_PATTERN, ClusterView
+from ringleader.policy.model.views import GPU_TYPE_PATTERN, ClusterView
 
 
 class Arch(StrEnum):

@@ -39,9 +39,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ringleader.policy.catalog import policy_named
-from ringleader.policy.plan import Decider
-from ringleader.policy.sharing import Sharing
-from ringleader.policy.views import ClusterView
+from ringleader.policy.gandiva.sharing import Sharing
+from ringleader.policy.model.plan import Decider
+from ringleader.policy.model.views import ClusterView
 from ringleader.sim.engine import Simulator
 from ringleader.sim.jobs import SimJob
 from ringleader.sim.profiles import RESNET110_K40

@@ -36,8 +36,8 @@ import numpy as np
 
 from ringleader.metrics import mean_ci95
 from ringleader.policy.catalog import policy_named
-from ringleader.policy.plan import Decider
-from ringleader.policy.views import ClusterView
+from ringleader.policy.model.plan import Decider
+from ringleader.policy.model.views import ClusterView
 from ringleader.sim.contention import GavelContention
 from ringleader.sim.engine import Simulator
 from ringleader.sim.jobs import FIRST_MINIBATCHES, SimJob

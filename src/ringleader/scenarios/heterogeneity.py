@@ -42,9 +42,9 @@ import numpy as np
 from ringleader.metrics import JobRecord, mean_ci95
 from ringleader.perf.gpu_types import GAVEL_TYPES, gavel_job_types, gavel_type_speeds
 from ringleader.policy.catalog import policy_named, with_types
-from ringleader.policy.plan import Decider
-from ringleader.policy.stack import Policy
-from ringleader.policy.views import ClusterView
+from ringleader.policy.model.plan import Decider
+from ringleader.policy.model.views import ClusterView
+from ringleader.policy.pipeline import Policy
 from ringleader.sim.engine import Simulator
 from ringleader.sim.jobs import SimJob
 from ringleader.sim.profiles import RESNET110_K40

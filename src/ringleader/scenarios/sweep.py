@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ringleader.inputs import field_path, load_yaml, output_dir_problem, read_capped
 from ringleader.policy.catalog import POLICY_NAMES, policy_named
-from ringleader.policy.views import ClusterView
+from ringleader.policy.model.views import ClusterView
 from ringleader.sim.contention import GavelContention
 from ringleader.sim.engine import Simulator
 from ringleader.traces.jobs import GPUS_PER_NODE, recommended_gpus, to_sim_jobs

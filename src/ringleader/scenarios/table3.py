@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from ringleader.metrics import mean_ci95
 from ringleader.policy.catalog import policy_named
-from ringleader.policy.views import ClusterView
+from ringleader.policy.model.views import ClusterView
 from ringleader.sim.arrivals import poisson_arrivals
 from ringleader.sim.engine import DEFAULT_RESTART_DELAY_S, DEFAULT_ROUND_S, Simulator
 from ringleader.sim.jobs import SimJob

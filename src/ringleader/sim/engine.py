@@ -35,8 +35,8 @@ from typing import Protocol
 
 from ringleader.fairness import ShareSample
 from ringleader.metrics import JobRecord, UsagePoint, summarize
-from ringleader.policy.plan import WAIT, Decider, Plan
-from ringleader.policy.views import ClusterView
+from ringleader.policy.model.plan import WAIT, Decider, Plan
+from ringleader.policy.model.views import ClusterView
 from ringleader.sim.errors import SimulationStalled
 from ringleader.sim.host import Host
 from ringleader.sim.jobs import DONE, JobState, SimJob, arrived

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from ringleader.perf.cores import device_cores
-from ringleader.policy.views import Device
+from ringleader.policy.model.views import Device
 
 
 class Host(Protocol):

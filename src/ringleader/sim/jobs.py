@@ -13,9 +13,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ringleader.perf.epochs import EpochsToConverge
-from ringleader.policy.needs import Needs
-from ringleader.policy.plan import WAIT, Assignment
-from ringleader.policy.views import Device, JobView, Observation
+from ringleader.policy.model.needs import Needs
+from ringleader.policy.model.plan import WAIT, Assignment
+from ringleader.policy.model.views import Device, JobView, Observation
 from ringleader.sim.profiles import TrueProfile
 from ringleader.spine.actions import EventCounts, Held
 from ringleader.spine.observe import fold

@@ -16,7 +16,7 @@ hashed and compared field by field (timed alone, compiled: a third of a change).
 
 from __future__ import annotations
 
-from ringleader.policy.views import Device
+from ringleader.policy.model.views import Device
 
 
 class Occupancy:

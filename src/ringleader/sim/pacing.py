@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import Protocol
 
-from ringleader.policy.views import ClusterView
+from ringleader.policy.model.views import ClusterView
 from ringleader.sim.host import Host
 from ringleader.sim.jobs import JobState
 from ringleader.spine.observe import co_runners

@@ -22,7 +22,7 @@ from functools import cached_property
 from ringleader.perf.allreduce import Algorithm
 from ringleader.perf.epochs import EpochsToConverge
 from ringleader.perf.speed import SpeedModel, StepSample, fit_speed_model, with_measurements
-from ringleader.policy.views import JobShape
+from ringleader.policy.model.views import JobShape
 
 
 @dataclass(frozen=True)

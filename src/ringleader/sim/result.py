@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from ringleader.fairness import ShareSample
 from ringleader.metrics import JobRecord, Summary, UsagePoint
-from ringleader.policy.plan import Plan
+from ringleader.policy.model.plan import Plan
 from ringleader.sim.jobs import JobState
 
 

@@ -19,7 +19,7 @@ from ringleader.inputs import load_yaml_model
 from ringleader.perf.allreduce import Algorithm
 from ringleader.perf.epochs import EpochsToConverge
 from ringleader.perf.errors import ModelFitError
-from ringleader.policy.views import GPU_TYPE_PATTERN, ClusterView, JobShape
+from ringleader.policy.model.views import GPU_TYPE_PATTERN, ClusterView, JobShape
 from ringleader.sim.arrivals import poisson_arrivals
 from ringleader.sim.engine import DEFAULT_RESTART_DELAY_S, DEFAULT_ROUND_S
 from ringleader.sim.jobs import SimJob

@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Final
 
-from ringleader.policy.plan import Plan
-from ringleader.policy.views import Device
+from ringleader.policy.model.plan import Plan
+from ringleader.policy.model.views import Device
 
 HELD_NOTHING: tuple[Device, ...] = ()
 

@@ -22,8 +22,8 @@ from __future__ import annotations
 import gc
 from collections.abc import Sequence
 
-from ringleader.policy.plan import Decider, Plan
-from ringleader.policy.views import ClusterView, JobView
+from ringleader.policy.model.plan import Decider, Plan
+from ringleader.policy.model.views import ClusterView, JobView
 
 
 def decide(policy: Decider, views: Sequence[JobView], cluster: ClusterView, now: float) -> Plan:

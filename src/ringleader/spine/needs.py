@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ringleader.policy.plan import Decider
-from ringleader.policy.profiling import Exploratory, Precompute
-from ringleader.policy.stack import Policy
+from ringleader.policy.model.plan import Decider
+from ringleader.policy.pipeline import Policy
+from ringleader.policy.profile.sources import Exploratory, Precompute
 
 MEASURED_PROBE_SIZES = (1, 2, 4)
 """Worker counts a measured profiling phase probes (those the job allows)."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from ringleader.policy.views import Device, Observation
+from ringleader.policy.model.views import Device, Observation
 
 
 def fold(

@@ -21,8 +21,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
-from ringleader.policy.plan import WAIT, Assignment, Plan
-from ringleader.policy.views import JobView
+from ringleader.policy.model.plan import WAIT, Assignment, Plan
+from ringleader.policy.model.views import JobView
 
 
 def _used(views: Sequence[JobView], owner: Mapping[str, str]) -> dict[str, int]:

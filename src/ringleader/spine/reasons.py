@@ -18,11 +18,11 @@ import bisect
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from ringleader.policy import plan as sizes
-from ringleader.policy.growth import start_size
-from ringleader.policy.payback import MARGIN
-from ringleader.policy.plan import Plan, Sizing
-from ringleader.policy.views import ClusterView, JobView
+from ringleader.policy.model import plan as sizes
+from ringleader.policy.model.plan import Plan, Sizing
+from ringleader.policy.model.views import ClusterView, JobView
+from ringleader.policy.size.growth import start_size
+from ringleader.policy.size.payback import MARGIN
 
 QUOTA = "over_quota"
 NO_FREE_GPUS = "no_free_gpus"

@@ -27,9 +27,9 @@ from types import MappingProxyType
 
 from ringleader.perf.epochs import EpochsToConverge
 from ringleader.perf.speed import SpeedModel
-from ringleader.policy.needs import Needs
-from ringleader.policy.plan import Assignment
-from ringleader.policy.views import Device, JobShape, JobView, Observation
+from ringleader.policy.model.needs import Needs
+from ringleader.policy.model.plan import Assignment
+from ringleader.policy.model.views import Device, JobShape, JobView, Observation
 from ringleader.spine.actions import Held
 
 NO_SPEEDS: Mapping[str, float] = MappingProxyType({})

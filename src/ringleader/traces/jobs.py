@@ -28,7 +28,7 @@ from ringleader.perf.gpu_types import (
     gavel_steps_per_s,
     gavel_type_speeds,
 )
-from ringleader.policy.views import ClusterView
+from ringleader.policy.model.views import ClusterView
 from ringleader.sim.jobs import SimJob
 from ringleader.sim.profiles import RESNET110_K40
 from ringleader.traces.load import TraceError, TraceJob

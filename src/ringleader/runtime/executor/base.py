@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from ringleader.policy.views import ClusterView, Device
+from ringleader.policy.model.views import ClusterView, Device
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from ringleader.job.records import rank_of, read_exit_code, read_regular
 from ringleader.perf.cores import device_cores
-from ringleader.policy.views import ClusterView, Device
+from ringleader.policy.model.views import ClusterView, Device
 from ringleader.runtime.executor.base import GangStatus, RankPlace, gang_places
 from ringleader.runtime.executor.forkserver import Forkserver
 from ringleader.runtime.exits import ExitWatch

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from ringleader.job.records import read_exit_code
-from ringleader.policy.views import ClusterView, Device, Node
+from ringleader.policy.model.views import ClusterView, Device, Node
 from ringleader.runtime.executor.base import GangStatus, gang_places
 from ringleader.runtime.executor.local import WorkerLaunch, spawn_worker
 from ringleader.runtime.gpus import type_name

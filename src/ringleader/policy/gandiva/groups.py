@@ -1,0 +1,429 @@
+"""Gandiva's groups: finding them from where jobs are, and the index that admits a
+job to one without visiting them all.
+
+A *group* is a set of GPUs and the gang jobs resident on it, all of that set's
+size; one runs at a time, the others wait suspended (``ringleader.policy.gandiva.sharing``).
+A job that finds no free GPUs joins the group of its size where it is most
+likely to run: one whose top priority is below its own if any, then the least
+crowded, then the one on fewest nodes, then by devices (which are unique, so
+the choice is total). A burst of arrivals at a full cluster asked that of
+every group for every job: 25,000 jobs queued at once on 100,000 GPUs took
+minutes. ``Openings`` keeps the groups with room in heaps per size and top
+priority, so each admission looks at one heap head per priority level.
+``current_groups`` finds the groups from the GPUs each job holds, with no state
+carried from one decision to the next; ``regroup.LastGroups`` keeps them from one
+decision to the next, and a decision that changes a group first notes what it was
+(``Changes``), so they are put back as found.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Sequence
+
+from ringleader.policy.model.views import Device, JobView, memo_of
+from ringleader.policy.pipeline import arrives_before
+from ringleader.policy.place.fewest_nodes import nodes_spanned
+from ringleader.policy.share.timeslice import top_priority
+
+NO_PRIORITY = -(2**31)
+"""The top priority of a group with no residents: below every job's."""
+
+
+class Group:
+    """GPUs shared over time by gang jobs of their size (the module docstring).
+
+    A plain class, not a dataclass: Gandiva's stack makes one per group at every
+    decision, and compiled, a dataclass with a ``default_factory`` was built at
+    three times the cost (a twentieth of a time-slicing trace simulation).
+    """
+
+    __slots__ = ("_top", "_top_of", "devices", "one_node", "residents", "size", "was")
+
+    def __init__(
+        self,
+        devices: tuple[Device, ...],
+        residents: list[JobView] | None = None,
+        one_node: bool = False,
+    ) -> None:
+        self.devices = devices
+        """Its GPUs, sorted; moved with ``move`` only, which keeps ``size`` with them."""
+        self.size = len(devices)
+        """How many GPUs (a group's size is read of every group at every decision, and
+        ``len`` of the devices went to another object for it)."""
+        self.residents: list[JobView] = [] if residents is None else residents
+        """Never changed in place: a change hands the group a new list (``without``, or
+        one more at the end), so what is worked out from one list (``top``) stands while
+        it is the group's, and a plan's deferred turns read the lists it was made from."""
+        self.one_node = one_node
+        """Known to be on one node (False: not known), as ``current_groups`` finds most,
+        which Gandiva's stack reads of every group (``sharing.on_one_node``) without
+        visiting each device. Every move of a group keeps it so: to a subset of its
+        GPUs, a doubling on its node, or onto one node."""
+        self._top = NO_PRIORITY
+        self._top_of: list[JobView] | None = None
+        """The residents list ``_top`` was worked out from (``top``)."""
+        self.was: tuple[list[JobView], tuple[Device, ...], bool] | None = None
+        """Its residents, devices and ``one_node`` before this decision changed it
+        (``Changes``); None: unchanged."""
+
+    def __repr__(self) -> str:
+        return f"Group(devices={self.devices!r}, residents={[j.id for j in self.residents]!r})"
+
+    def move(self, devices: tuple[Device, ...], one_node: bool) -> None:
+        """Onto ``devices`` (``one_node``: known to be on one node)."""
+        self.devices = devices
+        self.size = len(devices)
+        self.one_node = one_node
+
+
+class Changes:
+    """The groups a decision changed, each with what it was (``Group.was``), to be put
+    back (``undo``) once the decision is made.
+
+    Gandiva's stack changes groups as it decides (admits, migrates, rebalances,
+    shrinks, grows), and the groups it starts from are kept from one decision to
+    the next (``regroup.LastGroups``): what they were found to be from the views.
+    So each change first goes through ``change``, which keeps the group's residents
+    list, devices and ``one_node`` (the list is never changed in place: ``Group.residents``).
+    """
+
+    __slots__ = ("groups",)
+
+    def __init__(self) -> None:
+        self.groups: list[Group] = []
+
+    def change(self, g: Group) -> None:
+        """Ready ``g`` for a change: what it is now kept."""
+        if g.was is None:
+            g.was = (g.residents, g.devices, g.one_node)
+            self.groups.append(g)
+
+    def undo(self) -> None:
+        """Every group changed back to what it was, in the objects found."""
+        for g in self.groups:
+            was = g.was
+            assert was is not None
+            g.residents = was[0]
+            g.move(was[1], was[2])
+            g.was = None
+        self.groups = []
+
+
+def top(g: Group) -> int:
+    """The highest priority among ``g``'s residents: worked out once per residents list
+    (asked of every group at every decision: rotation, rebalancing, admission), as a
+    group kept from one decision to the next keeps its list while no resident moves."""
+    residents = g.residents
+    if g._top_of is not residents:
+        g._top = top_priority(residents) if residents else NO_PRIORITY
+        g._top_of = residents
+    return g._top
+
+
+def without(residents: list[JobView], job: JobView) -> list[JobView]:
+    """A new list: ``residents`` but ``job`` (the very view)."""
+    return [r for r in residents if r is not job]
+
+
+_Entry = tuple[int, int, tuple[Device, ...], int]
+"""An opening as a heap holds it: residents, nodes spanned, devices, and the group's
+index in ``Openings._groups``."""
+
+
+class Openings:
+    """The groups a job of their size may join, each found as ``min`` over all would.
+
+    A group is open while it has fewer than ``max_residents`` residents and every
+    resident asked for exactly its size (a grown group holds more GPUs than its
+    one resident asked for; no one joins it). Heaps are per size and per top
+    priority, keyed by what ``admit`` compares after the priority test; an entry
+    whose group has since changed is dropped when it reaches the head. A size's
+    heaps are made when a job of that size first asks, from ``groups`` as it is
+    then: a decision after one arrival indexes one size, not all.
+    """
+
+    __slots__ = ("_all", "_changes", "_groups", "_heaps", "_max")
+
+    def __init__(self, groups: list[Group], max_residents: int, changes: Changes) -> None:
+        self._all = groups
+        """The decision's groups: the caller appends to it, and calls ``added``."""
+        self._max = max_residents
+        self._changes = changes
+        """Where a group that takes a resident is noted first."""
+        self._groups: list[Group] = []
+        """The groups indexed, by the number their heap entries carry."""
+        self._heaps: dict[int, dict[int, list[_Entry]]] = {}
+
+    def added(self, g: Group) -> None:
+        """Index ``g``, just appended to the groups, if its size is indexed already."""
+        by_top = self._heaps.get(g.size)
+        if by_top is not None:
+            self._index(g, by_top)
+
+    def _of(self, size: int) -> dict[int, list[_Entry]]:
+        by_top = self._heaps.get(size)
+        if by_top is None:
+            by_top = self._heaps[size] = {}
+            for g in self._all:
+                if g.size == size:
+                    self._index(g, by_top, sift=False)
+            for heap in by_top.values():
+                heapq.heapify(heap)
+        return by_top
+
+    def _index(self, g: Group, by_top: dict[int, list[_Entry]], sift: bool = True) -> None:
+        residents = g.residents
+        if len(residents) >= self._max:
+            return
+        size = g.size
+        for r in residents:
+            if r.requested_gpus != size:
+                return  # grown past what its resident asked for: closed
+        self._groups.append(g)
+        self._push(len(self._groups) - 1, by_top, sift)
+
+    def _push(self, i: int, by_top: dict[int, list[_Entry]], sift: bool = True) -> None:
+        g = self._groups[i]
+        if len(g.residents) >= self._max:
+            return
+        entry = (len(g.residents), 1 if g.one_node else nodes_spanned(g.devices), g.devices, i)
+        t = top(g)
+        heap = by_top.get(t)
+        if heap is None:
+            heap = by_top[t] = []
+        if sift:
+            heapq.heappush(heap, entry)
+        else:
+            heap.append(entry)
+
+    def _head(self, t: int, heap: list[_Entry]) -> _Entry | None:
+        while heap:
+            entry = heap[0]
+            g = self._groups[entry[3]]
+            if len(g.residents) == entry[0] and top(g) == t:
+                return entry
+            heapq.heappop(heap)  # the group took a resident since: indexed again then
+        return None
+
+    def admit(self, job: JobView) -> bool:
+        """``job`` joins the open group of its size that minimises (top ≥ its priority,
+        residents, nodes spanned, devices); False if no group of its size is open."""
+        by_top = self._of(job.requested_gpus)
+        below: _Entry | None = None
+        above: _Entry | None = None
+        for t, heap in by_top.items():
+            head = self._head(t, heap)
+            if head is None:
+                continue
+            if t < job.priority:
+                below = head if below is None or head < below else below
+            else:
+                above = head if above is None or head < above else above
+        chosen = below if below is not None else above
+        if chosen is None:
+            return False
+        i = chosen[3]
+        g = self._groups[i]
+        self._changes.change(g)
+        g.residents = [*g.residents, job]
+        self._push(i, by_top)  # indexed again as it now is; the old entry is dropped at the head
+        return True
+
+
+def turn_order(job: JobView) -> tuple[int, float, str]:
+    """The order jobs take turns and places in: higher priority, then earlier arrival."""
+    return (-job.priority, job.submitted_at, job.id)
+
+
+def current_groups(
+    jobs: Sequence[JobView],
+    max_residents: int,
+    where: list[Group | None] | None = None,
+) -> tuple[list[Group], list[JobView], dict[str, int]]:
+    """The groups as jobs are now, those left waiting, and the GPUs held (per node, a
+    bitmask: bit ``i`` for GPU ``i``): at most ``max_residents`` a group; jobs on GPUs
+    claimed twice wait, to be placed again. ``where``, if given, is filled with each
+    job's group, by its place in ``jobs`` (None: it waits).
+
+    A job joins the group founded on its first GPU if that group holds exactly its
+    GPUs: no other could (a group is founded only on GPUs nobody holds yet), so no
+    dictionary keyed by device tuples is needed, whose hashing, a call per
+    device, was a sixth of this at every decision. A job on a GPU some group holds
+    other than as its first finds no group there, and its claim fails (``claim``).
+    """
+    walk = jobs if isinstance(jobs, list) else list(jobs)
+    if where is not None:
+        where[:] = [None] * len(walk)
+    founded: dict[Device, Group] = {}
+    held: dict[str, int] = {}
+    groups: list[Group] = []
+    waiting: list[JobView] = []
+    for p in _resident_order(walk):
+        job = walk[p]
+        if not job.workers:
+            waiting.append(job)
+            continue
+        mine = held_by(job)
+        devices = mine.devices
+        first = devices[0]
+        group = founded.get(first)
+        if group is None:
+            group = claim(mine, held)
+            if group is None:
+                waiting.append(job)  # its GPUs overlap another group's
+                continue
+            founded[first] = group
+            groups.append(group)
+        elif group.devices != devices:
+            waiting.append(job)  # its GPUs overlap another group's
+            continue
+        if len(group.residents) >= max_residents or (
+            group.residents and job.requested_gpus != group.size
+        ):
+            waiting.append(job)
+            continue
+        group.residents.append(job)
+        if where is not None:
+            where[p] = group
+    return groups, waiting, held
+
+
+def _resident_order(jobs: list[JobView]) -> list[int]:
+    """The places in ``jobs`` sorted by their jobs' (not running, not suspended,
+    ``turn_order``), as ``sorted`` would.
+
+    Split by the first two (stably, in ``jobs``' order), then each part sorted by
+    ``turn_order`` unless it is in that order already, which it is when the jobs come in
+    submission order and share one priority (usually): a sort that builds a key
+    tuple per job through a call was a seventh of a decision at 50k jobs.
+    """
+    parts: list[list[int]] = [[], [], [], []]
+    for p in range(len(jobs)):
+        job = jobs[p]
+        parts[(0 if job.workers else 2) + (0 if job.suspended else 1)].append(p)
+    ordered: list[int] = []
+    for part in parts:
+        # As timsort finds a run: in order unless some job's key is less than the one
+        # before it (compared field by field: a key tuple per job was a tenth of this).
+        for i in range(1, len(part)):
+            if turn_before(jobs[part[i]], jobs[part[i - 1]]):
+                part = sorted(part, key=lambda p: turn_order(jobs[p]))
+                break
+        ordered.extend(part)
+    return ordered
+
+
+def resides_before(a: JobView, b: JobView) -> bool:
+    """Whether ``a`` comes before ``b`` among a group's residents (both hold GPUs): in
+    ``_resident_order``'s order, suspended first, then by ``turn_order``."""
+    if a.suspended != b.suspended:
+        return a.suspended
+    return turn_before(a, b)
+
+
+def turn_before(a: JobView, b: JobView) -> bool:
+    """``turn_order(a) < turn_order(b)``, without building either."""
+    if a.priority != b.priority:
+        return a.priority > b.priority
+    return arrives_before(a, b)
+
+
+def claim(mine: Held, held: dict[str, int]) -> Group | None:
+    """A new group on a job's GPUs (``mine``), marked held; None if any is held already.
+
+    A node's held GPUs are one integer's bits, so a gang on one node (most: a whole
+    node's eight GPUs, or four) is checked and claimed with one look-up of its node,
+    by the mask ``Held`` worked out with the sorted devices. A dictionary per node, by
+    index, took a look-up and an insertion per GPU, and was half of finding the
+    groups on cluster07 (counted by ``bench/instructions.py``).
+    """
+    if not mine.node:
+        return _claim_spread(mine.devices, held)
+    bits = held.get(mine.node, 0)
+    if bits & mine.mask:
+        return None
+    held[mine.node] = bits | mine.mask
+    return Group(mine.devices, None, True)
+
+
+def _claim_spread(devices: tuple[Device, ...], held: dict[str, int]) -> Group | None:
+    """``claim`` for a gang over more than one node: a mask per node it is on.
+
+    ``devices`` are sorted (``_held``), so each node's are together: a mask is made
+    per run of one node's devices, not by a look-up per device. (Were a node's apart,
+    it would take two masks, checked and claimed in turn: the same claim.)
+    """
+    nodes: list[str] = []
+    masks: list[int] = []
+    node = devices[0].node
+    mask = 0
+    for d in devices:
+        if d.node != node:
+            nodes.append(node)
+            masks.append(mask)
+            node, mask = d.node, 0
+        mask |= 1 << d.index
+    nodes.append(node)
+    masks.append(mask)
+    for i in range(len(nodes)):
+        if held.get(nodes[i], 0) & masks[i]:
+            return None
+    for i in range(len(nodes)):
+        held[nodes[i]] = held.get(nodes[i], 0) | masks[i]
+    return Group(devices)
+
+
+class Held:
+    """The GPUs a job runs on, sorted (``_held``), and, where they are on one node, that
+    node and their bits (the mask ``claim`` claims): kept on the view (``views.Memo.held``) with
+    the devices and workers they were read from, as both may change in place. Sorting
+    and masking read every device object of every job at every decision, a fifth of
+    finding the groups at 50,000 jobs, waiting on memory."""
+
+    __slots__ = ("devices", "mask", "node", "of", "workers")
+
+    def __init__(self, job: JobView) -> None:
+        self.of = job.devices
+        self.workers = job.workers
+        self.devices = _held(job)
+        self.node = ""
+        """The one node they are on ("" where they span more, or are none)."""
+        self.mask = 0
+        if self.devices:
+            node = self.devices[0].node
+            mask = 0
+            for d in self.devices:
+                if d.node != node:
+                    return
+                mask |= 1 << d.index
+            self.node, self.mask = node, mask
+
+
+def held_by(job: JobView) -> Held:
+    """``Held`` for ``job`` as its view is now: the one kept on it, or made and kept."""
+    memo = memo_of(job)
+    kept = memo.held
+    if kept is not None and kept.of is job.devices and kept.workers == job.workers:
+        return kept
+    made = Held(job)
+    memo.held = made
+    return made
+
+
+def _held(job: JobView) -> tuple[Device, ...]:
+    """The devices ``job`` runs on, sorted (``()``: it runs on none)."""
+    if not job.workers:
+        return ()
+    devices = job.devices[: job.workers]
+    # Field by field, nodes first for equality: ``<`` on two devices, or on two node
+    # names, goes through Python's generic comparison, a call per pair (a gang of
+    # eight on one node has seven pairs), asked of every job at every decision.
+    for i in range(1, len(devices)):
+        a, b = devices[i], devices[i - 1]
+        if a.node == b.node:
+            if a.index < b.index:
+                return tuple(sorted(devices))
+        elif a.node < b.node:
+            return tuple(sorted(devices))
+    return devices

@@ -1,0 +1,271 @@
+"""A policy: order → size → place, as one pure function of a snapshot.
+
+``Policy.decide(jobs, cluster, now) -> Plan`` is the only thing the simulator
+and the runtime call. A policy is a composition of public stages, each a
+small pure protocol (``docs/policies.md`` shows a user-written one):
+
+* **order** (``ringleader.policy.order.queues``): who is served first — FIFO,
+  least attained service, priority, fair share between users;
+* **size** (``ringleader.policy.size.allocators``): how many GPUs each gets — its
+  request, or elastic growth by marginal gain (doubling, Optimus);
+* **place** (``ringleader.policy.place.fewest_nodes``): which GPUs — fewest nodes;
+* **share** (``ringleader.policy.share.timeslice``): jobs the plan left waiting take
+  turns on GPUs that are held (time-slicing);
+* **traffic** (``ringleader.policy.traffic``): priority ranks for parameter
+  servers that send through one host's NIC (TensorLights).
+
+Profiling sits between order and size: with exploratory profiling, GPUs are
+claimed in this order, which is the explore/optimise trade-off the seed
+describes:
+
+1. explorations already under way keep the GPUs they hold;
+2. every profiled job gets its minimum, in the order stage's order;
+3. new explorations start, in FIFO order, while their largest probe size fits;
+4. the size stage grows profiled jobs with what is left, never a running job
+   past its size where the restart would not be won back
+   (``ringleader.policy.size.payback``).
+
+Under light load step 3 almost always succeeds and exploration costs only the
+probes; under heavy load new jobs wait behind the profiled ones.
+
+With fair share (``ringleader.policy.order.fairshare``) and more than one user,
+steps 2 and 4 run twice: first each user within their share, then what is
+left over, to anyone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from operator import attrgetter
+
+from ringleader.policy._incremental.assigning import LastAssignments
+from ringleader.policy.model.needs import Needs
+from ringleader.policy.model.objective import Candidate
+from ringleader.policy.model.plan import Assignment, Plan, SizingNotes, Turn, probing_note
+from ringleader.policy.model.views import ClusterView, JobView
+from ringleader.policy.order.fairshare import FairShare, claim
+from ringleader.policy.order.queues import Fifo, Order
+from ringleader.policy.place.fewest_nodes import FewestNodes, Place
+from ringleader.policy.place.type_aware import TypeAware
+from ringleader.policy.profile.sources import Exploratory, Precompute, Profiling
+from ringleader.policy.share.timeslice import Share
+from ringleader.policy.size.allocators import Allocator
+from ringleader.policy.size.growth import Counts, Growth
+from ringleader.policy.traffic import Traffic
+
+MAX_RESIZES_FOR_TYPES = 8
+"""Times a decision sizes again without jobs their GPU types could not hold."""
+
+
+_ARRIVAL = attrgetter("submitted_at", "id")
+
+
+def fifo(jobs: Sequence[JobView]) -> list[JobView]:
+    """Submission order, ties broken by id so the order is total and repeatable.
+
+    Both bodies hand jobs over in that order already, as a rule: then a look at
+    each neighbour, field by field, finds it so without a key tuple per job. The
+    jobs are walked, not indexed: compiled, indexing a ``Sequence`` boxed the index
+    and called the sequence protocol twice per job (half of this function).
+    """
+    before: JobView | None = None
+    for job in jobs:
+        if before is not None and arrives_before(job, before):
+            return sorted(jobs, key=_ARRIVAL)
+        before = job
+    return list(jobs)
+
+
+def arrives_before(a: JobView, b: JobView) -> bool:
+    """Whether ``a`` comes before ``b`` in submission order (ties by id), as ``fifo`` sorts,
+    without building a key for either."""
+    if a.submitted_at != b.submitted_at:
+        return a.submitted_at < b.submitted_at
+    return a.id < b.id
+
+
+@dataclass(frozen=True, slots=True)
+class Policy:
+    """A composition of stages (see the module docstring)."""
+
+    name: str
+    size: Allocator
+    profiling: Profiling = field(default_factory=Precompute)
+    order: Order = field(default_factory=Fifo)
+    place: Place = field(default_factory=FewestNodes)
+    share: Share | None = None
+    traffic: Traffic | None = None
+    _last: LastAssignments = field(
+        default_factory=LastAssignments, init=False, repr=False, compare=False
+    )
+    """The last decision's assignments: not part of what the policy is, nor of its equality."""
+
+    @property
+    def _needs_speed(self) -> bool:
+        return self.size.needs_speed or self.order.needs_speed
+
+    @property
+    def needs(self) -> Needs:
+        speed = self._needs_speed
+        return Needs(
+            true_model=speed and isinstance(self.profiling, Precompute),
+            true_remaining=self.size.needs_true_remaining or self.order.needs_true_remaining,
+            speed_model=speed,
+            profiling=speed and isinstance(self.profiling, Exploratory),
+            time_slicing=self.share is not None,
+            packing=self.share is not None and self.share.packs,
+            traffic=self.traffic is not None,
+        )
+
+    def decide(self, jobs: Sequence[JobView], cluster: ClusterView, now: float) -> Plan:
+        plan, unplaced = self._decide(jobs, cluster, now)
+        # A job confined to GPU types with too few GPUs free could not be placed at the
+        # size it was given: it waits, and the others are sized again without it, so
+        # the GPUs it was counted on go to someone who can use them.
+        for _ in range(MAX_RESIZES_FOR_TYPES):
+            if not unplaced:
+                break
+            jobs = [j for j in jobs if j.id not in unplaced]
+            plan, unplaced = self._decide(jobs, cluster, now)
+        return plan
+
+    def _decide(
+        self, jobs: Sequence[JobView], cluster: ClusterView, now: float
+    ) -> tuple[Plan, set[str]]:
+        ordered = fifo(jobs)
+        if self._needs_speed:
+            known, exploring = self.profiling.split(ordered)
+        else:
+            known, exploring = [Candidate(job, None) for job in ordered], []
+        free = cluster.capacity
+        held: Counts = {}
+        """GPUs each job holds: its size, or a probe's hold (``Probe.hold``)."""
+        workers: Counts = {}
+        """A probing job's workers, where they differ from what it holds; every other
+        job's are what it holds (one dictionary fewer to fill per job)."""
+        wake: float | None = None
+
+        def explore(job: JobView) -> bool:
+            nonlocal free, wake
+            probe = self.profiling.probe(job)
+            if probe is None or probe.hold > free:
+                return False
+            held[job.id] = probe.hold
+            workers[job.id] = probe.workers
+            free -= probe.hold
+            due = now + probe.seconds_left
+            wake = due if wake is None else min(wake, due)
+            return True
+
+        fresh = []
+        for job in exploring:
+            if job.workers > 0 or job.observations:
+                explore(job)
+            else:
+                fresh.append(job)
+        shares: dict[str, int] = {}
+        if isinstance(self.order, FairShare):
+            known, shares = self.order.order_and_shares(known, now, free)
+        else:
+            known = self.order.order(known, now)
+        within = _within_shares(known, shares) if len(shares) > 1 else known
+        counts = self.size.base(within, free)
+        free -= sum(counts.values())
+        for job in fresh:
+            if not explore(job):
+                break
+        probing = dict(held)
+        if len(shares) > 1:
+            grown = self._fair_growth(known, counts, free, shares)
+        else:
+            grown = self.size.grow(known, counts, free)
+        if held:
+            held.update(grown.counts)  # sized jobs are known, probing ones exploring: apart
+        else:
+            held = grown.counts  # nothing probes: no copy of every job's size
+        devices = self.place.place(held, ordered, cluster)
+        unplaced: set[str] = set()
+        assigning = self._last.start()
+        at_most = isinstance(self.place, (FewestNodes, TypeAware))
+        """Whether the place stage is one of ours, which give a job at most its size."""
+        for job in ordered:
+            mine = devices.get(job.id)
+            if mine is None:
+                assigning.put(job.id, None, 0)
+                if held.get(job.id, 0):
+                    unplaced.add(job.id)  # sized, yet the place stage found no GPUs
+                continue
+            # A place stage may give a job fewer GPUs than sized (``TypeAware`` keeps a
+            # job that cannot grow without slowing down where it is): it runs on what
+            # it got, up to its size (a probe's workers may hold more GPUs). Ours
+            # never give more, so its size is looked up only for a stage of a user's:
+            # looking it up for every job was a fiftieth of a decision at 50,000.
+            probe = workers.get(job.id) if workers else None
+            n = (len(mine) if at_most else held.get(job.id, 0)) if probe is None else probe
+            assigning.put(job.id, mine, n if n <= len(mine) else len(mine))
+        assignments = assigning.done(ordered)
+        self._last.assignments = assignments
+        final: Mapping[str, Assignment] = assignments
+        turns: Mapping[str, Turn] = {}
+        traffic: Mapping[str, Mapping[str, int]] = {}
+        if self.share is not None or self.traffic is not None:
+            in_order = [c.job for c in known]
+            if exploring:  # (not a new list of every job: a reference to each is a write)
+                in_order += exploring
+            if self.share is not None:
+                shared = self.share.share(assignments, in_order, cluster, now)
+                final, turns = shared.assignments, shared.turns
+                wake = _earliest(wake, shared.wake_at)
+            if self.traffic is not None:
+                traffic = self.traffic.ranks(final, in_order, now)
+                wake = _earliest(wake, self.traffic.wake_at(traffic, now))
+        notes = dict(grown.notes)
+        for job_id, hold in probing.items():
+            notes[job_id] = probing_note(workers[job_id], hold)
+        plan = Plan(final, wake, SizingNotes(final, notes, grown.later), turns, traffic)
+        return plan, unplaced
+
+    def _fair_growth(
+        self,
+        known: Sequence[Candidate],
+        counts: Counts,
+        free: int,
+        shares: dict[str, int],
+    ) -> Growth:
+        """Grow each user within their share, then start the jobs past it and grow anyone
+        with what is left (``ringleader.policy.order.fairshare``)."""
+        counts = dict(counts)
+        by_user: dict[str, list[Candidate]] = {}
+        for c in known:
+            by_user.setdefault(c.job.user, []).append(c)
+        for user, own in by_user.items():
+            used = sum(counts.get(c.job.id, 0) for c in own)
+            budget = min(free, shares.get(user, 0) - used)
+            if budget <= 0:
+                continue
+            mine = {c.job.id: counts[c.job.id] for c in own if c.job.id in counts}
+            grown = self.size.grow(own, mine, budget)
+            added = sum(grown.counts.values()) - sum(mine.values())
+            counts.update(grown.counts)
+            free -= added
+        late = self.size.base([c for c in known if c.job.id not in counts], free)
+        counts.update(late)
+        free -= sum(late.values())
+        return self.size.grow(known, counts, free)
+
+
+def _earliest(a: float | None, b: float | None) -> float | None:
+    return b if a is None else a if b is None else min(a, b)
+
+
+def _within_shares(ordered: Sequence[Candidate], shares: dict[str, int]) -> list[Candidate]:
+    """The jobs of ``ordered`` that their users' shares can start, in order."""
+    left = dict(shares)
+    within: list[Candidate] = []
+    for c in ordered:
+        user, need = c.job.user, claim(c)
+        if need <= left.get(user, 0):
+            left[user] -= need
+            within.append(c)
+    return within

@@ -1,0 +1,134 @@
+"""Which GPUs each job gets: as few nodes per job as possible (SPEC A6).
+
+Jobs whose size did not change keep their GPUs; shrinking jobs keep a subset
+(on the nodes where they have most); growing and new jobs are placed largest
+first, on one node when any node can hold them (best fit, so big holes stay
+big), otherwise on the fewest nodes by taking the emptiest first. Ties go to
+the nodes a job already uses, so a resize moves as little as possible.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from ringleader.policy.model.views import ClusterView, Device, JobView
+from ringleader.policy.place._incremental.free import FreeGPUs
+from ringleader.policy.place._incremental.keeping import LastKept, keep_held, keep_subset
+from ringleader.policy.place.errors import PlacementError
+
+__all__ = [
+    "FewestNodes",
+    "FreeGPUs",
+    "Place",
+    "PlacementError",
+    "keep_held",
+    "keep_subset",
+    "nodes_spanned",
+    "place",
+    "place_one",
+    "place_or_wait",
+]
+
+
+def nodes_spanned(devices: Iterable[Device]) -> int:
+    """How many nodes ``devices`` are on."""
+    return len({d.node for d in devices})
+
+
+class Place(Protocol):
+    """The place stage: which GPUs each job with a non-zero count gets.
+
+    A job may get fewer than its count (``TypeAware`` keeps a job that could
+    not grow without slowing down where it is) or none (it waits); ``Policy``
+    runs it with no more workers than its count.
+    """
+
+    def place(
+        self, counts: Mapping[str, int], jobs: Sequence[JobView], cluster: ClusterView
+    ) -> dict[str, tuple[Device, ...]]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class FewestNodes:
+    """The default place stage: ``place`` (this module's docstring)."""
+
+    _kept: LastKept = field(default_factory=LastKept, init=False, repr=False, compare=False)
+    """The last decision's kept GPUs: not part of what the stage is, nor of its equality."""
+
+    def place(
+        self, counts: Mapping[str, int], jobs: Sequence[JobView], cluster: ClusterView
+    ) -> dict[str, tuple[Device, ...]]:
+        return place(counts, jobs, cluster, self._kept)
+
+
+def place(
+    counts: Mapping[str, int],
+    jobs: Sequence[JobView],
+    cluster: ClusterView,
+    kept: LastKept | None = None,
+) -> dict[str, tuple[Device, ...]]:
+    """Devices for every job with a non-zero count in ``counts``; ``kept`` carries what
+    running jobs kept from one decision to the next (the same result, sooner)."""
+    if kept is None:
+        free = FreeGPUs(cluster)
+        placed, to_place = keep_held(counts, jobs, free)
+    else:
+        free, placed, to_place = kept.keep_held(counts, jobs, cluster)
+    to_place.sort(key=lambda j: (-counts[j.id], j.submitted_at, j.id))
+    for job in to_place:
+        devices = place_or_wait(job, counts[job.id], free)
+        if devices is not None:
+            placed[job.id] = devices
+    return placed
+
+
+def place_or_wait(
+    job: JobView, want: int, free: FreeGPUs, types: Collection[str] | None = None
+) -> tuple[Device, ...] | None:
+    """``place_one``, except that a job whose GPU types have too few GPUs free gets None.
+
+    The size stage counts GPUs of every type, so it can give a job that is
+    confined to some types (``JobView.gpu_types``) more than those types have
+    free; the job then waits, and ``Policy.decide`` sizes the others again.
+    """
+    try:
+        return place_one(job, want, free, types)
+    except PlacementError:
+        if not job.gpu_types:
+            raise  # any GPU would do: the size stage gave out more than the cluster has
+        return None
+
+
+def place_one(
+    job: JobView, want: int, free: FreeGPUs, types: Collection[str] | None = None
+) -> tuple[Device, ...]:
+    """``want`` free GPUs for ``job``: one node if any fits, else the fewest, its own first.
+
+    Only GPUs of ``types`` are taken; by default, those the job allows
+    (``JobView.gpu_types``; none named: any)."""
+    if types is None and job.gpu_types:
+        types = job.gpu_types
+    own = {d.node for d in job.devices}
+    if free.of(types) < want:
+        raise PlacementError(f"job {job.id} needs {want} GPUs but fewer are free")
+    best = free.best_fit(want, own, types)
+    chosen: list[str] = []
+    if best is not None:
+        chosen = [best]
+    else:
+        total = 0
+        for n in free.widest_first(own, types):
+            if total >= want:
+                break
+            chosen.append(n)
+            total += len(free.free[n])
+    previous = {(d.node, d.index) for d in job.devices}
+    devices: list[Device] = []
+    for n in chosen:
+        take = min(want - len(devices), len(free.free[n]))
+        indices = sorted(free.free[n], key=lambda i: ((n, i) not in previous, i))[:take]
+        free.take(n, indices)
+        devices.extend(Device(n, i) for i in indices)
+    return tuple(sorted(devices))

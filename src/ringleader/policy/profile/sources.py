@@ -1,0 +1,301 @@
+"""Where a job's speed model comes from before the allocator can use it (SPEC A4).
+
+* ``Precompute``: the model is known on arrival (measured offline, or carried
+  over from earlier runs), so every job is a candidate from the start.
+* ``Exploratory``: a new job first runs a short probe at each of a few sizes
+  (default 2.5 min at 1, 2, 4 and 8 GPUs), holding the largest probe size for
+  the whole exploration as the seed does; once every probe has run long
+  enough, its model is fitted from what it reported and it joins the others.
+
+Fitting is memoised on the samples themselves, so a policy that is asked again
+and again about the same job does not refit it: the function stays pure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+from ringleader.perf.errors import ModelFitError
+from ringleader.perf.speed import SpeedModel, StepSample, fit_speed_model
+from ringleader.policy.model.objective import Candidate
+from ringleader.policy.model.views import JobShape, JobView, memo_of
+
+
+class PolicyInputError(ValueError):
+    """The snapshot lacks something the chosen policy needs; names the job and the fix."""
+
+
+@lru_cache(maxsize=8192)
+def _fit(shape: JobShape, measured: tuple[tuple[int, float, float], ...]) -> SpeedModel:
+    return fit_speed_model(
+        tuple(StepSample(*m) for m in measured),
+        algorithm=shape.algorithm,
+        grad_bytes=shape.grad_bytes,
+        examples_per_epoch=shape.examples_per_epoch,
+        batch_per_worker=shape.batch_per_worker,
+        global_batch=shape.global_batch,
+    )
+
+
+def fitted_model(job: JobView) -> SpeedModel:
+    """The speed model fitted from everything ``job`` has reported."""
+    # Keyed on plain tuples: they hash in C, where ``StepSample``s (dataclasses) hash
+    # in Python; the Exploratory policy asks this of every profiled job at every event.
+    measured = tuple(
+        (w, obs.step_time, obs.batch_per_worker) for w, obs in sorted(job.observations.items())
+    )
+    return _fit(job.shape, measured)
+
+
+@lru_cache(maxsize=8192)
+def _prior(shape: JobShape, step: float, workers: int = 1) -> SpeedModel:
+    """Perfect scaling from one step time at ``workers``; one object per input, so
+    downstream memos hit. Weak scaling: the same step time at every size; strong
+    scaling (a fixed global batch): all of it compute, so it shrinks with the batch."""
+    if shape.global_batch is None:
+        theta = (0.0, 0.0, 0.0, 0.0, step)
+    else:
+        theta = (step * workers / shape.global_batch, 0.0, 0.0, 0.0, 0.0)
+    return SpeedModel(
+        theta,
+        shape.algorithm,
+        shape.grad_bytes,
+        shape.batch_per_worker,
+        shape.examples_per_epoch,
+        rank=1,
+        global_batch=shape.global_batch,
+    )
+
+
+class LastCandidates:
+    """The candidates the last split made, each kept on the view it was made from.
+
+    A candidate is a function of its view's speed model and observations (the
+    step time at each size, not for how long), and it reads the job's progress
+    from the view itself. A view is the same object from one decision to the
+    next while only its progress, its placement and how long it has run at each
+    size change: the simulator keeps each job's and moves those on in place
+    (``spine.views.progress_view``, ``placement_view``), and builds a new one
+    when a step time changes; the runtime keeps a view until its stored row
+    changes (``spine.views``: a view stands for one set of step times). So a
+    split takes the last one's candidate for the very same view instead of
+    building it, with its prior and its memoised curve, again: under the
+    default that was a fifth of a trace simulation for the waiting jobs, and as
+    much again for the running ones. Outputs are unchanged.
+
+    The candidate hangs from the view (``views.Memo``), marked as this memo's: a
+    dictionary by job id was a tenth of a decision at 50,000 jobs, waiting on
+    memory. A candidate lives as long as its view; a new view of the job, built
+    by the body, starts without one.
+    """
+
+    __slots__ = ()
+
+    def split(
+        self, jobs: Sequence[JobView], make: Callable[[JobView], Candidate]
+    ) -> list[Candidate]:
+        """``make(job)`` for each of ``jobs``, or the candidate made for the same view."""
+        known = []
+        for job in jobs:
+            c = self.kept(job)
+            if c is None:
+                c = make(job)
+                self.keep(job, c)
+            known.append(c)
+        return known
+
+    def kept(self, job: JobView) -> Candidate | None:
+        """The candidate made for this very view, if this memo made one (None: it was
+        made for another view of the job, by another memo, or never)."""
+        memo = job.memo
+        if memo is None or memo.candidate_by is not self:
+            return None
+        return memo.candidate
+
+    def keep(self, job: JobView, c: Candidate) -> None:
+        """Remember ``c`` as made for this very view."""
+        memo = memo_of(job)
+        memo.candidate = c
+        memo.candidate_by = self
+
+
+class Probe:
+    """An exploring job's next probe: the size to run at and seconds still to run.
+
+    A plain class, not a named tuple nor a frozen dataclass: a decision asks for
+    one per exploring job, and compiled, a named tuple was built through its
+    interpreted ``__new__`` (3% of ``exploratory`` on ITP cluster07) and the
+    dataclass through an interpreted ``__init__`` and ``object.__setattr__``.
+    Equal by its fields, like the tuple it was.
+    """
+
+    __slots__ = ("hold", "seconds_left", "workers")
+
+    def __init__(self, workers: int, seconds_left: float, hold: int) -> None:
+        self.workers = workers
+        self.seconds_left = seconds_left
+        self.hold = hold
+        """The GPUs the probe holds: the job's largest probe size, kept while it explores."""
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Probe):
+            return NotImplemented
+        return (self.workers, self.seconds_left, self.hold) == (
+            other.workers,
+            other.seconds_left,
+            other.hold,
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.workers, self.seconds_left, self.hold))
+
+    def __repr__(self) -> str:
+        fields = f"workers={self.workers!r}, seconds_left={self.seconds_left!r}"
+        return f"Probe({fields}, hold={self.hold!r})"
+
+
+@dataclass(frozen=True, slots=True)
+class Precompute:
+    name: str = "precompute"
+    _memo: LastCandidates = field(
+        default_factory=LastCandidates, init=False, repr=False, compare=False
+    )
+    """The last split's candidates: not part of what the stage is, nor of its equality."""
+
+    def split(self, jobs: Sequence[JobView]) -> tuple[list[Candidate], list[JobView]]:
+        return self._memo.split(jobs, self._candidate), []
+
+    @staticmethod
+    def _candidate(job: JobView) -> Candidate:
+        if job.speed is not None:
+            return Candidate(job, job.speed)
+        try:
+            return Candidate(job, fitted_model(job))
+        except ModelFitError as err:
+            raise PolicyInputError(
+                f"job {job.id}: precomputed profiling needs a speed model on arrival "
+                f"({err}); give the job a profile or use exploratory profiling"
+            ) from err
+
+    def probe(self, job: JobView) -> Probe | None:
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class Exploratory:
+    probe_sizes: tuple[int, ...] = (1, 2, 4, 8)
+    window_s: float = 150.0
+    name: str = "exploratory"
+    _memo: LastCandidates = field(
+        default_factory=LastCandidates, init=False, repr=False, compare=False
+    )
+    """The last split's candidates of profiled jobs: a candidate is fitted from the step
+    times, and refitting (a memo keyed on them, built per job) and building every
+    profiled job's candidate at every event was half a trace simulation."""
+
+    def _sizes(self, job: JobView) -> list[int]:
+        sizes = [w for w in self.probe_sizes if job.min_gpus <= w <= job.max_gpus]
+        return sizes or [job.min_gpus]
+
+    def probe(self, job: JobView) -> Probe | None:
+        """The probe ``job`` should run now, or ``None`` when it is fully profiled."""
+        sizes = self._sizes(job)
+        for w in sizes:
+            obs = job.observations.get(w)
+            seen = obs.seconds if obs is not None else 0.0
+            if seen < self.window_s:
+                return Probe(w, self.window_s - seen, max(sizes))
+        return None
+
+    def _probing(self, job: JobView) -> bool:
+        """Whether ``probe`` has a probe for ``job``, without making it (asked at every
+        decision of every job not yet profiled: most have not run at all, and one with
+        no observations probes its first size, if the window is any time at all)."""
+        if not job.observations and self.window_s > 0:
+            return True
+        for w in self._sizes(job):
+            obs = job.observations.get(w)
+            if (obs.seconds if obs is not None else 0.0) < self.window_s:
+                return True
+        return False
+
+    def split(self, jobs: Sequence[JobView]) -> tuple[list[Candidate], list[JobView]]:
+        known: list[Candidate] = []
+        exploring: list[JobView] = []
+        memo = self._memo
+        for job in jobs:
+            # A view profiled once stays so (the seconds run at each size only grow), so
+            # one with a kept candidate is not asked whether it probes: one look-up a job.
+            c = memo.kept(job)
+            if c is None:
+                if self._probing(job):
+                    exploring.append(job)
+                    continue
+                c = self._candidate(job)
+                memo.keep(job, c)
+            known.append(c)
+        return known, exploring
+
+    @staticmethod
+    def _candidate(job: JobView) -> Candidate:
+        # Only one probe size fits this job: nothing to choose between, so it runs at
+        # its one size like a fixed-size job. Said before fitting, as a fit from one
+        # worker count is refused each time (a refusal is not memoised) and most jobs
+        # of a trace fit on one GPU (cluster07: 9,854 of 12,701 fits, 0.3 s).
+        if len(job.observations) < 2:
+            return Candidate(job, None)
+        try:
+            return Candidate(job, fitted_model(job))
+        except ModelFitError:
+            # The samples support no model (bad values, no single-worker time): it
+            # runs at its size, as a job measured at one size does.
+            return Candidate(job, None)
+
+
+@dataclass(frozen=True, slots=True)
+class Online:
+    """Learn as the job runs, with no probing phase: what a real cluster can know.
+
+    A model given with the job wins; otherwise one fitted from what the job
+    reported at two or more sizes; otherwise a prior that assumes perfect
+    scaling from its one measured step time, so it is measured at a second
+    size soon, after which the fit takes over. A job that has reported
+    nothing is marked unmeasured: the allocators grow it before measured jobs
+    rather than rank a guess (1 s per step, shape unknown) against them.
+    """
+
+    name: str = "online"
+    _memo: LastCandidates = field(
+        default_factory=LastCandidates, init=False, repr=False, compare=False
+    )
+    """The last split's candidates: not part of what the stage is, nor of its equality."""
+
+    @staticmethod
+    def prior(job: JobView) -> SpeedModel:
+        if not job.observations:
+            return _prior(job.shape, 1.0)
+        workers, seen = next(iter(job.observations.items()))
+        return _prior(job.shape, seen.step_time, workers)
+
+    def split(self, jobs: Sequence[JobView]) -> tuple[list[Candidate], list[JobView]]:
+        return self._memo.split(jobs, self._candidate), []
+
+    @classmethod
+    def _candidate(cls, job: JobView) -> Candidate:
+        model = job.speed
+        if model is None and len(job.observations) >= 2:
+            try:
+                model = fitted_model(job)
+            except ModelFitError:
+                model = None
+        if model is None:
+            return Candidate(job, cls.prior(job), measured=bool(job.observations))
+        return Candidate(job, model)
+
+    def probe(self, job: JobView) -> Probe | None:
+        return None
+
+
+Profiling = Precompute | Exploratory | Online
