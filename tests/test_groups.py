@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import random
 
+from ringleader.policy.gandiva._incremental.openings import Changes, Openings
 from ringleader.policy.gandiva.groups import (
-    Changes,
     Group,
-    Openings,
     _held,
     _resident_order,
     current_groups,

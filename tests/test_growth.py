@@ -12,13 +12,15 @@ import pytest
 from ringleader.policy.model.objective import Candidate
 from ringleader.policy.model.plan import NO_GAIN, RESTART_NOT_WON, Note
 from ringleader.policy.model.views import Device
-from ringleader.policy.size._incremental.chains import BATCHED_FROM, Chain, Step, StepOf
+from ringleader.policy.size._incremental.chain import Chain
+from ringleader.policy.size._incremental.chains import BATCHED_FROM
 from ringleader.policy.size._incremental.cut import SORTED_FROM, Window, _cut_ordered, _cut_sorted
 from ringleader.policy.size._incremental.flat import Flat
 from ringleader.policy.size._incremental.walk import _first_at, walk
 from ringleader.policy.size.allocators import Doubling, OptimusGreedy
 from ringleader.policy.size.growth import Chains, Growth, greedy
 from ringleader.policy.size.payback import may_refuse, pays, saved_by
+from ringleader.policy.size.steps import Step, StepOf
 from ringleader.sim.profiles import RESNET110_K40
 from ringleader.spine.views import progress_view
 from tests.helpers import constant_epochs, latency_bound_model, resnet_job

@@ -125,7 +125,7 @@ def test_a_kept_candidate_is_used_only_for_the_very_view_it_was_made_from() -> N
     from dataclasses import replace
 
     from ringleader.policy.model.views import Device, Observation
-    from ringleader.policy.profile.sources import LastCandidates
+    from ringleader.policy.profile._incremental.candidates import LastCandidates
     from ringleader.spine.views import progress_view
     from tests.helpers import resnet_job
 
@@ -211,7 +211,7 @@ def test_kept_candidates_of_jobs_that_left_go_with_their_views() -> None:
     # candidate with it.
     import gc
 
-    from ringleader.policy.profile.sources import LastCandidates
+    from ringleader.policy.profile._incremental.candidates import LastCandidates
     from tests.helpers import resnet_job
 
     made: list[str] = []

@@ -37,9 +37,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from operator import attrgetter
 
 from ringleader.policy._incremental.assigning import LastAssignments
+from ringleader.policy.model.arrival import fifo
 from ringleader.policy.model.needs import Needs
 from ringleader.policy.model.objective import Candidate
 from ringleader.policy.model.plan import Assignment, Plan, SizingNotes, Turn, probing_note
@@ -56,33 +56,6 @@ from ringleader.policy.traffic import Traffic
 
 MAX_RESIZES_FOR_TYPES = 8
 """Times a decision sizes again without jobs their GPU types could not hold."""
-
-
-_ARRIVAL = attrgetter("submitted_at", "id")
-
-
-def fifo(jobs: Sequence[JobView]) -> list[JobView]:
-    """Submission order, ties broken by id so the order is total and repeatable.
-
-    Both bodies hand jobs over in that order already, as a rule: then a look at
-    each neighbour, field by field, finds it so without a key tuple per job. The
-    jobs are walked, not indexed: compiled, indexing a ``Sequence`` boxed the index
-    and called the sequence protocol twice per job (half of this function).
-    """
-    before: JobView | None = None
-    for job in jobs:
-        if before is not None and arrives_before(job, before):
-            return sorted(jobs, key=_ARRIVAL)
-        before = job
-    return list(jobs)
-
-
-def arrives_before(a: JobView, b: JobView) -> bool:
-    """Whether ``a`` comes before ``b`` in submission order (ties by id), as ``fifo`` sorts,
-    without building a key for either."""
-    if a.submitted_at != b.submitted_at:
-        return a.submitted_at < b.submitted_at
-    return a.id < b.id
 
 
 @dataclass(frozen=True, slots=True)

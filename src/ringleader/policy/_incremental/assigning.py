@@ -18,6 +18,7 @@ were put. Outputs are equal either way, in the same order.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import cast
 
 from ringleader.policy.model.plan import WAIT, Assignment
 from ringleader.policy.model.views import Device, JobView, memo_of
@@ -55,10 +56,10 @@ class LastAssignments:
         were a twelfth of a decision, waiting on memory. Only identity rides on which
         is found."""
         memo = job.memo
-        a: Assignment | None
-        if memo is not None and memo.assignment_by is self:
-            a = memo.assignment
-        else:
+        a: Assignment | None = None
+        if memo is not None:
+            a = cast("Assignment | None", memo.get(self))
+        if a is None:
             a = self.assignments.get(job.id)
         if (
             a is not None
@@ -69,10 +70,8 @@ class LastAssignments:
             made = a
         else:
             made = Assignment(devices, workers, suspended)
-        if memo is None or memo.assignment is not made or memo.assignment_by is not self:
-            memo = memo_of(job)
-            memo.assignment = made
-            memo.assignment_by = self
+        if memo is None or memo.get(self) is not made:
+            memo_of(job)[self] = made
         return made
 
     def start(self) -> Assigning:

@@ -35,8 +35,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ringleader.policy._incremental.assigning import LastAssignments
+from ringleader.policy.gandiva._incremental.openings import Openings
 from ringleader.policy.gandiva._incremental.regroup import LastGroups
-from ringleader.policy.gandiva.groups import Group, Openings, top, turn_order, without
+from ringleader.policy.gandiva.groups import Group, top, turn_order, without
 from ringleader.policy.model.needs import Needs
 from ringleader.policy.model.plan import (
     GROWN_IDLE,

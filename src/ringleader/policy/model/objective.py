@@ -8,14 +8,10 @@ allreduce cost, epochs through the global batch size.
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import TYPE_CHECKING
 
 from ringleader.perf.epochs import EpochsToConverge
 from ringleader.perf.speed import SpeedModel
 from ringleader.policy.model.views import JobView
-
-if TYPE_CHECKING:  # (chains imports this module)
-    from ringleader.policy.size._incremental.chains import Chain, Chains
 
 
 class SoloCurve:
@@ -77,11 +73,11 @@ class Candidate:
         self.speed = speed
         self.measured = measured
         self._solo: SoloCurve | None = None if speed is None else solo_curve(job.epochs, speed)
-        self.chain: Chain | None = None
-        self.chain_by: Chains | None = None
-        """The chain a size stage's ``Chains`` last gave it, and those chains
-        (``chains.Chains.of``): kept here, as a candidate is kept from one decision to
-        the next while its view is."""
+        self.chain: object = None
+        self.chain_by: object = None
+        """What a size stage's cache last kept for it, and that cache: opaque here (the
+        stage's ``_incremental`` chains own it), kept on the candidate as a candidate is
+        kept from one decision to the next while its view is."""
 
     def __repr__(self) -> str:
         return f"Candidate(job={self.job.id!r}, speed={self.speed!r}, measured={self.measured!r})"

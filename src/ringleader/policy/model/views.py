@@ -12,17 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
 from ringleader.perf.allreduce import Algorithm
 from ringleader.perf.epochs import EpochsToConverge
 from ringleader.perf.speed import SpeedModel
-
-if TYPE_CHECKING:  # what stages keep on a view (``Memo``): they import this module
-    from ringleader.policy.gandiva.groups import Held
-    from ringleader.policy.model.objective import Candidate
-    from ringleader.policy.model.plan import Assignment
-    from ringleader.policy.place._incremental.keeping import Outcome
 
 
 class Device:
@@ -232,7 +226,7 @@ class JobView:
     """
 
     id: str
-    memo: Memo | None = field(default=None, init=False, repr=False, compare=False)
+    memo: dict[object, object] | None = field(default=None, init=False, repr=False, compare=False)
     """What the policy's stages worked out from this very view (``Memo``), kept on it:
     not part of the job's data, nor of its equality; a copy (``dataclasses.replace``)
     starts without one. Next to ``id``: most stages read the two and little else
@@ -292,47 +286,20 @@ class JobView:
         return not self.gpu_types or gpu_type in self.gpu_types
 
 
-class Memo:
-    """What stages worked out from one view, hung on the view itself (``JobView.memo``).
+Memo = dict[object, object]
+"""What stages worked out from one view, hung on the view itself (``JobView.memo``).
 
-    A stage that keeps an answer from one decision to the next for the same
-    view (a candidate made from its speed model, the GPUs a running job keeps)
-    kept it in a dictionary by job id, and at 50,000 jobs each such look-up
-    waited on memory: two reads at random into a dictionary larger than the
-    caches, a fifth of a decision over the stages. Here each finds it one
-    read from the view the stage reads anyway (``memo_of``). Each slot holds
-    what one stage keeps, with who kept it, so two policies deciding on the
-    same views never take each other's; an answer is only ever for the
-    very view it hangs from, so a body that builds a new view starts afresh.
-    Not copied: a view pickled or copied arrives with an empty one.
-    """
-
-    __slots__ = ("assignment", "assignment_by", "candidate", "candidate_by", "held", "outcome")
-
-    def __init__(self) -> None:
-        self.candidate: Candidate | None = None
-        """The candidate ``profiling.LastCandidates`` made from the view."""
-        self.candidate_by: object = None
-        """The ``LastCandidates`` that made it."""
-        self.outcome: Outcome | None = None
-        """The view's job's last outcome in ``keeping.LastKept`` (it names its keeper)."""
-        self.held: Held | None = None
-        """The GPUs the job runs on as Gandiva's groups read them (``groups.Held``), with
-        the devices and workers they were read from."""
-        self.assignment: Assignment | None = None
-        self.assignment_by: object = None
-        """The job's assignment in the last plan of ``assignment_by`` (an
-        ``assigning.LastAssignments``) to see it."""
-
-    def __reduce__(self) -> tuple[type[Memo], tuple[()]]:
-        return (Memo, ())
+Opaque to the model: each cache keys its own slot (with itself, so two policies
+deciding on the same views never take each other's) and knows what it put there.
+An answer is only ever for the very view it hangs from: a body that builds a new
+view starts with none."""
 
 
 def memo_of(job: JobView) -> Memo:
     """``job``'s memo, hung on it now if it has none."""
     memo = job.memo
     if memo is None:
-        memo = Memo()
+        memo = {}
         if _NATIVE:
             job.memo = memo  # type: ignore[misc]
         else:

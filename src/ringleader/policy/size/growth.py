@@ -24,9 +24,11 @@ from typing import NamedTuple
 from ringleader.policy.model.objective import Candidate
 from ringleader.policy.model.plan import NO_MODEL, Note
 from ringleader.policy.size._incremental import batched
-from ringleader.policy.size._incremental.chains import (
-    Chain,
-    Chains,
+from ringleader.policy.size._incremental.chain import Chain
+from ringleader.policy.size._incremental.chains import Chains
+from ringleader.policy.size._incremental.walk import scale_note, scaled_entry, walk
+from ringleader.policy.size.payback import pays
+from ringleader.policy.size.steps import (
     Counts,
     Entry,
     Step,
@@ -38,8 +40,6 @@ from ringleader.policy.size._incremental.chains import (
     start_size,
     weigh,
 )
-from ringleader.policy.size._incremental.walk import scale_note, scaled_entry, walk
-from ringleader.policy.size.payback import pays
 
 __all__ = ["Chains", "Counts", "Growth", "Step", "StepOf", "greedy", "start_size"]
 

@@ -24,8 +24,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ringleader.policy._incremental.beside import SKIPS, ahead
+from ringleader.policy.gandiva._incremental.openings import Changes
 from ringleader.policy.gandiva.groups import (
-    Changes,
     Group,
     claim,
     current_groups,
@@ -33,7 +34,6 @@ from ringleader.policy.gandiva.groups import (
     resides_before,
     without,
 )
-from ringleader.policy.model.beside import SKIPS, ahead
 from ringleader.policy.model.views import Device, JobView
 
 

@@ -10,10 +10,15 @@ decision, which is what a simulator or a controller asks at every event.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
+from typing import cast
 
-from ringleader.policy.model.beside import ahead
+from ringleader.policy._incremental.beside import ahead
 from ringleader.policy.model.views import ClusterView, Device, JobView, memo_of
 from ringleader.policy.place._incremental.free import FreeGPUs
+
+_OUTCOME = "kept outcome"
+"""The slot of a view's memo where ``LastKept`` hangs the job's outcome (it names its
+keeper)."""
 
 
 def keep_subset(devices: Sequence[Device], count: int) -> tuple[Device, ...]:
@@ -197,7 +202,7 @@ class LastKept:
             if hit is None:
                 hit = last.get(job_id)
                 if hit is not None:
-                    memo_of(job).outcome = hit  # this view, seen again
+                    memo_of(job)[_OUTCOME] = hit  # this view, seen again
             if hit is not None:
                 if hit.stamp == stamp:
                     return None  # a job id given twice
@@ -227,7 +232,7 @@ class LastKept:
                 return None
             kept = _keep_one(job, want, self._gpus)
             outcome = Outcome(job.id, job.devices, want, kept, stamp, self)
-            last[job.id] = memo_of(job).outcome = outcome
+            last[job.id] = memo_of(job)[_OUTCOME] = outcome
             if kept is None:
                 to_place.append(job)
             else:
@@ -257,7 +262,7 @@ class LastKept:
                 _drop(last)
                 return free, placed, to_place  # nothing kept: see _again
             outcome = Outcome(job.id, job.devices, want, placed.get(job.id), stamp, self)
-            last[job.id] = memo_of(job).outcome = outcome
+            last[job.id] = memo_of(job)[_OUTCOME] = outcome
         self._seen = _walked(jobs)
         kept = free.copy()
         kept.index()  # kept up to date from here on, so each decision's copy starts with it
@@ -272,7 +277,7 @@ def _current(job: JobView, keeper: LastKept) -> Outcome | None:
     memo = job.memo
     if memo is None:
         return None
-    outcome = memo.outcome
+    outcome = cast("Outcome | None", memo.get(_OUTCOME))
     return outcome if outcome is not None and outcome.keeper is keeper else None
 
 

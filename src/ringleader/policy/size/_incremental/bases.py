@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 
 from ringleader.policy.model.objective import Candidate
 from ringleader.policy.model.views import JobView
-from ringleader.policy.size._incremental.chains import Counts
+from ringleader.policy.size.steps import Counts
 
 MAX_SKIPPED = 64
 """Jobs of the last order one job given GPUs may skip (each dropped, to be added again if

@@ -27,18 +27,13 @@ import numpy.typing as npt
 
 from ringleader.policy.model.objective import Candidate
 from ringleader.policy.model.plan import Note
-from ringleader.policy.size._incremental.chains import (
-    Chain,
-    Chains,
-    Counts,
-    StepOf,
-    no_gain,
-    not_won,
-)
+from ringleader.policy.size._incremental.chain import Chain
+from ringleader.policy.size._incremental.chains import Chains
 from ringleader.policy.size._incremental.cut import Levels
 from ringleader.policy.size._incremental.flat import Flat
 from ringleader.policy.size._incremental.walk import Later, Notes, past_the_cut, scaled_entry
 from ringleader.policy.size.payback import MARGIN, may_refuse
+from ringleader.policy.size.steps import Counts, StepOf, no_gain, not_won
 
 Floats = npt.NDArray[np.float64]
 Ints = npt.NDArray[np.int64]

@@ -24,7 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 if TYPE_CHECKING:
-    from ringleader.policy.size._incremental.chains import Chain
+    from ringleader.policy.size._incremental.chain import Chain
 
 SORTED_FROM = 1024
 """Steps from which ``cut_level`` sorts them in numpy, not in a list. Compiled, timed

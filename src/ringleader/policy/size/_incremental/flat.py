@@ -18,7 +18,7 @@ import numpy.typing as npt
 
 if TYPE_CHECKING:
     from ringleader.policy.model.objective import Candidate
-    from ringleader.policy.size._incremental.chains import Chain
+    from ringleader.policy.size._incremental.chain import Chain
 
 Item = TypeVar("Item", bound=np.generic)
 

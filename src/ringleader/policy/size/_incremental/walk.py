@@ -27,17 +27,10 @@ from collections.abc import Callable, Sequence
 
 from ringleader.policy.model.objective import Candidate
 from ringleader.policy.model.plan import Note
-from ringleader.policy.size._incremental.chains import (
-    Chain,
-    Counts,
-    Entry,
-    StepOf,
-    no_gain,
-    not_won,
-    outbid,
-)
+from ringleader.policy.size._incremental.chain import Chain
 from ringleader.policy.size._incremental.cut import Levels, Window, cut_level
 from ringleader.policy.size.payback import may_refuse, pays, won_back
+from ringleader.policy.size.steps import Counts, Entry, StepOf, no_gain, not_won, outbid
 
 Later = Callable[[], dict[str, Note]]
 """Notes worked out when first asked for (``plan.SizingNotes``)."""
