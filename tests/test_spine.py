@@ -345,32 +345,35 @@ def test_a_view_moved_in_place_is_the_view_built_afresh(seed: int) -> None:
         )
 
 
-def test_deciding_pauses_the_collector_and_turns_it_back_on_after_an_error() -> None:
+def test_deciding_freezes_the_heap_it_did_not_make_and_hands_it_back_after_an_error() -> None:
     import gc
 
     from ringleader.spine.deciding import decide
 
-    seen: list[bool] = []
+    seen: list[tuple[bool, int]] = []
 
     class Failing:
         name = "failing"
         needs = Needs()
 
         def decide(self, jobs: object, cluster: object, now: float) -> Plan:
-            seen.append(gc.isenabled())
+            seen.append((gc.isenabled(), gc.get_freeze_count()))
             raise RuntimeError("policy bug")
 
-    assert gc.isenabled()
+    assert gc.isenabled() and gc.get_freeze_count() == 0
     with pytest.raises(RuntimeError):
         decide(Failing(), [], ClusterView.uniform(1, 1), 0.0)
-    assert seen == [False] and gc.isenabled()
-    gc.disable()
+    # The collector runs for the process's other threads; only the old heap is out of it.
+    assert seen[0][0] and seen[0][1] > 0
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+    gc.freeze()
     try:
+        frozen = gc.get_freeze_count()
         with pytest.raises(RuntimeError):
             decide(Failing(), [], ClusterView.uniform(1, 1), 0.0)
-        assert not gc.isenabled()  # someone else's switch stays as they left it
+        assert gc.get_freeze_count() == frozen  # someone else's freeze stays as they left it
     finally:
-        gc.enable()
+        gc.unfreeze()
 
 
 def test_what_a_job_holds_is_a_value() -> None:

@@ -1,20 +1,19 @@
 """Asking the policy for a Plan: the one call both bodies make, at every event or tick.
 
 Python's cyclic garbage collector runs when enough objects have been made,
-and its oldest generation walks every object alive. A decision over 50,000
-jobs makes and drops a few hundred thousand small ones (candidates, counts,
-tuples), none in a cycle that refcounting does not free, so collections
-fired inside it, walking the millions of objects that hold the queue,
-were a third of its time (1.2 s with, 0.75 s without, at 100k GPUs). The
-bodies therefore pause the collector while the policy decides; the young
-objects that outlive the decision are collected at the next allocation
-after it, as usual (about a tenth of the decision at that scale,
-``bench/decision.py``); the simulator freezes them instead, for its run's
-length (``Simulator.run``).
+and its oldest generation walks every object alive. A decision over tens of
+thousands of jobs makes and drops hundreds of thousands of small objects, none
+in a cycle that reference counting does not free; collections fired inside it
+that walk the millions of objects holding the queue would be a third of its
+time (docs/scale.md, "Garbage collection"). So the objects alive when a
+decision starts are frozen out of the collector's walk for its length
+(``gc.freeze``) and handed back after (``gc.unfreeze``): the collector keeps
+running, for the decision's own objects and for every other thread of the
+process (the server's API), but never walks the heap a decision did not make.
 
-The switch is the process's: in the server the API's threads go without
-cyclic collection for the decision's length too (reference counting still
-frees what they drop). A collector someone else switched off stays off.
+A heap someone else froze (the simulator freezes its run's objects,
+``Simulator.run``; a server freezes before it forks) is left as it is: its
+objects are out of the walk already, and unfreezing would hand them back.
 """
 
 from __future__ import annotations
@@ -27,11 +26,11 @@ from ringleader.policy.model.views import ClusterView, JobView
 
 
 def decide(policy: Decider, views: Sequence[JobView], cluster: ClusterView, now: float) -> Plan:
-    """``policy.decide(views, cluster, now)`` with cyclic garbage collection paused."""
-    was_on = gc.isenabled()
-    gc.disable()
+    """``policy.decide(views, cluster, now)``, the heap it did not make frozen meanwhile."""
+    if gc.get_freeze_count():
+        return policy.decide(views, cluster, now)
+    gc.freeze()
     try:
         return policy.decide(views, cluster, now)
     finally:
-        if was_on:
-            gc.enable()
+        gc.unfreeze()
