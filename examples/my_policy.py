@@ -15,10 +15,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ringleader.policy.size.allocators import FixedSize
 from ringleader.policy.model.objective import Candidate
-from ringleader.policy.place.fewest_nodes import FewestNodes
 from ringleader.policy.pipeline import Policy
+from ringleader.policy.place.fewest_nodes import FewestNodes
+from ringleader.policy.size.allocators import FixedSize
 from ringleader.sim import Simulator
 from ringleader.sim.workload_file import load_workload
 

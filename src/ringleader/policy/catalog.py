@@ -9,7 +9,8 @@ from typing import Any
 from ringleader.policy.gandiva.sharing import Sharing
 from ringleader.policy.model.plan import Decider
 from ringleader.policy.order.fairshare import FairShare
-from ringleader.policy.order.queues import LeastAttained, Order, Prioritised, ShortestRemaining
+from ringleader.policy.order.queues import LeastAttained, Prioritised, ShortestRemaining
+from ringleader.policy.order.stage import Order
 from ringleader.policy.pipeline import Policy
 from ringleader.policy.place.fewest_nodes import FewestNodes
 from ringleader.policy.place.type_aware import TypeAware

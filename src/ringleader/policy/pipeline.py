@@ -2,15 +2,17 @@
 
 ``Policy.decide(jobs, cluster, now) -> Plan`` is the only thing the simulator
 and the runtime call. A policy is a composition of public stages, each a
-small pure protocol (``docs/policies.md`` shows a user-written one):
+small pure protocol in its folder's ``stage.py`` (``docs/policies.md`` shows a
+user-written one):
 
-* **order** (``ringleader.policy.order.queues``): who is served first — FIFO,
-  least attained service, priority, fair share between users;
-* **size** (``ringleader.policy.size.allocators``): how many GPUs each gets — its
-  request, or elastic growth by marginal gain (doubling, Optimus);
-* **place** (``ringleader.policy.place.fewest_nodes``): which GPUs — fewest nodes;
-* **share** (``ringleader.policy.share.timeslice``): jobs the plan left waiting take
-  turns on GPUs that are held (time-slicing);
+* **order** (``policy/order/``): who is served first — FIFO, least attained
+  service, priority, fair share between users;
+* **profile** (``policy/profile/``): where each job's speed model comes from;
+* **size** (``policy/size/``): how many GPUs each gets — its request, or elastic
+  growth by marginal gain (doubling, Optimus);
+* **place** (``policy/place/``): which GPUs — fewest nodes, or by GPU type;
+* **share** (``policy/share/``): jobs the plan left waiting take turns on GPUs
+  that are held (time-slicing);
 * **traffic** (``ringleader.policy.traffic``): priority ranks for parameter
   servers that send through one host's NIC (TensorLights).
 
@@ -44,14 +46,16 @@ from ringleader.policy.model.needs import Needs
 from ringleader.policy.model.objective import Candidate
 from ringleader.policy.model.plan import Assignment, Plan, SizingNotes, Turn, probing_note
 from ringleader.policy.model.views import ClusterView, JobView
-from ringleader.policy.order.fairshare import FairShare, claim
-from ringleader.policy.order.queues import Fifo, Order
-from ringleader.policy.place.fewest_nodes import FewestNodes, Place
-from ringleader.policy.place.type_aware import TypeAware
-from ringleader.policy.profile.sources import Exploratory, Precompute, Profiling
-from ringleader.policy.share.timeslice import Share
-from ringleader.policy.size.allocators import Allocator
+from ringleader.policy.order.fairshare import claim
+from ringleader.policy.order.queues import Fifo
+from ringleader.policy.order.stage import Order, user_shares
+from ringleader.policy.place.fewest_nodes import FewestNodes
+from ringleader.policy.place.stage import Place
+from ringleader.policy.profile.sources import Precompute
+from ringleader.policy.profile.stage import Profiling
+from ringleader.policy.share.stage import Share
 from ringleader.policy.size.growth import Counts, Growth
+from ringleader.policy.size.stage import Allocator
 from ringleader.policy.traffic import Traffic
 
 MAX_RESIZES_FOR_TYPES = 8
@@ -82,10 +86,10 @@ class Policy:
     def needs(self) -> Needs:
         speed = self._needs_speed
         return Needs(
-            true_model=speed and isinstance(self.profiling, Precompute),
+            true_model=speed and self.profiling.known_on_arrival,
             true_remaining=self.size.needs_true_remaining or self.order.needs_true_remaining,
             speed_model=speed,
-            profiling=speed and isinstance(self.profiling, Exploratory),
+            profiling=speed and self.profiling.probes,
             time_slicing=self.share is not None,
             packing=self.share is not None and self.share.packs,
             traffic=self.traffic is not None,
@@ -138,8 +142,9 @@ class Policy:
             else:
                 fresh.append(job)
         shares: dict[str, int] = {}
-        if isinstance(self.order, FairShare):
-            known, shares = self.order.order_and_shares(known, now, free)
+        bounding = user_shares(self.order)
+        if bounding is not None:
+            known, shares = bounding.order_and_shares(known, now, free)
         else:
             known = self.order.order(known, now)
         within = _within_shares(known, shares) if len(shares) > 1 else known
@@ -160,8 +165,8 @@ class Policy:
         devices = self.place.place(held, ordered, cluster)
         unplaced: set[str] = set()
         assigning = self._last.start()
-        at_most = isinstance(self.place, (FewestNodes, TypeAware))
-        """Whether the place stage is one of ours, which give a job at most its size."""
+        at_most = getattr(self.place, "within_counts", False)
+        """Whether the place stage gives a job at most its size (``Place.within_counts``)."""
         for job in ordered:
             mine = devices.get(job.id)
             if mine is None:

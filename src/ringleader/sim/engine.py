@@ -214,7 +214,7 @@ class Simulator:
                 capacity, needs = self.cluster.capacity, self._needs
                 restart = self.restart_delay_s
                 views = [s.view(capacity, needs, restart) for s in active.values()]
-                plan = decide(self.policy, views, self.cluster, now)
+                plan = decide(self.policy, views, self.cluster, now, alone=True)
                 if freezing:
                     gc.freeze()
                 decisions += 1

@@ -11,9 +11,10 @@ decision starts are frozen out of the collector's walk for its length
 running, for the decision's own objects and for every other thread of the
 process (the server's API), but never walks the heap a decision did not make.
 
-A heap someone else froze (the simulator freezes its run's objects,
-``Simulator.run``; a server freezes before it forks) is left as it is: its
-objects are out of the walk already, and unfreezing would hand them back.
+A body that runs nothing else in its process while it decides (the simulator,
+which freezes its own run's objects between decisions: ``Simulator.run``) says
+so with ``alone``: there the collector is simply paused, as a freeze would hand
+the body's frozen heap back.
 """
 
 from __future__ import annotations
@@ -25,10 +26,24 @@ from ringleader.policy.model.plan import Decider, Plan
 from ringleader.policy.model.views import ClusterView, JobView
 
 
-def decide(policy: Decider, views: Sequence[JobView], cluster: ClusterView, now: float) -> Plan:
-    """``policy.decide(views, cluster, now)``, the heap it did not make frozen meanwhile."""
-    if gc.get_freeze_count():
-        return policy.decide(views, cluster, now)
+def decide(
+    policy: Decider,
+    views: Sequence[JobView],
+    cluster: ClusterView,
+    now: float,
+    *,
+    alone: bool = False,
+) -> Plan:
+    """``policy.decide(views, cluster, now)``, the heap it did not make out of the
+    collector's walk meanwhile (``alone``: the collector paused instead)."""
+    if alone:
+        was_on = gc.isenabled()
+        gc.disable()
+        try:
+            return policy.decide(views, cluster, now)
+        finally:
+            if was_on:
+                gc.enable()
     gc.freeze()
     try:
         return policy.decide(views, cluster, now)

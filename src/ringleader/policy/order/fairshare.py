@@ -25,9 +25,11 @@ import heapq
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from ringleader.policy.model.objective import Candidate
-from ringleader.policy.order.queues import Fifo, Order, Prioritised, Wrapping
+from ringleader.policy.order.queues import Fifo, Prioritised, Wrapping
+from ringleader.policy.order.stage import Order
 
 
 def demand(c: Candidate) -> int:
@@ -82,6 +84,8 @@ def waterfill(
 @dataclass(frozen=True, slots=True)
 class FairShare(Wrapping):
     """Weighted fair share between users around an inner order (see the module docstring)."""
+
+    bounds_users: ClassVar[bool] = True
 
     within: Order = field(default_factory=Fifo)
     weights: tuple[tuple[str, float], ...] = ()

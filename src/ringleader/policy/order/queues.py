@@ -22,27 +22,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
 
 from ringleader.policy.model.objective import Candidate
-
-
-class Order(Protocol):
-    """Who is served first (see the module docstring)."""
-
-    @property
-    def needs_speed(self) -> bool:
-        """Whether the order reads speed models (so the policy must have them)."""
-        ...
-
-    @property
-    def needs_true_remaining(self) -> bool:
-        """Whether it reads each job's true remaining time (an oracle)."""
-        ...
-
-    def order(self, jobs: Sequence[Candidate], now: float) -> list[Candidate]:
-        """``jobs`` (given in submission order) in the order to serve them."""
-        ...
+from ringleader.policy.order.stage import Order
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import ClassVar
 
 from ringleader.policy.model.views import ClusterView, Device, JobView
 from ringleader.policy.place._incremental.free import FreeGPUs
 from ringleader.policy.place._incremental.keeping import LastKept, keep_held, keep_subset
 from ringleader.policy.place.errors import PlacementError
+from ringleader.policy.place.stage import Place
 
 __all__ = [
     "FewestNodes",
@@ -37,22 +38,11 @@ def nodes_spanned(devices: Iterable[Device]) -> int:
     return len({d.node for d in devices})
 
 
-class Place(Protocol):
-    """The place stage: which GPUs each job with a non-zero count gets.
-
-    A job may get fewer than its count (``TypeAware`` keeps a job that could
-    not grow without slowing down where it is) or none (it waits); ``Policy``
-    runs it with no more workers than its count.
-    """
-
-    def place(
-        self, counts: Mapping[str, int], jobs: Sequence[JobView], cluster: ClusterView
-    ) -> dict[str, tuple[Device, ...]]: ...
-
-
 @dataclass(frozen=True, slots=True)
 class FewestNodes:
     """The default place stage: ``place`` (this module's docstring)."""
+
+    within_counts: ClassVar[bool] = True
 
     _kept: LastKept = field(default_factory=LastKept, init=False, repr=False, compare=False)
     """The last decision's kept GPUs: not part of what the stage is, nor of its equality."""

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from ringleader.policy.model.views import ClusterView, Device, JobView
 from ringleader.policy.place._incremental.free import FreeGPUs
@@ -73,6 +74,8 @@ def remaining_seconds(job: JobView) -> float:
 @dataclass(frozen=True, slots=True)
 class TypeAware:
     """The type-aware place stage (this module's docstring)."""
+
+    within_counts: ClassVar[bool] = True
 
     migrate: bool = True
     payback: float = 2.0

@@ -16,12 +16,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import ClassVar
 
 from ringleader.perf.errors import ModelFitError
 from ringleader.perf.speed import SpeedModel, StepSample, fit_speed_model
 from ringleader.policy.model.objective import Candidate
 from ringleader.policy.model.views import JobShape, JobView
 from ringleader.policy.profile._incremental.candidates import LastCandidates
+from ringleader.policy.profile.stage import Probe
 
 
 class PolicyInputError(ValueError):
@@ -70,44 +72,11 @@ def _prior(shape: JobShape, step: float, workers: int = 1) -> SpeedModel:
     )
 
 
-class Probe:
-    """An exploring job's next probe: the size to run at and seconds still to run.
-
-    A plain class, not a named tuple nor a frozen dataclass: a decision asks for
-    one per exploring job, and compiled, a named tuple was built through its
-    interpreted ``__new__`` (3% of ``exploratory`` on ITP cluster07) and the
-    dataclass through an interpreted ``__init__`` and ``object.__setattr__``.
-    Equal by its fields, like the tuple it was.
-    """
-
-    __slots__ = ("hold", "seconds_left", "workers")
-
-    def __init__(self, workers: int, seconds_left: float, hold: int) -> None:
-        self.workers = workers
-        self.seconds_left = seconds_left
-        self.hold = hold
-        """The GPUs the probe holds: the job's largest probe size, kept while it explores."""
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Probe):
-            return NotImplemented
-        return (self.workers, self.seconds_left, self.hold) == (
-            other.workers,
-            other.seconds_left,
-            other.hold,
-        )
-
-    def __hash__(self) -> int:
-        return hash((self.workers, self.seconds_left, self.hold))
-
-    def __repr__(self) -> str:
-        fields = f"workers={self.workers!r}, seconds_left={self.seconds_left!r}"
-        return f"Probe({fields}, hold={self.hold!r})"
-
-
 @dataclass(frozen=True, slots=True)
 class Precompute:
     name: str = "precompute"
+    known_on_arrival: ClassVar[bool] = True
+    probes: ClassVar[bool] = False
     _memo: LastCandidates = field(
         default_factory=LastCandidates, init=False, repr=False, compare=False
     )
@@ -137,6 +106,8 @@ class Exploratory:
     probe_sizes: tuple[int, ...] = (1, 2, 4, 8)
     window_s: float = 150.0
     name: str = "exploratory"
+    known_on_arrival: ClassVar[bool] = False
+    probes: ClassVar[bool] = True
     _memo: LastCandidates = field(
         default_factory=LastCandidates, init=False, repr=False, compare=False
     )
@@ -216,6 +187,8 @@ class Online:
     """
 
     name: str = "online"
+    known_on_arrival: ClassVar[bool] = False
+    probes: ClassVar[bool] = False
     _memo: LastCandidates = field(
         default_factory=LastCandidates, init=False, repr=False, compare=False
     )
@@ -245,6 +218,3 @@ class Online:
 
     def probe(self, job: JobView) -> Probe | None:
         return None
-
-
-Profiling = Precompute | Exploratory | Online

@@ -38,12 +38,12 @@ import heapq
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple, Protocol
 
 from ringleader.policy.model.plan import WAIT, Assignment, Deferred, Turn
 from ringleader.policy.model.views import ClusterView, Device, JobView
 from ringleader.policy.place.fewest_nodes import nodes_spanned
 from ringleader.policy.share.packing import Packing
+from ringleader.policy.share.stage import Shared
 from ringleader.policy.size.allocators import least_size
 
 DEFAULT_QUANTUM_S = 60.0
@@ -150,33 +150,6 @@ def queue_turns(
     # Suspended now, a job that was running has waited since now.
     order = sorted(waiting, key=lambda j: (now if j.running else j.state_since, j.id))
     return {j.id: Turn(first + k * q, k + 1, q) for k, j in enumerate(order)}
-
-
-class Shared(NamedTuple):
-    """A share stage's result: the plan's assignments with residents added and
-    rotated, when it wants to be asked again, and each suspended job's turn."""
-
-    assignments: Mapping[str, Assignment]
-    wake_at: float | None
-    turns: Mapping[str, Turn]
-
-
-class Share(Protocol):
-    """The share stage: who else resides on the GPUs the plan gave out, and who runs."""
-
-    @property
-    def packs(self) -> bool:
-        """Whether it runs jobs side by side (on trial), so a body must profile each job
-        per partner as well as alone (``Needs.packing``)."""
-        ...
-
-    def share(
-        self,
-        assignments: Mapping[str, Assignment],
-        ordered: Sequence[JobView],
-        cluster: ClusterView,
-        now: float,
-    ) -> Shared: ...
 
 
 Key = tuple[Device, ...]

@@ -24,6 +24,7 @@ from typing import Protocol
 from ringleader.policy.model.objective import Candidate
 from ringleader.policy.size._incremental.bases import LastBase, fresh_base, least_size
 from ringleader.policy.size.growth import Chains, Counts, Growth, Step, greedy
+from ringleader.policy.size.stage import Allocator
 
 __all__ = [
     "Allocator",
@@ -34,25 +35,6 @@ __all__ = [
     "fifo_base",
     "least_size",
 ]
-
-
-class Allocator(Protocol):
-    @property
-    def name(self) -> str: ...
-
-    @property
-    def needs_speed(self) -> bool:
-        """Whether the allocator predicts from speed models (so needs profiling)."""
-        ...
-
-    @property
-    def needs_true_remaining(self) -> bool:
-        """Whether it ranks jobs by their true remaining time (an oracle)."""
-        ...
-
-    def base(self, jobs: Sequence[Candidate], capacity: int) -> Counts: ...
-
-    def grow(self, jobs: Sequence[Candidate], counts: Counts, free: int) -> Growth: ...
 
 
 def fifo_base(jobs: Sequence[Candidate], capacity: int, size_of: _SizeOf | None = None) -> Counts:
