@@ -180,7 +180,7 @@ class Session:
         ``resume=False`` registers them for checkpoints and starts fresh.
 
         When checkpoints exist and every one is damaged, the process ends
-        here (see ``_fail_damaged``) unless the job's spec says
+        here (see ``damaged.fail_damaged``) unless the job's spec says
         ``on_bad_checkpoint: restart``; then it starts fresh, and says so.
         """
         self._model, self._optimizer, self._extra = model, optimizer, extra
