@@ -87,6 +87,31 @@ def automl(
     except MissingOptuna as err:
         fail(str(err))
     began = time.time()
+    ids = _submit(configs, epochs, examples)
+    search = EarlyFeedback(ids, direction="minimize") if feedback else None
+    jobs, sent, reached = _search(ids, goals, search, began, poll_s)
+    title = f"automl: {trials} configurations, {epochs:g} epochs each"
+    table, rows = _results(ids, configs, jobs, sent, title)
+    console.print(table)
+    for goal in goals:
+        at = reached.get(goal)
+        console.print(f"loss <= {goal:g}: " + ("not reached" if at is None else f"{at:.0f} s"))
+    if json_path is not None:
+        result = {
+            "trials": rows,
+            "seconds_to_target": {str(g): reached.get(g) for g in goals},
+            "feedback": feedback,
+            "seconds": time.time() - began,
+        }
+        json_path.write_text(json.dumps(result, indent=2) + "\n")
+        console.print(f"wrote {json_path}")
+
+
+_OVER = ("succeeded", "failed", "cancelled")
+
+
+def _submit(configs: list[dict[str, Any]], epochs: float, examples: int) -> list[str]:
+    """Each configuration as a job at priority 2; their ids, in order."""
     ids = []
     for i, config in enumerate(configs):
         spec = {
@@ -96,7 +121,19 @@ def automl(
             "priority": 2,
         }
         ids.append(request_json("POST", "/jobs", json=spec)["id"])
-    search = EarlyFeedback(ids, direction="minimize") if feedback else None
+    return ids
+
+
+def _search(
+    ids: list[str],
+    goals: list[float],
+    search: EarlyFeedback | None,
+    began: float,
+    poll_s: float,
+) -> tuple[dict[str, Any], dict[str, int], dict[float, float]]:
+    """Look every ``poll_s`` until every job is over: report the losses to ``search``
+    and send the priorities it gives. The jobs as last seen, the priority each was
+    sent, and the seconds at which the best loss first reached each goal."""
     sent = dict.fromkeys(ids, 2)
     reached: dict[float, float] = {}
     best = float("inf")
@@ -115,21 +152,27 @@ def automl(
                     reached[goal] = now
             if search is not None:
                 for job_id, priority in search.priorities().items():
-                    if priority != sent[job_id] and jobs[job_id]["state"] not in (
-                        "succeeded",
-                        "failed",
-                        "cancelled",
-                    ):
+                    if priority != sent[job_id] and jobs[job_id]["state"] not in _OVER:
                         request("PATCH", job_path(job_id), json={"priority": priority})
                         sent[job_id] = priority
             status.update(
                 f"searching: {now:.0f} s, best loss {best:.3f}, "
                 f"{sum(j['state'] == 'succeeded' for j in jobs.values())}/{len(ids)} done"
             )
-            if all(j["state"] in ("succeeded", "failed", "cancelled") for j in jobs.values()):
-                break
+            if all(j["state"] in _OVER for j in jobs.values()):
+                return jobs, sent, reached
             time.sleep(poll_s)
-    table = Table(title=f"automl: {trials} configurations, {epochs:g} epochs each")
+
+
+def _results(
+    ids: list[str],
+    configs: list[dict[str, Any]],
+    jobs: dict[str, Any],
+    sent: dict[str, int],
+    title: str,
+) -> tuple[Table, list[dict[str, Any]]]:
+    """Each configuration's final loss, as a table to print and as rows to write."""
+    table = Table(title=title)
     for col in ("job", "lr", "depth", "final loss", "priority", "state"):
         table.add_column(col, justify="left" if col == "job" else "right")
     rows = []
@@ -146,16 +189,4 @@ def automl(
             str(sent[job_id]),
             state,
         )
-    console.print(table)
-    for goal in goals:
-        at = reached.get(goal)
-        console.print(f"loss <= {goal:g}: " + ("not reached" if at is None else f"{at:.0f} s"))
-    if json_path is not None:
-        result = {
-            "trials": rows,
-            "seconds_to_target": {str(g): reached.get(g) for g in goals},
-            "feedback": feedback,
-            "seconds": time.time() - began,
-        }
-        json_path.write_text(json.dumps(result, indent=2) + "\n")
-        console.print(f"wrote {json_path}")
+    return table, rows

@@ -26,17 +26,15 @@ barrier: put nothing after it that must run.
 
 from __future__ import annotations
 
-import contextlib
 import os
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
-from typing import Any, NoReturn
+from typing import Any
 
+from ringleader.job import ranks
 from ringleader.job.checkpoint import (
-    ON_BAD_CHECKPOINT_ENV,
     CheckpointsDamaged,
     CheckpointStore,
     on_bad_checkpoint_from_env,
@@ -48,13 +46,18 @@ from ringleader.job.control import (
     append_progress,
     read_control,
 )
+from ringleader.job.damaged import MAX_WHY, fail_damaged, warn_starting_over
+from ringleader.job.ending import exit_now
 from ringleader.job.launch import Launch
 from ringleader.job.lr import LearningRateSchedule
+from ringleader.job.offload import offload
+from ringleader.job.signals import StopSignal
+from ringleader.job.state import load_training_state, training_state
+
+__all__ = ["MAX_WHY", "SUSPEND_POLL_S", "Session"]
 
 _CODE_ACTIONS = {code: action for action, code in ACTION_CODES.items()}
 SUSPEND_POLL_S = 0.02
-MAX_WHY = 1000
-"""Characters of a reason kept in an event: the scheduler drops a line with a longer string."""
 
 
 class Session:
@@ -99,41 +102,11 @@ class Session:
         launched = os.environ.get("RINGLEADER_LAUNCH_T")
         if launched:
             self._marks["t_launch"] = float(launched)
-        self._terminated = False
-        _on_sigterm(self._terminate)
+        self._sigterm = StopSignal()
+        self._sigterm.take()
         # Said at once, before the model is built: the scheduler now knows this
         # generation obeys control.json (a suspend instead of a SIGTERM stop).
         self._log({"event": "attached", "g": launch.generation, "t": time.time()})
-
-    def _terminate(self, _signum: int, _frame: object) -> None:
-        # SIGTERM (torchrun's scale-down, Slurm's preemption, our stop before
-        # this job's first progress line): the same stop as control.json's,
-        # at the next minibatch boundary, so the checkpoint is a whole one.
-        self._terminated = True
-
-    @contextlib.contextmanager
-    def _sigterm_ends_us(self) -> Iterator[None]:
-        """While the ranks meet, a SIGTERM ends this process, as it would without us.
-
-        There is nothing to save before the first step, and torch's rendezvous
-        retries its connect in C++ when a signal interrupts it, so a handler
-        that waits for the next boundary would never run: a rank whose peers
-        were stopped would wait there until killed after the stop's grace.
-        A SIGTERM that came before (while the model was built) ends it now.
-        """
-        import signal
-
-        ours = signal.getsignal(signal.SIGTERM) == self._terminate
-        if not ours:
-            yield
-            return
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        if self._terminated:
-            os.kill(os.getpid(), signal.SIGTERM)
-        try:
-            yield
-        finally:
-            signal.signal(signal.SIGTERM, self._terminate)
 
     @classmethod
     def from_env(cls, **kw: Any) -> Session:
@@ -166,14 +139,7 @@ class Session:
         if self.world_size > 1 and dist.is_initialized():
             self._dist = True  # the script set up its own group (ringleader.elastic, torchrun)
         elif self.world_size > 1:
-            backend = "nccl" if self.launch.device == "cuda" else "gloo"
-            with self._sigterm_ends_us():
-                dist.init_process_group(
-                    backend,
-                    init_method=f"tcp://{self.launch.master_addr}:{self.launch.master_port}",
-                    rank=self.rank,
-                    world_size=self.world_size,
-                )
+            ranks.join(self.launch, self._sigterm.ends_process())
             self._dist = True
         self._marks["t_rendezvous"] = time.time()
         return self
@@ -195,20 +161,9 @@ class Session:
         process exits here with status 0.
         """
         if self._dist:
-            import torch.distributed as dist
-
-            work = dist.barrier(async_op=True)
-            if work is not None:
-                work.wait()
+            ranks.barrier()
         if self._dist or self.stopped:
-            # Every rank has checkpointed or finished: end the process now.
-            # Interpreter teardown of torch costs ~0.7 s of every resize here,
-            # and tearing down a DDP model with its gloo group can deadlock (the
-            # group's destructor joins a gloo thread that needs the GIL the
-            # destructor holds); we met both.
-            sys.stdout.flush()
-            sys.stderr.flush()
-            os._exit(0)
+            exit_now(0)  # every rank has checkpointed or finished (``ending``)
 
     def device(self) -> Any:
         import torch
@@ -225,7 +180,7 @@ class Session:
         ``resume=False`` registers them for checkpoints and starts fresh.
 
         When checkpoints exist and every one is damaged, the process ends
-        here (see ``_fail_damaged``) unless the job's spec says
+        here (see ``damaged.fail_damaged``) unless the job's spec says
         ``on_bad_checkpoint: restart``; then it starts fresh, and says so.
         """
         self._model, self._optimizer, self._extra = model, optimizer, extra
@@ -241,27 +196,15 @@ class Session:
             try:
                 restored = self.store.restore(on_skip=on_skip, on_all_damaged=choice)
             except CheckpointsDamaged as err:
-                self._fail_damaged(err)
+                fail_damaged(self.launch.job_dir, self.launch.generation, err)
         started = {"event": "started", "g": self.launch.generation, "world_size": self.world_size}
         started |= self._marks
         if restored is None and skipped:
-            print(
-                f"ringleader: all {len(skipped)} checkpoint(s) in {self.store.directory} are "
-                "damaged and on_bad_checkpoint is restart: STARTING OVER FROM STEP 0 "
-                f"(the damaged files are kept as *.rlck.damaged; first: {skipped[0]})",
-                file=sys.stderr,
-                flush=True,
-            )
+            warn_starting_over(self.store.directory, skipped)
         if restored is None:
             self._log(started | {"t_restored": time.time(), "restored_step": None})
             return False
-        state = restored.state
-        model.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-        for name, obj in extra.items():
-            obj.load_state_dict(state["extra"][name])
-        self.step = int(state["step"])
-        self.examples_seen = int(state["examples_seen"])
+        self.step, self.examples_seen = load_training_state(restored.state, model, optimizer, extra)
         restored_at = {"t_restored": time.time()}
         self._log(started | restored_at | {"restored_step": self.step, "epoch": self.epoch})
         return True
@@ -361,14 +304,9 @@ class Session:
         self._last_checkpoint = time.monotonic()
         if self.rank != 0 or self._model is None:
             return
-        model = getattr(self._model, "module", self._model)
-        state = {
-            "model": model.state_dict(),
-            "optimizer": self._optimizer.state_dict(),
-            "extra": {k: v.state_dict() for k, v in self._extra.items()},
-            "step": self.step,
-            "examples_seen": self.examples_seen,
-        }
+        state = training_state(
+            self._model, self._optimizer, self._extra, self.step, self.examples_seen
+        )
         self.store.save(self.step, state)
 
     # -- internals ---------------------------------------------------------
@@ -410,19 +348,8 @@ class Session:
         return action
 
     def _offload(self, to: str) -> None:
-        if self.launch.device != "cuda" or self._model is None:
-            return
-        import torch
-
-        device = torch.device(to, 0) if to == "cuda" else torch.device("cpu")
-        self._model.to(device)
-        for state in self._optimizer.state.values():
-            for key, value in state.items():
-                if isinstance(value, torch.Tensor):
-                    state[key] = value.to(device)
-        if to == "cpu":
-            torch.cuda.synchronize()
-            torch.cuda.empty_cache()
+        if self.launch.device == "cuda" and self._model is not None:
+            offload(self._model, self._optimizer, to)
 
     def _agreed_action(self) -> Action:
         """The action every rank takes at this boundary (rank 0 decides, all follow).
@@ -436,17 +363,10 @@ class Session:
             if control is not None and control.generation == self.launch.generation:
                 code, asked = ACTION_CODES[control.action], control.checkpoint
                 self._control_t = control.written_at
-        if self._terminated:
+        if self._sigterm.seen:
             code = ACTION_CODES[Action.STOP]
         if self._dist:
-            import torch
-            import torch.distributed as dist
-
-            # Any rank that was sent SIGTERM stops them all: the highest code wins
-            # (RUN < SUSPEND < STOP), and the checkpoint counter is rank 0's.
-            message = torch.tensor([code, asked], dtype=torch.int64)
-            dist.all_reduce(message, op=dist.ReduceOp.MAX)
-            code, asked = int(message[0].item()), int(message[1].item())
+            code, asked = ranks.agree(code, asked)  # any rank's SIGTERM stops them all
         if asked > self._checkpoint_asked:
             self._checkpoint_asked = asked
             self.checkpoint()
@@ -459,44 +379,3 @@ class Session:
 
     def _skipped(self, path: Path, why: str) -> None:
         self._log({"event": "checkpoint_skipped", "path": str(path), "why": why})
-
-    def _fail_damaged(self, err: CheckpointsDamaged) -> NoReturn:
-        """Every checkpoint is damaged: tell the scheduler and the user, and end the process.
-
-        Every rank writes the event, not only rank 0: whichever rank exits
-        first has the rest killed, and the scheduler must still find it (it
-        fails the job at once instead of retrying into the same damage). The
-        exit is ``os._exit``, as in ``end``: a DDP model and its gloo group
-        can deadlock in interpreter teardown.
-        """
-        append_progress(
-            self.launch.job_dir,
-            {
-                "event": "checkpoints_damaged",
-                "g": self.launch.generation,
-                "path": str(err.directory),
-                "why": err.first_reason[:MAX_WHY],
-                "t": time.time(),
-            },
-        )
-        sys.stdout.flush()
-        print(
-            f"ringleader: every checkpoint in {err.directory} is damaged ({err.count}; first: "
-            f"{err.first_reason}); not starting over. The job spec field "
-            "`on_bad_checkpoint: restart` starts over from step 0 "
-            f"({ON_BAD_CHECKPOINT_ENV}=restart outside ringleader).",
-            file=sys.stderr,
-            flush=True,
-        )
-        os._exit(1)
-
-
-def _on_sigterm(handler: Any) -> None:
-    """Take SIGTERM for a stop at the next boundary, unless the script has its own handler."""
-    import signal
-    import threading
-
-    if threading.current_thread() is not threading.main_thread():
-        return  # only the main thread may set handlers; SIGTERM then ends the process
-    if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
-        signal.signal(signal.SIGTERM, handler)

@@ -196,96 +196,120 @@ def _job_host(config: NetlabConfig, job: int) -> int:
 def run_once(config: NetlabConfig, timeout_s: float = 300.0) -> NetlabRun:
     """One measured run; every namespace and process is gone when it returns."""
     with Lab(config) as lab:
-        common = [
-            "--steps",
-            str(config.steps),
-            "--model-bytes",
-            str(config.model_bytes),
-            "--grad-bytes",
-            str(config.grad_bytes),
-        ]
         start_at = time.time() + 2.0 + 0.05 * config.jobs * (config.workers + 1)
-        ps_procs = []
-        for j in range(config.jobs):
-            h = _job_host(config, j)
-            ps_procs.append(
-                lab.spawn(
-                    lab.ps_ns(h),
-                    [
-                        "ps",
-                        "--port",
-                        str(BASE_PORT + j),
-                        "--host",
-                        lab.ps_ip(h),
-                        "--workers",
-                        str(config.workers),
-                        "--start-at",
-                        repr(start_at),
-                        *common,
-                    ],
-                )
-            )
-        workers: dict[int, list[subprocess.Popen[str]]] = {}
-        for j in range(config.jobs):
-            target = f"{lab.ps_ip(_job_host(config, j))}:{BASE_PORT + j}"
-            workers[j] = [
-                lab.spawn(
-                    lab.worker_ns(i),
-                    [
-                        "worker",
-                        "--ps",
-                        target,
-                        "--rank",
-                        str(i),
-                        "--compute-ms",
-                        str(config.compute_ms),
-                        "--jitter",
-                        str(config.jitter),
-                        "--start-at",
-                        repr(start_at),
-                        "--seed",
-                        str(config.seed * 10_000 + j * 100 + i),
-                        *common,
-                    ],
-                )
-                for i in range(config.workers)
-            ]
-        deadline = time.time() + timeout_s
-        current: dict[int, dict[int, int]] = {}
-        while any(p.poll() is None for p in lab.procs):
-            if time.time() > deadline:
-                raise TimeoutError(f"netlab run did not finish within {timeout_s:.0f} s")
-            now = max(0.0, time.time() - start_at)
-            for h, agent in enumerate(lab.agents):
-                here = [f"job{j}" for j in range(config.jobs) if _job_host(config, j) == h]
-                ranks = traffic_priorities(here, config.policy, now, config.rr_interval_s)
-                wanted = {BASE_PORT + int(job[3:]): r for job, r in ranks.items()}
-                if current.get(h) != wanted:
-                    agent.apply(wanted)
-                    current[h] = wanted
-            time.sleep(0.2)
+        ps_procs, workers = _spawn_jobs(lab, config, start_at)
+        _prioritise_until_done(lab, config, start_at, timeout_s)
         failed = [p for p in lab.procs if p.returncode != 0]
         if failed:
             raise RuntimeError(
                 f"emulator failed: {failed[0].stderr.read() if failed[0].stderr else ''}"
             )
-        jcts: list[float] = []
-        releases: list[dict[int, float]] = []
-        for proc in ps_procs:
+        return _measured(ps_procs, workers, start_at)
+
+
+def _spawn_jobs(
+    lab: Lab, config: NetlabConfig, start_at: float
+) -> tuple[list[subprocess.Popen[str]], dict[int, list[subprocess.Popen[str]]]]:
+    """Each job's PS on its host and its workers on theirs, all to start at ``start_at``."""
+    common = [
+        "--steps",
+        str(config.steps),
+        "--model-bytes",
+        str(config.model_bytes),
+        "--grad-bytes",
+        str(config.grad_bytes),
+    ]
+    ps_procs = []
+    for j in range(config.jobs):
+        h = _job_host(config, j)
+        ps_procs.append(
+            lab.spawn(
+                lab.ps_ns(h),
+                [
+                    "ps",
+                    "--port",
+                    str(BASE_PORT + j),
+                    "--host",
+                    lab.ps_ip(h),
+                    "--workers",
+                    str(config.workers),
+                    "--start-at",
+                    repr(start_at),
+                    *common,
+                ],
+            )
+        )
+    workers: dict[int, list[subprocess.Popen[str]]] = {}
+    for j in range(config.jobs):
+        target = f"{lab.ps_ip(_job_host(config, j))}:{BASE_PORT + j}"
+        workers[j] = [
+            lab.spawn(
+                lab.worker_ns(i),
+                [
+                    "worker",
+                    "--ps",
+                    target,
+                    "--rank",
+                    str(i),
+                    "--compute-ms",
+                    str(config.compute_ms),
+                    "--jitter",
+                    str(config.jitter),
+                    "--start-at",
+                    repr(start_at),
+                    "--seed",
+                    str(config.seed * 10_000 + j * 100 + i),
+                    *common,
+                ],
+            )
+            for i in range(config.workers)
+        ]
+    return ps_procs, workers
+
+
+def _prioritise_until_done(
+    lab: Lab, config: NetlabConfig, start_at: float, timeout_s: float
+) -> None:
+    """Until every process ends, set each host's traffic priorities as the policy says."""
+    deadline = time.time() + timeout_s
+    current: dict[int, dict[int, int]] = {}
+    while any(p.poll() is None for p in lab.procs):
+        if time.time() > deadline:
+            raise TimeoutError(f"netlab run did not finish within {timeout_s:.0f} s")
+        now = max(0.0, time.time() - start_at)
+        for h, agent in enumerate(lab.agents):
+            here = [f"job{j}" for j in range(config.jobs) if _job_host(config, j) == h]
+            ranks = traffic_priorities(here, config.policy, now, config.rr_interval_s)
+            wanted = {BASE_PORT + int(job[3:]): r for job, r in ranks.items()}
+            if current.get(h) != wanted:
+                agent.apply(wanted)
+                current[h] = wanted
+        time.sleep(0.2)
+
+
+def _measured(
+    ps_procs: list[subprocess.Popen[str]],
+    workers: dict[int, list[subprocess.Popen[str]]],
+    start_at: float,
+) -> NetlabRun:
+    """Each job's completion time, and each worker's barrier waits, from their output."""
+    jcts: list[float] = []
+    releases: list[dict[int, float]] = []
+    for proc in ps_procs:
+        assert proc.stdout is not None
+        records = [json.loads(line) for line in proc.stdout.read().splitlines()]
+        jcts.append(float(records[-1]["end"]) - start_at)
+        releases.append({int(r["step"]): float(r["release"]) for r in records if "step" in r})
+    # Barrier wait: how long each worker, having pushed its gradient, waits
+    # for the rest of its job's gradients before the PS releases the step.
+    waits: list[float] = []
+    for j, procs in workers.items():
+        for proc in procs:
             assert proc.stdout is not None
-            records = [json.loads(line) for line in proc.stdout.read().splitlines()]
-            jcts.append(float(records[-1]["end"]) - start_at)
-            releases.append({int(r["step"]): float(r["release"]) for r in records if "step" in r})
-        # Barrier wait: how long each worker, having pushed its gradient, waits
-        # for the rest of its job's gradients before the PS releases the step.
-        waits: list[float] = []
-        for j, procs in workers.items():
-            for proc in procs:
-                assert proc.stdout is not None
-                for line in proc.stdout.read().splitlines():
-                    rec = json.loads(line)
-                    waits.append(max(0.0, releases[j][int(rec["step"])] - float(rec["sent"])))
-        return NetlabRun(tuple(jcts), tuple(waits))
+            for line in proc.stdout.read().splitlines():
+                rec = json.loads(line)
+                waits.append(max(0.0, releases[j][int(rec["step"])] - float(rec["sent"])))
+    return NetlabRun(tuple(jcts), tuple(waits))
 
 
 def run_netlab(config: NetlabConfig, repeat: int = 1) -> dict[str, Any]:

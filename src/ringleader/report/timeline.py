@@ -240,9 +240,9 @@ def _lanes(low: Any, jobs: Sequence[Job], colour: Mapping[str, Any], t0: float) 
 
 def draw_gpu_timeline(jobs: Sequence[Job], capacity: int, *, title: str | None = None) -> Figure:
     """The figure: GPUs per job stacked over time above one lane of states and events per job."""
-    series, marks, t0 = gpu_series(jobs), timeline_marks(jobs), start_time(jobs)
     ids = [str(j["id"]) for j in jobs]
     colour = {job_id: plt.get_cmap("tab10")(i % 10) for i, job_id in enumerate(ids)}
+    series = gpu_series(jobs)
     end = max([*series.times, 1.0])
     end += max(end * 0.02, 0.5)
     lanes = max(len(jobs), 1)
@@ -254,6 +254,30 @@ def draw_gpu_timeline(jobs: Sequence[Job], capacity: int, *, title: str | None =
         height_ratios=[3.2, 0.32 * lanes + 0.3],
         layout="constrained",
     )
+    marks = timeline_marks(jobs)
+    _draw_gpus(top, jobs, series, colour, capacity, end)
+    resizes = sum(1 for m in marks if m.kind == "resize")
+    span = makespan(jobs)
+    plural = "" if resizes == 1 else "s"
+    top.set_title(
+        title
+        or f"GPUs per job over time: {len(jobs)} jobs on {capacity} GPUs, {resizes} resize{plural}"
+        + ("" if span is None else f", makespan {span:.1f} s")
+    )
+    _draw_lanes(low, jobs, colour, marks, start_time(jobs), end)
+    return fig
+
+
+def _draw_gpus(
+    top: Any,
+    jobs: Sequence[Job],
+    series: GpuSeries,
+    colour: Mapping[str, Any],
+    capacity: int,
+    end: float,
+) -> None:
+    """The upper plot: each job's GPUs stacked over time, under the cluster's capacity."""
+    ids = [str(j["id"]) for j in jobs]
     if jobs:
         # One more point at the right edge, so the last step is drawn.
         top.stackplot(
@@ -272,15 +296,19 @@ def draw_gpu_timeline(jobs: Sequence[Job], capacity: int, *, title: str | None =
     top.set_ylabel("GPUs running each job")
     top.grid(alpha=0.3)
     top.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small", title="job (user)")
-    resizes = sum(1 for m in marks if m.kind == "resize")
-    span = makespan(jobs)
-    plural = "" if resizes == 1 else "s"
-    top.set_title(
-        title
-        or f"GPUs per job over time: {len(jobs)} jobs on {capacity} GPUs, {resizes} resize{plural}"
-        + ("" if span is None else f", makespan {span:.1f} s")
-    )
 
+
+def _draw_lanes(
+    low: Any,
+    jobs: Sequence[Job],
+    colour: Mapping[str, Any],
+    marks: Sequence[Mark],
+    t0: float,
+    end: float,
+) -> None:
+    """The lower plot: one lane per job of its states, its events marked and noted."""
+    ids = [str(j["id"]) for j in jobs]
+    lanes = max(len(jobs), 1)
     states = _lanes(low, jobs, colour, t0)
     row = {job_id: lanes - 1 - i for i, job_id in enumerate(ids)}
     for m in marks:
@@ -311,6 +339,17 @@ def draw_gpu_timeline(jobs: Sequence[Job], capacity: int, *, title: str | None =
     low.set_xlim(0, end)
     low.set_xlabel("seconds since the first submission")
     low.grid(axis="x", alpha=0.3)
+    low.legend(
+        handles=_event_legend(states, marks),
+        loc="upper left",
+        bbox_to_anchor=(1.01, 1.0),
+        fontsize="small",
+        title="events",
+    )
+
+
+def _event_legend(states: set[str], marks: Sequence[Mark]) -> list[Any]:
+    """The lanes' legend: the states drawn, then each kind of event marked."""
     handles: list[Any] = (
         [Patch(facecolor="#cccccc", label="waiting")] if "waiting" in states else []
     )
@@ -330,14 +369,7 @@ def draw_gpu_timeline(jobs: Sequence[Job], capacity: int, *, title: str | None =
         for kind, (marker, face, label) in MARKS.items()
         if any(m.kind == kind for m in marks)
     ]
-    low.legend(
-        handles=handles,
-        loc="upper left",
-        bbox_to_anchor=(1.01, 1.0),
-        fontsize="small",
-        title="events",
-    )
-    return fig
+    return handles
 
 
 def gpu_timeline(
