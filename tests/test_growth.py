@@ -18,9 +18,9 @@ from ringleader.policy.size._incremental.cut import SORTED_FROM, Window, _cut_or
 from ringleader.policy.size._incremental.flat import Flat
 from ringleader.policy.size._incremental.walk import _first_at, walk
 from ringleader.policy.size.allocators import Doubling, OptimusGreedy
-from ringleader.policy.size.growth import Chains, Growth, greedy
+from ringleader.policy.size.growth import Chains, greedy
 from ringleader.policy.size.payback import may_refuse, pays, saved_by
-from ringleader.policy.size.steps import Step, StepOf
+from ringleader.policy.size.steps import Growth, Step, StepOf
 from ringleader.sim.profiles import RESNET110_K40
 from ringleader.spine.views import progress_view
 from tests.helpers import constant_epochs, latency_bound_model, resnet_job

@@ -45,7 +45,7 @@ from ringleader.policy.model.arrival import fifo
 from ringleader.policy.model.needs import Needs
 from ringleader.policy.model.objective import Candidate
 from ringleader.policy.model.plan import Assignment, Plan, SizingNotes, Turn, probing_note
-from ringleader.policy.model.views import ClusterView, JobView
+from ringleader.policy.model.views import ClusterView, Device, JobView
 from ringleader.policy.order.fairshare import claim
 from ringleader.policy.order.queues import Fifo
 from ringleader.policy.order.stage import Order, user_shares
@@ -54,8 +54,9 @@ from ringleader.policy.place.stage import Place
 from ringleader.policy.profile.sources import Precompute
 from ringleader.policy.profile.stage import Profiling
 from ringleader.policy.share.stage import Share
-from ringleader.policy.size.growth import Counts, Growth
+from ringleader.policy.size.growth import Counts
 from ringleader.policy.size.stage import Allocator
+from ringleader.policy.size.steps import Growth
 from ringleader.policy.traffic import Traffic
 
 MAX_RESIZES_FOR_TYPES = 8
@@ -163,26 +164,7 @@ class Policy:
         else:
             held = grown.counts  # nothing probes: no copy of every job's size
         devices = self.place.place(held, ordered, cluster)
-        unplaced: set[str] = set()
-        assigning = self._last.start()
-        at_most = getattr(self.place, "within_counts", False)
-        """Whether the place stage gives a job at most its size (``Place.within_counts``)."""
-        for job in ordered:
-            mine = devices.get(job.id)
-            if mine is None:
-                assigning.put(job.id, None, 0)
-                if held.get(job.id, 0):
-                    unplaced.add(job.id)  # sized, yet the place stage found no GPUs
-                continue
-            # A place stage may give a job fewer GPUs than sized (``TypeAware`` keeps a
-            # job that cannot grow without slowing down where it is): it runs on what
-            # it got, up to its size (a probe's workers may hold more GPUs). Ours
-            # never give more, so its size is looked up only for a stage of a user's:
-            # looking it up for every job was a fiftieth of a decision at 50,000.
-            probe = workers.get(job.id) if workers else None
-            n = (len(mine) if at_most else held.get(job.id, 0)) if probe is None else probe
-            assigning.put(job.id, mine, n if n <= len(mine) else len(mine))
-        assignments = assigning.done(ordered)
+        assignments, unplaced = self._assign(ordered, devices, held, workers)
         self._last.assignments = assignments
         final: Mapping[str, Assignment] = assignments
         turns: Mapping[str, Turn] = {}
@@ -203,6 +185,34 @@ class Policy:
             notes[job_id] = probing_note(workers[job_id], hold)
         plan = Plan(final, wake, SizingNotes(final, notes, grown.later), turns, traffic)
         return plan, unplaced
+
+    def _assign(
+        self,
+        ordered: Sequence[JobView],
+        devices: Mapping[str, tuple[Device, ...]],
+        held: Counts,
+        workers: Counts,
+    ) -> tuple[dict[str, Assignment], set[str]]:
+        """Each job's assignment from the GPUs the place stage gave it, and the jobs sized
+        yet given none (to be sized again without them)."""
+        unplaced: set[str] = set()
+        assigning = self._last.start()
+        at_most = getattr(self.place, "within_counts", False)
+        """Whether the place stage gives a job at most its size (``Place.within_counts``)."""
+        for job in ordered:
+            mine = devices.get(job.id)
+            if mine is None:
+                assigning.put(job.id, None, 0)
+                if held.get(job.id, 0):
+                    unplaced.add(job.id)  # sized, yet the place stage found no GPUs
+                continue
+            # A place stage may give a job fewer GPUs than sized (``TypeAware`` keeps a
+            # job that cannot grow without slowing down where it is): it runs on what
+            # it got, up to its size (a probe's workers may hold more GPUs).
+            probe = workers.get(job.id) if workers else None
+            n = (len(mine) if at_most else held.get(job.id, 0)) if probe is None else probe
+            assigning.put(job.id, mine, n if n <= len(mine) else len(mine))
+        return assigning.done(ordered), unplaced
 
     def _fair_growth(
         self,

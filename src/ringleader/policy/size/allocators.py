@@ -23,8 +23,9 @@ from typing import Protocol
 
 from ringleader.policy.model.objective import Candidate
 from ringleader.policy.size._incremental.bases import LastBase, fresh_base, least_size
-from ringleader.policy.size.growth import Chains, Counts, Growth, Step, greedy
+from ringleader.policy.size.growth import Chains, Counts, Step, greedy
 from ringleader.policy.size.stage import Allocator
+from ringleader.policy.size.steps import Growth
 
 __all__ = [
     "Allocator",

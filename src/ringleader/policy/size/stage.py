@@ -6,7 +6,8 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from ringleader.policy.model.objective import Candidate
-from ringleader.policy.size.growth import Counts, Growth
+from ringleader.policy.size.growth import Counts
+from ringleader.policy.size.steps import Growth
 
 
 class Allocator(Protocol):

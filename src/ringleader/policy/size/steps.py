@@ -9,7 +9,8 @@ chains of ``_incremental`` read steps the same way.
 
 from __future__ import annotations
 
-from typing import Protocol
+from collections.abc import Callable
+from typing import NamedTuple, Protocol
 
 from ringleader.policy.model.objective import Candidate
 from ringleader.policy.model.plan import AT_MAX, NO_GAIN, OUTBID, RESTART_NOT_WON, UNMEASURED, Note
@@ -84,3 +85,36 @@ def outbid(c: Candidate, entry: Entry, per_epoch: bool, gpus: int, bar: float | 
     and ``bar`` was the lowest score of a step a measured job took."""
     w, add, before, after, _ = entry
     return (OUTBID, w, w + add, before, after, per_epoch, gpus, bar, *NONE3, c.measured)
+
+
+def scaled_entry(entry: Entry, scale: float) -> Entry:
+    """A step of a chain laid out per unit of work (``growth.greedy``'s ``scaled``), for a
+    job with ``scale`` of it left: its objectives times ``scale``, and its score worked
+    out from those as ``chains.weigh`` works out any step's (not the chain's score
+    scaled, which may differ in its last bit and so turn a near tie round)."""
+    w, add, before, after, _ = entry
+    before, after = scale * before, scale * after
+    return w, add, before, after, (before - after) / add
+
+
+def scale_note(note: Note, scale: float) -> Note:
+    """A note of a chain laid out per unit of work, with its objectives (``Sizing``'s
+    ``before_s`` and ``after_s``, where it has them) times ``scale``."""
+    if len(note) < 5 or note[3] is None:
+        return note
+    return (*note[:3], scale * note[3], scale * note[4], *note[5:])
+
+
+class Growth(NamedTuple):
+    """What ``grow`` returns: every job's size, and why each job it weighed stopped.
+
+    ``notes``: a ``plan.Sizing`` as a plain ``Note``, for the jobs whose
+    growth the allocator weighed; a job it did not is ``FIXED``
+    (``plan.SizingNotes``). ``later``: more notes, written only if someone
+    asks (most decisions' never are): over kept chains every walked job's
+    (``walk.walk``), else those of the steps it had no GPUs for.
+    """
+
+    counts: Counts
+    notes: dict[str, Note]
+    later: Callable[[], dict[str, Note]] | None = None

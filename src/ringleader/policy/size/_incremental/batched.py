@@ -31,9 +31,10 @@ from ringleader.policy.size._incremental.chain import Chain
 from ringleader.policy.size._incremental.chains import Chains
 from ringleader.policy.size._incremental.cut import Levels
 from ringleader.policy.size._incremental.flat import Flat
-from ringleader.policy.size._incremental.walk import Later, Notes, past_the_cut, scaled_entry
+from ringleader.policy.size._incremental.walk import past_the_cut
+from ringleader.policy.size._incremental.walk_notes import Later, Notes
 from ringleader.policy.size.payback import MARGIN, may_refuse
-from ringleader.policy.size.steps import Counts, StepOf, no_gain, not_won
+from ringleader.policy.size.steps import Counts, StepOf, no_gain, not_won, scaled_entry
 
 Floats = npt.NDArray[np.float64]
 Ints = npt.NDArray[np.int64]

@@ -23,17 +23,21 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from ringleader.policy.model.objective import Candidate
 from ringleader.policy.model.plan import Note
 from ringleader.policy.size._incremental.chain import Chain
 from ringleader.policy.size._incremental.cut import Levels, Window, cut_level
+from ringleader.policy.size._incremental.walk_notes import Later, LeadAt, Notes
 from ringleader.policy.size.payback import may_refuse, pays, won_back
-from ringleader.policy.size.steps import Counts, Entry, StepOf, no_gain, not_won, outbid
-
-Later = Callable[[], dict[str, Note]]
-"""Notes worked out when first asked for (``plan.SizingNotes``)."""
+from ringleader.policy.size.steps import (
+    Counts,
+    StepOf,
+    no_gain,
+    not_won,
+    scaled_entry,
+)
 
 
 def walk(
@@ -181,10 +185,6 @@ def walk(
         jobs, of, lead_at, ends, taken, out, heap, above, waiting, dropped, left, hi
     )
     return Notes(jobs, of, ends, taken, dropped, rest, left, refused, per_epoch, scales, lead_at)
-
-
-LeadAt = Callable[[int, int], float]
-"""The lead of job ``i``'s step ``k`` as walked (``lead_at(i, k)``)."""
 
 
 class _Led:
@@ -344,95 +344,3 @@ def _scaled(
         leads.append(lead)
     led.append(leads)
     return len(steps)
-
-
-class Notes:
-    """Where each job walked stopped, as ``plan.Sizing`` notes: worked out when called."""
-
-    __slots__ = (
-        "dropped",
-        "ends",
-        "jobs",
-        "lead_at",
-        "left",
-        "of",
-        "per_epoch",
-        "refused",
-        "rest",
-        "scales",
-        "taken",
-    )
-
-    def __init__(
-        self,
-        jobs: Sequence[Candidate],
-        of: Sequence[Chain],
-        ends: list[int],
-        taken: list[int],
-        dropped: list[tuple[int, int]],
-        rest: list[int],
-        left: int,
-        refused: dict[int, Note],
-        per_epoch: bool,
-        scales: list[float] | None,
-        lead_at: LeadAt,
-    ) -> None:
-        self.jobs = jobs
-        self.of = of
-        self.ends = ends
-        self.taken = taken
-        self.dropped = dropped
-        """Jobs outbid for the GPUs left: (job index, GPUs left when its step was weighed)."""
-        self.rest = rest
-        self.left = left
-        """Jobs whose next step was never weighed: outbid with the ``left`` GPUs left."""
-        self.refused = refused
-        self.per_epoch = per_epoch
-        self.scales = scales
-        self.lead_at = lead_at
-        """Each job's leads as walked (its chain's, or, scaled, worked out for the decision)."""
-
-    def __call__(self) -> dict[str, Note]:
-        jobs, of, ends, taken, per_epoch = self.jobs, self.of, self.ends, self.taken, self.per_epoch
-        notes: dict[str, Note] = {}
-        bar: float | None = None
-        """The lowest score of a step taken by a measured job: its lead, negated."""
-        scales = self.scales
-        for i in range(len(jobs)):
-            c, chain, k = jobs[i], of[i], taken[i]
-            if k and c.measured:
-                worst = -self.lead_at(i, k - 1)
-                bar = worst if bar is None else min(bar, worst)
-            if k < ends[i]:
-                continue  # outbid: below
-            if k < len(chain.steps):
-                notes[c.job.id] = self.refused[i]
-            else:
-                assert chain.end is not None  # laid out: worked out to its end
-                notes[c.job.id] = chain.end if scales is None else scale_note(chain.end, scales[i])
-        left = self.left
-        for i, gpus in [*self.dropped, *((i, left) for i in self.rest)]:
-            c = jobs[i]
-            entry = of[i].steps[taken[i]]
-            if scales is not None:
-                entry = scaled_entry(entry, scales[i])
-            notes[c.job.id] = outbid(c, entry, per_epoch, gpus, bar)
-        return notes
-
-
-def scaled_entry(entry: Entry, scale: float) -> Entry:
-    """A step of a chain laid out per unit of work (``growth.greedy``'s ``scaled``), for a
-    job with ``scale`` of it left: its objectives times ``scale``, and its score worked
-    out from those as ``chains.weigh`` works out any step's (not the chain's score
-    scaled, which may differ in its last bit and so turn a near tie round)."""
-    w, add, before, after, _ = entry
-    before, after = scale * before, scale * after
-    return w, add, before, after, (before - after) / add
-
-
-def scale_note(note: Note, scale: float) -> Note:
-    """A note of a chain laid out per unit of work, with its objectives (``Sizing``'s
-    ``before_s`` and ``after_s``, where it has them) times ``scale``."""
-    if len(note) < 5 or note[3] is None:
-        return note
-    return (*note[:3], scale * note[3], scale * note[4], *note[5:])
