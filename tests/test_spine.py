@@ -30,6 +30,7 @@ from ringleader.spine.actions import (
     diff_one,
     launch_kind,
 )
+from ringleader.spine.effects import carry_out
 from ringleader.spine.needs import RUNTIME, SIMULATOR, PolicyNotServed, serve_policy
 from ringleader.spine.observe import co_runners, fold
 from ringleader.spine.views import Known, Submitted, job_view
@@ -227,15 +228,17 @@ def test_the_runtime_refuses_oracles_and_measures_what_precompute_is_given() -> 
 # -- one spine ---------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    "body",
-    [
-        ("src/ringleader/sim/engine.py", "src/ringleader/sim/jobs.py"),
-        ("src/ringleader/runtime/controller.py", "src/ringleader/runtime/acting.py"),
-    ],
-)
+BODIES = [
+    ("src/ringleader/sim/engine.py", "src/ringleader/sim/jobs.py", "src/ringleader/sim/playing.py"),
+    ("src/ringleader/runtime/controller.py", "src/ringleader/runtime/acting.py"),
+]
+ACTION_TYPES = {"Stop", "Launch", "Suspend", "Resume"}
+
+
+@pytest.mark.parametrize("body", BODIES)
 def test_bodies_diff_plans_only_through_the_spine(body: tuple[str, ...]) -> None:
-    """No body compares a target's devices with what runs: that is ``diff_one``'s job."""
+    """No body compares a target's devices with what runs: that is ``diff_one``'s job,
+    and ``spine.effects.carry_out`` hands its actions to the body's effects."""
     sources = [(pathlib.Path(__file__).parents[1] / path).read_text() for path in body]
     for path, source in zip(body, sources, strict=True):
         compared = [
@@ -249,7 +252,60 @@ def test_bodies_diff_plans_only_through_the_spine(body: tuple[str, ...]) -> None
         ]
         assert not compared, f"{path} diffs a plan itself at line {compared[0].lineno}"
     whole = "\n".join(sources)
-    assert "diff_one" in whole and "job_view" in whole
+    assert "carry_out(" in whole and "job_view" in whole
+    assert "decide_round(" in whole
+
+
+@pytest.mark.parametrize("body", BODIES)
+def test_no_body_dispatches_over_action_types(body: tuple[str, ...]) -> None:
+    """Each body implements ``spine.effects.Effects``; telling a stop from a launch is the
+    spine's, once, so both bodies carry out the same actions the same way."""
+    for path in body:
+        tree = ast.parse((pathlib.Path(__file__).parents[1] / path).read_text())
+        named = [
+            node
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Name) and node.id in ACTION_TYPES
+        ]
+        assert not named, f"{path} names the action type {named[0].id} at line {named[0].lineno}"
+
+
+def _effects_log() -> tuple[list[tuple[object, ...]], type]:
+    log: list[tuple[object, ...]] = []
+
+    class Recording:
+        stops_at_once = True
+
+        def launch(self, job: str, devices: tuple[Device, ...], kind: Kind) -> None:
+            log.append(("launch", job, devices, kind))
+
+        def stop(self, job: str, why: Why) -> None:
+            log.append(("stop", job, why))
+
+        def suspend(self, job: str) -> None:
+            log.append(("suspend", job))
+
+        def resume(self, job: str) -> None:
+            log.append(("resume", job))
+
+    return log, Recording
+
+
+def test_a_migration_is_a_stop_and_a_launch_and_a_slow_stop_waits_for_its_launch() -> None:
+    old, new = (Device("n0", 0),), (Device("n1", 0),)
+    plan = Plan({"j": Assignment(new, 1)})
+    held = Held(old, last=old)
+    log, recording = _effects_log()
+    carry_out("j", "j", held, plan, recording())
+    assert log == [("stop", "j", Why.MIGRATE), ("launch", "j", new, Kind.MIGRATION)]
+    log.clear()
+    slow = recording()
+    slow.stops_at_once = False  # the runtime's processes exit later: the launch waits
+    carry_out("j", "j", held, plan, slow)
+    assert log == [("stop", "j", Why.MIGRATE)]
+    log.clear()
+    carry_out("j", "j", Held(new, suspended=True, last=new), plan, recording())
+    assert log == [("resume", "j")]
 
 
 def test_a_jobs_view_is_moved_on_in_place_as_it_is_placed_and_progresses() -> None:

@@ -181,6 +181,14 @@ _file = st.one_of(
             "models": st.one_of(st.dictionaries(st.just("m0"), _model, max_size=1), _values),
             "jobs": st.one_of(st.lists(_job, max_size=4), _values),
             "poisson": st.one_of(st.lists(_poisson, max_size=2), _values),
+            "users": st.one_of(
+                st.dictionaries(
+                    st.one_of(st.text(max_size=5), st.sampled_from(["", "u"])),
+                    st.one_of(st.fixed_dictionaries({}, optional={"quota_gpus": _sizes}), _values),
+                    max_size=2,
+                ),
+                _values,
+            ),
             "simulation": st.one_of(
                 st.fixed_dictionaries(
                     {},

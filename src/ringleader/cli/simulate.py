@@ -372,6 +372,8 @@ def _workload(
                 round_s=settings.round_s,
                 on_finish=lambda done, _: bar.update(task, completed=done),
                 tick_s=tick_s,
+                quotas=workload.spec.quotas(),
+                explain=json_path is not None,  # each job's waits by reason, for the JSON
             ).run()
         except (SimulationStalled, PolicyInputError) as err:
             fail(f"{path}: {err}")
@@ -391,6 +393,7 @@ def _workload(
                 "counts": result.counts,
                 "wall_s": round(result.wall_s, 3),
                 "users": users,
+                "quotas": workload.spec.quotas(),
                 "jobs": [
                     {
                         "id": r.id,
@@ -399,6 +402,10 @@ def _workload(
                         "finished_at": r.finished_at,
                         "jct_s": r.jct,
                         "resizes": r.resizes,
+                        "waited_s": {
+                            code: round(seconds, 3)
+                            for code, seconds in sorted(result.waits.get(r.id, {}).items())
+                        },
                     }
                     for r in result.records
                 ],

@@ -1,7 +1,8 @@
 """The controller's acting half: the spine's actions for a Plan, carried out on processes.
 
-``Acting.apply`` takes the latest Plan and the jobs as stored, asks
-``spine.actions.diff_one`` what each job needs, and does it:
+``Acting.apply`` takes the latest Plan and the jobs as stored and has
+``spine.effects.carry_out`` take each job to its place, through this body's
+effects (``Carrying``):
 
 * ``Stop`` (resize, migrate, preempt, cancel): a job that uses the job
   library is asked to checkpoint and stop at its next minibatch boundary;
@@ -30,7 +31,7 @@ from ringleader.job.checkpoint import ON_BAD_CHECKPOINT_ENV
 from ringleader.job.control import Action, Control, write_control
 from ringleader.net.tc import NetCommandError
 from ringleader.policy.model.plan import Assignment, Plan
-from ringleader.policy.model.views import ClusterView
+from ringleader.policy.model.views import ClusterView, Device
 from ringleader.runtime.executor.base import Executor
 from ringleader.runtime.gangs import Gangs
 from ringleader.runtime.gpus import types_detail
@@ -40,7 +41,8 @@ from ringleader.runtime.store import JobRow, State, Store, disk_full
 from ringleader.runtime.telemetry import Telemetry
 from ringleader.runtime.traffic import TrafficControl, merged_ranks
 from ringleader.spine import reasons
-from ringleader.spine.actions import Kind, Launch, Resume, Stop, Suspend, diff_one
+from ringleader.spine.actions import Kind, Why
+from ringleader.spine.effects import carry_out
 
 if TYPE_CHECKING:
     from ringleader.runtime.controller import ControllerConfig
@@ -87,8 +89,7 @@ class Acting:
         ``why`` (each job's reason) learns of jobs a full disk holds up. True while
         a job waits for another to leave its GPU: the loop then ticks fast.
         """
-        blocked = self.blocked(rows, targets)
-        switching = False
+        carrying = Carrying(self, now, rows, plan, cluster, self.blocked(rows, targets))
         for row in rows:
             if row.cancel_requested or row.stopping:
                 continue
@@ -96,24 +97,7 @@ class Acting:
                 continue
             before = (row.state, row.generation, row.stopping)
             try:
-                for action in diff_one(row.id, held(row), plan):
-                    if isinstance(action, Stop):
-                        self.request_stop(row, action.why.value, now)
-                        break
-                    if isinstance(action, Suspend):
-                        self.suspend(row, now)
-                        continue
-                    wanted = plan.of(row.id).active_devices
-                    if any(blocked.get((d.node, d.index), set()) - {row.id} for d in wanted):
-                        # Its GPUs are still being given back: by a stop (seconds) or a
-                        # suspend (one minibatch, so look again very soon).
-                        switching = switching or any(
-                            r.state is State.SUSPENDED and r.id not in self.suspended for r in rows
-                        )
-                    elif isinstance(action, Resume):
-                        self.resume(row, now)
-                    elif isinstance(action, Launch):
-                        self.launch(row, action, now, cluster)
+                carry_out(row, row.id, held(row), plan, carrying)
             except (OSError, sqlite3.Error) as err:
                 if not disk_full(err):
                     raise
@@ -123,7 +107,7 @@ class Acting:
                     self.no_room.discard(row.id)  # what the full disk stopped has been done
                     why.pop(row.id, None)  # the next decision says any other
                     log.info("job %s: the disk has room again", row.id)
-        return switching
+        return carrying.switching
 
     def blocked(
         self, rows: Sequence[JobRow], targets: dict[str, Assignment]
@@ -215,10 +199,17 @@ class Acting:
                 self.config.job_dir(row.id), row.generation, skip=frozenset(done)
             )
 
-    def launch(self, row: JobRow, action: Launch, now: float, cluster: ClusterView) -> None:
-        """Start ``action``'s new generation of ``row`` (or fail it: its owner is gone)."""
+    def launch(
+        self,
+        row: JobRow,
+        devices: tuple[Device, ...],
+        kind: Kind,
+        now: float,
+        cluster: ClusterView,
+    ) -> None:
+        """Start a new generation of ``row`` on ``devices``, counted as ``kind`` (or fail
+        it: its owner is gone)."""
         job_dir = self.config.job_dir(row.id)
-        devices = action.devices
         uid = None
         if self.config.run_as is not None:
             uid = self.config.run_as(row.spec.user)
@@ -228,8 +219,8 @@ class Acting:
                 self.store.save(row, "failed", reason="owner_removed")
                 return
         row.generation += 1
-        self._count(row, action.kind)
-        if action.kind is Kind.RESIZE:
+        self._count(row, kind)
+        if kind is Kind.RESIZE:
             row.resizes += 1
         row.last_workers = len(devices)
         row.last_devices = [(d.node, d.index) for d in devices]
@@ -248,7 +239,7 @@ class Acting:
             generation=row.generation,
             workers=len(devices),
             devices=row.devices,
-            counted=action.kind.value,
+            counted=kind.value,
             **types_detail(cluster, row.devices),
         )
         self.gangs.of(row.id).launched = now
@@ -301,3 +292,59 @@ class Acting:
         if row.id not in self.no_room:
             self.no_room.add(row.id)
             log.error("job %s: %s", row.id, text)
+
+
+class Carrying:
+    """The runtime's ``spine.effects.Effects``, for one ``Acting.apply`` at ``now``.
+
+    Stops and suspends are asked for at once; a stop takes time (the job
+    checkpoints, then exits), so a stopped job's launch waits for a later diff.
+    A launch or a resume waits while another job still holds one of its GPUs
+    (``blocked``); ``switching`` then says whether that holder is a suspend
+    under way, so the loop looks again very soon.
+    """
+
+    stops_at_once = False
+
+    def __init__(
+        self,
+        acting: Acting,
+        now: float,
+        rows: Sequence[JobRow],
+        plan: Plan,
+        cluster: ClusterView,
+        blocked: dict[tuple[str, int], set[str]],
+    ) -> None:
+        self.acting = acting
+        self.now = now
+        self.rows = rows
+        self.plan = plan
+        self.cluster = cluster
+        self.blocked = blocked
+        self.switching = False
+
+    def launch(self, job: JobRow, devices: tuple[Device, ...], kind: Kind) -> None:
+        if not self._waits(job):
+            self.acting.launch(job, devices, kind, self.now, self.cluster)
+
+    def stop(self, job: JobRow, why: Why) -> None:
+        self.acting.request_stop(job, why.value, self.now)
+
+    def suspend(self, job: JobRow) -> None:
+        self.acting.suspend(job, self.now)
+
+    def resume(self, job: JobRow) -> None:
+        if not self._waits(job):
+            self.acting.resume(job, self.now)
+
+    def _waits(self, row: JobRow) -> bool:
+        """Whether another job still holds one of the GPUs ``row`` is to run on."""
+        wanted = self.plan.of(row.id).active_devices
+        if not any(self.blocked.get((d.node, d.index), set()) - {row.id} for d in wanted):
+            return False
+        # Its GPUs are still being given back: by a stop (seconds) or a suspend (one
+        # minibatch, so look again very soon).
+        self.switching = self.switching or any(
+            r.state is State.SUSPENDED and r.id not in self.acting.suspended for r in self.rows
+        )
+        return True

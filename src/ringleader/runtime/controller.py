@@ -4,10 +4,11 @@ Each tick (default 0.5 s) it reads what every running job reported, checks its
 workers, and settles finished gangs (succeeded, stopped for a resize,
 cancelled, crashed). On an event — a submission, a gang settling, a cancel —
 or every ``round_s``, it builds the snapshot with the spine's ``job_view``,
-calls the same ``decide`` the simulator calls, and hands the Plan to its
-acting half (``runtime.acting``), which carries out the actions the spine's
-``diff`` derives from the Plan and what each job holds: stops, suspends,
-resumes and launches, each only once the GPUs it needs are free.
+runs the same round the simulator runs (``spine.round``: the users' quotas,
+the policy's decision, each job's reason), and hands the Plan to its acting
+half (``runtime.acting``), which carries out the actions the spine's ``diff``
+derives from the Plan and what each job holds: stops, suspends, resumes and
+launches, each only once the GPUs it needs are free.
 
 The tick runs in a worker thread, off the API's event loop, so a slow
 decision never delays a request.
@@ -52,9 +53,9 @@ from ringleader.runtime.settling import Settling
 from ringleader.runtime.store import JobRow, State, Store
 from ringleader.runtime.telemetry import Telemetry
 from ringleader.runtime.traffic import TrafficControl
-from ringleader.spine import quota, reasons
-from ringleader.spine.deciding import decide
+from ringleader.spine import reasons
 from ringleader.spine.observe import co_runners
+from ringleader.spine.round import decide_round
 
 log = logging.getLogger("ringleader.controller")
 
@@ -446,23 +447,22 @@ class Controller:
             self._views = {k: v for k, v in self._views.items() if k in deciding}
         owner = {r.id: r.spec.user for r in rows}
         quotas = self.config.quotas()
-        admitted, held_back = quota.admit(views, owner, quotas)
         try:
-            plan = decide(self.config.policy, admitted, self.cluster, now)
+            decided = decide_round(
+                self.config.policy,
+                views,
+                self.cluster,
+                now,
+                owner=owner,
+                quotas=quotas,
+                explain=True,
+            )
         except Exception:
             log.exception("policy %s failed; keeping the current state", self.config.policy.name)
             return
-        plan, trimmed = quota.trim(plan, views, owner, quotas)
+        plan = decided.plan
         self.telemetry.decision.observe(time.perf_counter() - started)
-        self.reasons = reasons.explain(
-            plan,
-            views,
-            owner,
-            self.cluster.capacity,
-            held_back | trimmed,
-            now=now,
-            cluster=self.cluster,
-        )
+        self.reasons = decided.reasons
         self.decisions += 1
         self._wake_at = plan.wake_at
         self._plan = plan

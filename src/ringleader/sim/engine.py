@@ -30,7 +30,7 @@ from __future__ import annotations
 import gc
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
 from ringleader.fairness import ShareSample
@@ -42,19 +42,14 @@ from ringleader.sim.host import Host
 from ringleader.sim.jobs import DONE, JobState, SimJob, arrived
 from ringleader.sim.occupancy import Occupancy
 from ringleader.sim.pacing import Contention, Pacing
+from ringleader.sim.playing import Playing
 from ringleader.sim.result import JobProgress, SimResult, sample_shares
 from ringleader.sim.ticks import Finishes, advance, tick_at_or_after
-from ringleader.spine.actions import (
-    EventCounts,
-    Kind,
-    Launch,
-    Resume,
-    Stop,
-    Suspend,
-    diff_one,
-)
-from ringleader.spine.deciding import decide
+from ringleader.sim.waits import Waits
+from ringleader.spine.actions import EventCounts
+from ringleader.spine.effects import carry_out, unchanged
 from ringleader.spine.needs import SIMULATOR, serve_policy
+from ringleader.spine.round import decide_round
 
 # Checkpoint → stop → restart at a new world size, measured on this project's
 # 2-core CPU machine with gloo (1 → 2 ranks, ~3.8 s, 2 s of it Python and
@@ -98,6 +93,8 @@ class Simulator:
         driver: Driver | None = None,
         host: Host | None = None,
         tick_s: float | None = None,
+        quotas: Mapping[str, int] | None = None,
+        explain: bool = False,
     ) -> None:
         if restart_delay_s < 0 or switch_delay_s < 0:
             raise ValueError("restart_delay_s and switch_delay_s must be >= 0")
@@ -108,6 +105,13 @@ class Simulator:
         ids = [j.id for j in jobs]
         if len(set(ids)) != len(ids):
             raise ValueError("job ids must be unique")
+        quotas = dict(quotas or {})
+        for j in jobs if quotas else ():
+            if quotas.get(j.user, j.min_gpus) < j.min_gpus:
+                raise ValueError(
+                    f"job {j.id} needs at least {j.min_gpus} GPUs but its user {j.user!r} "
+                    f"may use only {quotas[j.user]} (quota): it could never run"
+                )
         self.policy = serve_policy(policy, SIMULATOR)
         self._needs = policy.needs
         self.cluster = cluster
@@ -133,6 +137,12 @@ class Simulator:
         self._occupancy = Occupancy()
         """The GPUs the jobs run on and hold, as ``_apply`` and completions change them."""
         self._pacing = Pacing(cluster, contention, host, typed=any(j.type_speed for j in jobs))
+        self.quotas = quotas
+        """Each user's GPU quota (``spine.quota``); a user not named has none."""
+        self.explain = explain
+        """Give each decision's reasons (``spine.reasons``) and count each job's waits by
+        them (``SimResult.waits``); off, a decision costs the policy's time alone."""
+        self._playing = Playing(restart_delay_s, switch_delay_s)
 
     def run(self) -> SimResult:
         """Simulate until every job finished (or ``until``).
@@ -188,6 +198,10 @@ class Simulator:
         still = False
         """The last decision moved nobody, and no job arrived or ended since."""
         steered = self.driver is not None  # a driver may change priorities at any event
+        quotas, explain = self.quotas, self.explain
+        owner = {j.id: j.user for j in pending} if quotas or explain else {}
+        waits = Waits(now)
+        self._playing = Playing(self.restart_delay_s, self.switch_delay_s)
         while (nxt < len(pending) or active) and now < until:
             while nxt < len(pending) and pending[nxt].submitted_at <= now:
                 job = pending[nxt]
@@ -214,7 +228,19 @@ class Simulator:
                 capacity, needs = self.cluster.capacity, self._needs
                 restart = self.restart_delay_s
                 views = [s.view(capacity, needs, restart) for s in active.values()]
-                plan = decide(self.policy, views, self.cluster, now, alone=True)
+                decided = decide_round(
+                    self.policy,
+                    views,
+                    self.cluster,
+                    now,
+                    owner=owner,
+                    quotas=quotas,
+                    explain=explain,
+                    alone=True,
+                )
+                plan = decided.plan
+                if explain:
+                    waits.decided(now, plan, decided.reasons)
                 if freezing:
                     gc.freeze()
                 decisions += 1
@@ -305,6 +331,7 @@ class Simulator:
                 due = min(due, tick_at_or_after(now, tick))
         if since < now:
             advance(running, since, now)
+        waits.close(now)
         usage.append(UsagePoint(now, 0, 0, 0))
         progress = tuple(
             JobProgress(s.job.id, s.job.submitted_at, 1.0 - s.remaining, s.first_at, s.finished_at)
@@ -330,10 +357,11 @@ class Simulator:
             ended_at=now,
             snapshots=snapshots,
             shares=tuple(shares),
+            waits=waits.totals,
         )
 
     def _apply(self, plan: Plan, active: dict[str, JobState], now: float) -> bool:
-        """Carry out the spine's actions: time is the only effect a simulator has.
+        """Carry out the spine's actions for ``plan`` (``sim.playing``: time is their effect).
 
         True when who runs where may have changed (a job was placed, stopped or
         moved, or one that shared a GPU or host left): then sharing and speeds must
@@ -345,42 +373,24 @@ class Simulator:
         # ``plan.of`` without a call per job: a dict's look-up compiles to a call into C.
         given = plan.assignments
         assigned = given if isinstance(given, dict) else dict(given)
+        playing = self._playing
+        playing.now = now
         for state in active.values():
             target = assigned.get(state.job.id, WAIT)
-            if target is state.target or target == state.target:
-                continue  # as it was: nothing to do, nothing changes
+            if unchanged(target, state.target):
+                continue  # only a carried-out plan moves a simulated job (``spine.effects``)
             changed = True
             was_running = state.running
             held = state.holding
-            alive = bool(held.devices)
-            for action in diff_one(state.job.id, held, plan):
-                if isinstance(action, Stop):
-                    alive = False  # checkpointed; restarts when it next runs
-                elif isinstance(action, Launch):
-                    alive = True
-                    state.ready_at = now + self._launch_s(state)
-                    if state.started_at is None:
-                        state.started_at = now
-                    state.last = action.devices
-                    state.counts.add(action.kind)
-                elif isinstance(action, Resume):
-                    state.ready_at = now + self.switch_delay_s
-                    state.counts.add(Kind.RESUME)
-                elif isinstance(action, Suspend):
-                    state.counts.add(Kind.SUSPEND)
+            playing.alive = bool(held.devices)
+            carry_out(state, state.job.id, held, plan, playing)
             was = (state.devices, state.workers, state.suspended)
-            state.carry_out(target, alive)
+            state.carry_out(target, playing.alive)
             self._occupancy.change(was, state.devices, state.workers, state.suspended)
             if state.running != was_running:
                 state.state_since = now
             state.moved()
         return changed
-
-    def _launch_s(self, state: JobState) -> float:
-        """What a launch costs the job: its own measured start-up or restart, if known."""
-        job = state.job
-        own = job.startup_s if state.started_at is None else job.restart_s
-        return self.restart_delay_s if own is None else own
 
     def _next_event(
         self,

@@ -37,6 +37,8 @@ class SimResult:
     """The spine's counted events over the whole run (starts, resizes, migrations…)."""
     shares: tuple[ShareSample, ...] = ()
     """Per-user GPUs and demand over time, where jobs name more than one user."""
+    waits: dict[str, dict[str, float]] = field(default_factory=dict)
+    """Per job, seconds waited for each reason code (``Simulator(explain=True)``; else empty)."""
 
 
 def sample_shares(

@@ -103,6 +103,16 @@ class SimulationSpec(_Strict):
     """Fair-share weight per user for the ringleader policy (a user not named weighs 1)."""
 
 
+UserName = Annotated[str, Field(min_length=1, max_length=64)]
+
+
+class UserSpec(_Strict):
+    """A user as the server knows them (``ringleader users add --quota-gpus``)."""
+
+    quota_gpus: Annotated[int, Field(ge=0, le=1 << 20)] | None = None
+    """GPUs the user's running jobs may use at once (``spine.quota``); None: no quota."""
+
+
 class TypeStepsSpec(_Strict):
     step_time_s: StepTimes = Field(min_length=1)
 
@@ -189,6 +199,7 @@ class WorkloadSpec(_Strict):
     models: dict[str, ModelSpec] = {}
     jobs: list[JobSpec] = []
     poisson: list[PoissonSpec] = []
+    users: dict[UserName, UserSpec] = Field({}, max_length=10_000)
 
     @model_validator(mode="after")
     def _check(self) -> WorkloadSpec:
@@ -230,7 +241,36 @@ class WorkloadSpec(_Strict):
             raise ValueError(f"jobs: duplicate names {duplicates}; give every job its own name")
         if not self.jobs and not self.poisson:
             raise ValueError("no jobs: add a 'jobs' list or a 'poisson' generator")
+        self._check_quotas()
         return self
+
+    def _check_quotas(self) -> None:
+        """Every user named has jobs, and every job fits its user's quota at its least."""
+        entries = [("jobs", i, e) for i, e in enumerate(self.jobs)] + [
+            ("poisson", i, e) for i, e in enumerate(self.poisson)
+        ]
+        named = {e.user for _, _, e in entries}
+        for user, spec in self.users.items():
+            if user not in named:
+                known = ", ".join(sorted(u for u in named if u is not None)) or "none"
+                raise ValueError(
+                    f"users.{user}: no job names user {user!r}; give jobs 'user: {user}' "
+                    f"or remove the entry (jobs name: {known})"
+                )
+            quota = spec.quota_gpus
+            if quota is None:
+                continue
+            for kind, i, entry in entries:
+                if entry.user == user and entry.min_gpus > quota:
+                    raise ValueError(
+                        f"users.{user}.quota_gpus: {quota} GPUs, but {kind}[{i}] needs at least "
+                        f"{entry.min_gpus} (min_gpus) and could never run; raise the quota to "
+                        f"{entry.min_gpus} or more, or lower the job's min_gpus"
+                    )
+
+    def quotas(self) -> dict[str, int]:
+        """Each user's GPU quota, for the users that have one (as ``Users.quotas``)."""
+        return {u: s.quota_gpus for u, s in self.users.items() if s.quota_gpus is not None}
 
 
 def _offer(types: tuple[str, ...]) -> str:

@@ -1,0 +1,47 @@
+"""How long each simulated job waited, per reason code (``spine.reasons``).
+
+Each decision gives every job the plan does not run a reason; the job waits
+for that reason until the next decision (a skipped round leaves the plan, and
+so the reasons, standing). A job is counted from the first decision that saw
+it: under ``tick_s``, the time between its arrival and the next tick is no
+reason's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from ringleader.policy.model.plan import Plan
+from ringleader.spine.reasons import Reason
+
+
+class Waits:
+    """Seconds waited per job and reason code, summed over the time between decisions."""
+
+    __slots__ = ("_since", "_waiting", "totals")
+
+    def __init__(self, now: float) -> None:
+        self.totals: dict[str, dict[str, float]] = {}
+        """By job id, seconds waited for each reason code (jobs that never waited: absent)."""
+        self._waiting: dict[str, str] = {}
+        self._since = now
+
+    def decided(self, now: float, plan: Plan, why: Mapping[str, Reason]) -> None:
+        """A decision at ``now``: the last one's waits end here, this one's begin."""
+        self.close(now)
+        given = plan.assignments
+        self._waiting = {
+            job: reason.code
+            for job, reason in why.items()
+            if (a := given.get(job)) is None or not a.running
+        }
+
+    def close(self, now: float) -> None:
+        """Count the waits under the last decision up to ``now``."""
+        span = now - self._since
+        self._since = now
+        if span <= 0:
+            return
+        for job, code in self._waiting.items():
+            mine = self.totals.setdefault(job, {})
+            mine[code] = mine.get(code, 0.0) + span
