@@ -47,6 +47,7 @@ from ringleader.policy.model.plan import (
     Plan,
     SizingNotes,
     Turn,
+    note,
 )
 from ringleader.policy.model.views import ClusterView, Device, JobView
 from ringleader.policy.place._incremental.free import Blank, FreeGPUs
@@ -150,7 +151,7 @@ class Sharing:
                 job = g.residents[0]
                 assignments[job.id] = kept.again(job, g.devices, g.size)
                 if g.size > job.requested_gpus:  # grown; else FIXED
-                    notes[job.id] = (GROWN_IDLE, g.size)
+                    notes[job.id] = note(GROWN_IDLE, g.size)
                 continue
             running, due = self._turns(g, now, memory)
             if due is not None:
@@ -161,7 +162,7 @@ class Sharing:
             if len(g.residents) > len(running):
                 sliced.append((g.residents, running))
             elif g.size > g.residents[0].requested_gpus:  # grown: one resident; else FIXED
-                notes[g.residents[0].id] = (GROWN_IDLE, g.size)
+                notes[g.residents[0].id] = note(GROWN_IDLE, g.size)
         self._last.assignments = assignments
         found.done()
         turns = Deferred(lambda: self._queues(sliced, now)) if sliced else {}

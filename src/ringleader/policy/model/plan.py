@@ -145,14 +145,53 @@ class Sizing(NamedTuple):
 
 
 Note = tuple[Any, ...]
-"""A ``Sizing`` as a policy writes it: its fields in order, trailing ones left out."""
+"""A ``Sizing`` as a policy writes it (``note``): its fields in order, as a plain tuple."""
+
+
+def note(
+    stop: str,
+    workers: int,
+    *,
+    next_workers: int | None = None,
+    before_s: float | None = None,
+    after_s: float | None = None,
+    per_epoch: bool = False,
+    free: int | None = None,
+    bar: float | None = None,
+    saved_s: float | None = None,
+    limit: int | None = None,
+    held: int | None = None,
+    measured: bool = True,
+) -> Note:
+    """``Sizing(stop, workers, ...)`` as a plain tuple, the one place that knows its field
+    order: a decision writes thousands, and ``SizingNotes`` makes a ``Sizing`` of only
+    those someone reads (docs/scale.md, "The compiled hot path")."""
+    return (
+        stop,
+        workers,
+        next_workers,
+        before_s,
+        after_s,
+        per_epoch,
+        free,
+        bar,
+        saved_s,
+        limit,
+        held,
+        measured,
+    )
+
+
+def scaled_objectives(written: Note, scale: float) -> Note:
+    """``written`` with its ``before_s`` and ``after_s`` times ``scale`` (where it has them)."""
+    if len(written) < 5 or written[3] is None:
+        return written
+    return (*written[:3], scale * written[3], scale * written[4], *written[5:])
 
 
 def probing_note(workers: int, held: int) -> Note:
-    """``Sizing(PROBING, workers, held=held)`` as a note: a decision writes one per probing
-    job, and compiled, the named tuple's keyword call went through its interpreted
-    ``__new__``."""
-    return (PROBING, workers, None, None, None, False, None, None, None, None, held)
+    """The note of a job running a probe of ``workers`` while it holds ``held`` GPUs."""
+    return note(PROBING, workers, held=held)
 
 
 class SizingNotes(Mapping[str, Sizing]):

@@ -22,7 +22,7 @@ import math
 from collections.abc import Sequence
 
 from ringleader.policy.model.objective import Candidate
-from ringleader.policy.model.plan import NO_MODEL, Note
+from ringleader.policy.model.plan import NO_MODEL, Note, note, scaled_objectives
 from ringleader.policy.size._incremental.chains import Chains
 from ringleader.policy.size._incremental.kept import grow_over_chains
 from ringleader.policy.size.payback import pays
@@ -35,7 +35,6 @@ from ringleader.policy.size.steps import (
     no_gain,
     not_won,
     outbid,
-    scale_note,
     scaled_entry,
     start_size,
     weigh,
@@ -92,7 +91,7 @@ def greedy(
         if w == 0 or not job.elastic:
             continue  # waiting, or FIXED (the default)
         if c.speed is None:
-            notes[job.id] = (NO_MODEL, w)
+            notes[job.id] = note(NO_MODEL, w)
             continue
         by_index.append(c)
         if scaled:
@@ -121,7 +120,7 @@ def _by_heap(
         entry, end = weigh(c, out[c.job.id], step, per_epoch)
         if entry is None:
             assert end is not None  # weigh() gives one or the other
-            notes[c.job.id] = end if scales is None else scale_note(end, scales[i])
+            notes[c.job.id] = end if scales is None else scaled_objectives(end, scales[i])
             return
         w, add, before, after, score = entry
         if scales is not None:

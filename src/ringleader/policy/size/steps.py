@@ -13,14 +13,20 @@ from collections.abc import Callable
 from typing import NamedTuple, Protocol
 
 from ringleader.policy.model.objective import Candidate
-from ringleader.policy.model.plan import AT_MAX, NO_GAIN, OUTBID, RESTART_NOT_WON, UNMEASURED, Note
+from ringleader.policy.model.plan import (
+    AT_MAX,
+    NO_GAIN,
+    OUTBID,
+    RESTART_NOT_WON,
+    UNMEASURED,
+    Note,
+    note,
+)
 from ringleader.policy.model.views import JobView
 from ringleader.policy.size.payback import saved_by
 
 Counts = dict[str, int]
 
-NONE3 = (None,) * 3
-NONE5 = (None,) * 5
 
 Step = tuple[int, float, float]
 """A growth step as a step stage returns it: GPUs added, objective before, objective after."""
@@ -58,7 +64,15 @@ def weigh(
     add, before, after = nxt
     if not c.measured and w + add > start_size(c.job):
         # Not measured yet: no bigger than the size it asked to start at.
-        return None, (UNMEASURED, w, w + add, before, after, per_epoch, *NONE5, False)
+        return None, note(
+            UNMEASURED,
+            w,
+            next_workers=w + add,
+            before_s=before,
+            after_s=after,
+            per_epoch=per_epoch,
+            measured=False,
+        )
     score = (before - after) / add
     if not score > 0:  # no gain, or none to speak of (NaN: an objective of inf at both sizes)
         return None, no_gain(c, w, add, before, after, per_epoch)
@@ -67,24 +81,50 @@ def weigh(
 
 def at_max(c: Candidate, w: int, per_epoch: bool) -> Note:
     """The note of a job at ``w`` workers with no step left: at its maximum."""
-    return (AT_MAX, w, None, None, None, per_epoch, *NONE3, c.job.max_gpus)
+    return note(AT_MAX, w, per_epoch=per_epoch, limit=c.job.max_gpus)
 
 
 def no_gain(c: Candidate, w: int, add: int, before: float, after: float, per_epoch: bool) -> Note:
     """The note of a grow from ``w`` by ``add`` that saves nothing."""
-    return (NO_GAIN, w, w + add, before, after, per_epoch, *NONE5, c.measured)
+    return note(
+        NO_GAIN,
+        w,
+        next_workers=w + add,
+        before_s=before,
+        after_s=after,
+        per_epoch=per_epoch,
+        measured=c.measured,
+    )
 
 
 def not_won(c: Candidate, w: int, add: int, before: float, after: float, per_epoch: bool) -> Note:
     """The note of a grow from ``w`` by ``add`` that would not win back its restart."""
-    return (RESTART_NOT_WON, w, w + add, before, after, per_epoch, None, None, saved_by(c, w + add))
+    return note(
+        RESTART_NOT_WON,
+        w,
+        next_workers=w + add,
+        before_s=before,
+        after_s=after,
+        per_epoch=per_epoch,
+        saved_s=saved_by(c, w + add),
+    )
 
 
 def outbid(c: Candidate, entry: Entry, per_epoch: bool, gpus: int, bar: float | None) -> Note:
     """The note of ``c``'s step ``entry``, not taken for want of GPUs: ``gpus`` were left,
     and ``bar`` was the lowest score of a step a measured job took."""
     w, add, before, after, _ = entry
-    return (OUTBID, w, w + add, before, after, per_epoch, gpus, bar, *NONE3, c.measured)
+    return note(
+        OUTBID,
+        w,
+        next_workers=w + add,
+        before_s=before,
+        after_s=after,
+        per_epoch=per_epoch,
+        free=gpus,
+        bar=bar,
+        measured=c.measured,
+    )
 
 
 def scaled_entry(entry: Entry, scale: float) -> Entry:
@@ -95,14 +135,6 @@ def scaled_entry(entry: Entry, scale: float) -> Entry:
     w, add, before, after, _ = entry
     before, after = scale * before, scale * after
     return w, add, before, after, (before - after) / add
-
-
-def scale_note(note: Note, scale: float) -> Note:
-    """A note of a chain laid out per unit of work, with its objectives (``Sizing``'s
-    ``before_s`` and ``after_s``, where it has them) times ``scale``."""
-    if len(note) < 5 or note[3] is None:
-        return note
-    return (*note[:3], scale * note[3], scale * note[4], *note[5:])
 
 
 class Growth(NamedTuple):

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from ringleader.policy.model.objective import Candidate
-from ringleader.policy.model.plan import NO_MODEL, Note
+from ringleader.policy.model.plan import NO_MODEL, Note, note
 from ringleader.policy.size._incremental import batched
 from ringleader.policy.size._incremental.chain import Chain
 from ringleader.policy.size._incremental.chains import Chains
@@ -79,7 +79,7 @@ def grow_over_chains(
         if w == 0 or not job.elastic:
             continue  # waiting, or FIXED (the default)
         if c.speed is None:
-            notes[job.id] = (NO_MODEL, w)
+            notes[job.id] = note(NO_MODEL, w)
             continue
         if w >= job.max_gpus:  # no step left: no chain to look up or walk
             full.append(c)

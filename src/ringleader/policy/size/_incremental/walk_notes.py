@@ -5,11 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from ringleader.policy.model.objective import Candidate
-from ringleader.policy.model.plan import Note
+from ringleader.policy.model.plan import Note, scaled_objectives
 from ringleader.policy.size._incremental.chain import Chain
 from ringleader.policy.size.steps import (
     outbid,
-    scale_note,
     scaled_entry,
 )
 
@@ -84,7 +83,9 @@ class Notes:
                 notes[c.job.id] = self.refused[i]
             else:
                 assert chain.end is not None  # laid out: worked out to its end
-                notes[c.job.id] = chain.end if scales is None else scale_note(chain.end, scales[i])
+                notes[c.job.id] = (
+                    chain.end if scales is None else scaled_objectives(chain.end, scales[i])
+                )
         left = self.left
         for i, gpus in [*self.dropped, *((i, left) for i in self.rest)]:
             c = jobs[i]
