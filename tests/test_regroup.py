@@ -89,16 +89,17 @@ def test_kept_groups_give_the_plans_of_groups_found_afresh(name: str, seed: int)
         got = kept.decide(list(jobs), CLUSTER, now)
         want = Sharing(name, packing=packing).decide(list(jobs), CLUSTER, now)
         _same(got, want)
-        if kept._groups._kept:  # and what it keeps is what the views say, as found
+        if kept.memory.kept.groups._kept:  # and what it keeps is what the views say, as found
             kept_again += 1
-            assert _found(list(kept._groups._founded.values())) == _found(
+            assert _found(list(kept.memory.kept.groups._founded.values())) == _found(
                 current_groups(list(jobs), kept.max_residents)[0]
             )
         _carry_out(jobs, got, now, rng)
     assert made > 150
     assert kept_again > 40  # the kept groups were used, not only found afresh
     # What is kept is for the views at hand: a pickled stack arrives with none.
-    assert kept._groups._kept and not pickle.loads(pickle.dumps(kept))._groups._kept
+    again = pickle.loads(pickle.dumps(kept))
+    assert kept.memory.kept.groups._kept and not again.memory.kept.groups._kept
 
 
 def test_kept_groups_are_those_current_groups_finds() -> None:

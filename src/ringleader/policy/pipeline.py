@@ -39,9 +39,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from ringleader.policy._incremental.assigning import LastAssignments
 from ringleader.policy.model.arrival import fifo
+from ringleader.policy.model.memory import Memory, memory_of
 from ringleader.policy.model.needs import Needs
 from ringleader.policy.model.objective import Candidate
 from ringleader.policy.model.plan import Assignment, Plan, SizingNotes, Turn, probing_note
@@ -74,10 +76,29 @@ class Policy:
     place: Place = field(default_factory=FewestNodes)
     share: Share | None = None
     traffic: Traffic | None = None
-    _last: LastAssignments = field(
-        default_factory=LastAssignments, init=False, repr=False, compare=False
+    memory: Memory[LastAssignments] = field(
+        default_factory=memory_of(LastAssignments), init=False, repr=False, compare=False
     )
-    """The last decision's assignments: not part of what the policy is, nor of its equality."""
+    """The last decision's assignments (``model.memory``): not part of what the policy is,
+    nor of its equality."""
+
+    def memories(self) -> dict[str, Memory[Any]]:
+        """What this policy keeps between decisions, by part: its own and each stage's that
+        keeps anything (``model.memory``). Nothing else in it changes."""
+        parts = {"pipeline": self, "profiling": self.profiling, "order": self.order}
+        parts |= {"size": self.size, "place": self.place, "share": self.share}
+        parts["traffic"] = self.traffic
+        found: dict[str, Memory[Any]] = {}
+        for name, part in parts.items():
+            memory = getattr(part, "memory", None)
+            if isinstance(memory, Memory):
+                found[name] = memory
+        return found
+
+    def forget(self) -> None:
+        """Drop everything kept between decisions: the next one works it all out afresh."""
+        for memory in self.memories().values():
+            memory.forget()
 
     @property
     def _needs_speed(self) -> bool:
@@ -165,7 +186,7 @@ class Policy:
             held = grown.counts  # nothing probes: no copy of every job's size
         devices = self.place.place(held, ordered, cluster)
         assignments, unplaced = self._assign(ordered, devices, held, workers)
-        self._last.assignments = assignments
+        self.memory.kept.assignments = assignments
         final: Mapping[str, Assignment] = assignments
         turns: Mapping[str, Turn] = {}
         traffic: Mapping[str, Mapping[str, int]] = {}
@@ -196,7 +217,7 @@ class Policy:
         """Each job's assignment from the GPUs the place stage gave it, and the jobs sized
         yet given none (to be sized again without them)."""
         unplaced: set[str] = set()
-        assigning = self._last.start()
+        assigning = self.memory.kept.start()
         at_most = getattr(self.place, "within_counts", False)
         """Whether the place stage gives a job at most its size (``Place.within_counts``)."""
         for job in ordered:

@@ -33,11 +33,12 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
-from ringleader.policy._incremental.assigning import LastAssignments
+from ringleader.policy.gandiva._incremental.memory import Gandiva
 from ringleader.policy.gandiva._incremental.openings import Openings
-from ringleader.policy.gandiva._incremental.regroup import LastGroups
 from ringleader.policy.gandiva.groups import Group, top, turn_order, without
+from ringleader.policy.model.memory import Memory, memory_of
 from ringleader.policy.model.needs import Needs
 from ringleader.policy.model.plan import (
     GROWN_IDLE,
@@ -50,7 +51,7 @@ from ringleader.policy.model.plan import (
     note,
 )
 from ringleader.policy.model.views import ClusterView, Device, JobView
-from ringleader.policy.place._incremental.free import Blank, FreeGPUs
+from ringleader.policy.place._incremental.free import FreeGPUs
 from ringleader.policy.place._incremental.keeping import keep_subset
 from ringleader.policy.place.fewest_nodes import place_one
 from ringleader.policy.share.packing import (
@@ -85,18 +86,22 @@ class Sharing:
     max_migrations: int = 8
     """Per decision, so a burst of moves never stalls the cluster at once."""
     _packer: Packing = field(init=False, repr=False, compare=False)
-    _blank: Blank = field(default_factory=Blank, init=False, repr=False, compare=False)
-    """Every GPU free, kept across decisions (``free.Blank``): not part of what the stack
-    is, nor of its equality."""
-    _last: LastAssignments = field(
-        default_factory=LastAssignments, init=False, repr=False, compare=False
+    memory: Memory[Gandiva] = field(
+        default_factory=memory_of(Gandiva), init=False, repr=False, compare=False
     )
-    """The last decision's assignments, whose objects a resident whose place did not change
-    gets again (``assigning.LastAssignments``): neither part of the stack nor of its equality."""
-    _groups: LastGroups = field(default_factory=LastGroups, init=False, repr=False, compare=False)
-    """The groups found at the last decision, changed where jobs changed
-    (``regroup.LastGroups``); every change this stack makes to one goes through its
-    ``changes``, and is put back once the decision is made."""
+    """What the stack keeps between decisions (``model.memory``): the last assignments,
+    whose objects a resident whose place did not change gets again; the groups found at
+    the last decision, changed where jobs changed (every change this stack makes to one
+    goes through ``groups.changes`` and is put back once the decision is made); and every
+    GPU free, the blank each decision's free-GPU index starts from."""
+
+    def memories(self) -> dict[str, Memory[Any]]:
+        """What this policy keeps between decisions, by part (``model.memory``)."""
+        return {"gandiva": self.memory}
+
+    def forget(self) -> None:
+        """Drop everything kept between decisions: the next one works it all out afresh."""
+        self.memory.forget()
 
     def __post_init__(self) -> None:
         if self.quantum_s <= 0 or self.trial_window_s <= 0:
@@ -125,9 +130,9 @@ class Sharing:
 
     def decide(self, jobs: Sequence[JobView], cluster: ClusterView, now: float) -> Plan:
         memory = cluster.node_memory
-        found = self._groups
+        found = self.memory.kept.groups
         groups, waiting, held = found.current(jobs, self.max_residents)
-        free = FreeGPUs.outside(cluster, held, self._blank)
+        free = FreeGPUs.outside(cluster, held, self.memory.kept.blank)
         if self.grow_shrink and waiting:
             self._shrink(groups, free)
         openings: list[Openings] = []  # made at the first job no free GPUs fit
@@ -142,7 +147,7 @@ class Sharing:
         if self.grow_shrink and not queued and all(len(g.residents) == 1 for g in groups):
             self._grow(groups, free)
         assignments: dict[str, Assignment] = {}
-        kept = self._last
+        kept = self.memory.kept.assignments
         notes: dict[str, Note] = {}
         sliced: list[tuple[list[JobView], set[str]]] = []
         wake: float | None = None
@@ -163,7 +168,7 @@ class Sharing:
                 sliced.append((g.residents, running))
             elif g.size > g.residents[0].requested_gpus:  # grown: one resident; else FIXED
                 notes[g.residents[0].id] = note(GROWN_IDLE, g.size)
-        self._last.assignments = assignments
+        self.memory.kept.assignments.assignments = assignments
         found.done()
         turns = Deferred(lambda: self._queues(sliced, now)) if sliced else {}
         # With no group taking turns (no wake-up asked for) nothing here reads the clock
@@ -187,7 +192,7 @@ class Sharing:
         if not self.time_slicing:
             return False
         if not openings:
-            openings.append(Openings(groups, self.max_residents, self._groups.changes))
+            openings.append(Openings(groups, self.max_residents, self.memory.kept.groups.changes))
         return openings[0].admit(job)
 
     def _rebalance(self, groups: list[Group]) -> None:
@@ -222,8 +227,8 @@ class Sharing:
             if not receivers:
                 return
             receiver = min(receivers, key=lambda g: (top(g), len(g.residents), g.devices))
-            self._groups.changes.change(donor)
-            self._groups.changes.change(receiver)
+            self.memory.kept.groups.changes.change(donor)
+            self.memory.kept.groups.changes.change(receiver)
             donor.residents = without(donor.residents, job)
             if len(receiver.residents) >= self.max_residents:
                 low = max(receiver.residents, key=turn_order)
@@ -244,7 +249,7 @@ class Sharing:
                     break
                 mover = max(g.residents, key=lambda j: (not j.running, *turn_order(j)))
                 target = place_one(mover, g.size, free)
-                self._groups.changes.change(g)
+                self.memory.kept.groups.changes.change(g)
                 g.residents = without(g.residents, mover)
                 groups.append(Group(target, [mover]))
                 moves += 1
@@ -261,7 +266,7 @@ class Sharing:
             indices = sorted(free.free[node])[: g.size]
             free.take(node, indices)
             free.give_devices(g.devices)
-            self._groups.changes.change(g)
+            self.memory.kept.groups.changes.change(g)
             g.move(tuple(Device(node, i) for i in indices), True)
             moves += 1
 
@@ -273,7 +278,7 @@ class Sharing:
             if g.size > job.requested_gpus:
                 kept = keep_subset(g.devices, job.requested_gpus)
                 free.give_devices(sorted(set(g.devices) - set(kept)))
-                self._groups.changes.change(g)
+                self.memory.kept.groups.changes.change(g)
                 g.move(kept, g.one_node)
 
     def _grow(self, groups: list[Group], free: FreeGPUs) -> None:
@@ -290,7 +295,7 @@ class Sharing:
             if extra < g.size:
                 continue
             free.take(node, room[:extra])
-            self._groups.changes.change(g)
+            self.memory.kept.groups.changes.change(g)
             grown = g.devices + tuple(Device(node, i) for i in room[:extra])
             g.move(tuple(sorted(grown)), g.one_node)
 

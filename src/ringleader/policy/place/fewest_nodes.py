@@ -13,6 +13,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+from ringleader.policy.model.memory import Memory, memory_of
 from ringleader.policy.model.views import ClusterView, Device, JobView
 from ringleader.policy.place._incremental.free import FreeGPUs
 from ringleader.policy.place._incremental.keeping import LastKept, keep_held, keep_subset
@@ -44,13 +45,15 @@ class FewestNodes:
 
     within_counts: ClassVar[bool] = True
 
-    _kept: LastKept = field(default_factory=LastKept, init=False, repr=False, compare=False)
+    memory: Memory[LastKept] = field(
+        default_factory=memory_of(LastKept), init=False, repr=False, compare=False
+    )
     """The last decision's kept GPUs: not part of what the stage is, nor of its equality."""
 
     def place(
         self, counts: Mapping[str, int], jobs: Sequence[JobView], cluster: ClusterView
     ) -> dict[str, tuple[Device, ...]]:
-        return place(counts, jobs, cluster, self._kept)
+        return place(counts, jobs, cluster, self.memory.kept)
 
 
 def place(

@@ -35,6 +35,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+from ringleader.policy.model.memory import Memory, memory_of
 from ringleader.policy.model.views import ClusterView, Device, JobView
 from ringleader.policy.place._incremental.free import FreeGPUs
 from ringleader.policy.place._incremental.keeping import LastKept
@@ -85,15 +86,17 @@ class TypeAware:
     swap_margin: float = 0.1
     """A swap must gain the new job this much more of its best speed than the running
     job loses of its own (step 3)."""
-    _kept: LastKept = field(default_factory=LastKept, init=False, repr=False, compare=False)
+    memory: Memory[LastKept] = field(
+        default_factory=memory_of(LastKept), init=False, repr=False, compare=False
+    )
     """The last decision's kept GPUs: not part of what the stage is, nor of its equality."""
 
     def place(
         self, counts: Mapping[str, int], jobs: Sequence[JobView], cluster: ClusterView
     ) -> dict[str, tuple[Device, ...]]:
         if not cluster.heterogeneous:
-            return place(counts, jobs, cluster, self._kept)
-        free, placed, to_place = self._kept.keep_held(counts, jobs, cluster)
+            return place(counts, jobs, cluster, self.memory.kept)
+        free, placed, to_place = self.memory.kept.keep_held(counts, jobs, cluster)
         usable = {j.id: usable_types(j, cluster) for j in to_place}
         to_place.sort(
             key=lambda j: (-advantage(j, usable[j.id]), -counts[j.id], j.submitted_at, j.id)

@@ -20,6 +20,7 @@ from typing import ClassVar
 
 from ringleader.perf.errors import ModelFitError
 from ringleader.perf.speed import SpeedModel, StepSample, fit_speed_model
+from ringleader.policy.model.memory import Memory, memory_of
 from ringleader.policy.model.objective import Candidate
 from ringleader.policy.model.views import JobShape, JobView
 from ringleader.policy.profile._incremental.candidates import LastCandidates
@@ -77,13 +78,13 @@ class Precompute:
     name: str = "precompute"
     known_on_arrival: ClassVar[bool] = True
     probes: ClassVar[bool] = False
-    _memo: LastCandidates = field(
-        default_factory=LastCandidates, init=False, repr=False, compare=False
+    memory: Memory[LastCandidates] = field(
+        default_factory=memory_of(LastCandidates), init=False, repr=False, compare=False
     )
     """The last split's candidates: not part of what the stage is, nor of its equality."""
 
     def split(self, jobs: Sequence[JobView]) -> tuple[list[Candidate], list[JobView]]:
-        return self._memo.split(jobs, self._candidate), []
+        return self.memory.kept.split(jobs, self._candidate), []
 
     @staticmethod
     def _candidate(job: JobView) -> Candidate:
@@ -108,8 +109,8 @@ class Exploratory:
     name: str = "exploratory"
     known_on_arrival: ClassVar[bool] = False
     probes: ClassVar[bool] = True
-    _memo: LastCandidates = field(
-        default_factory=LastCandidates, init=False, repr=False, compare=False
+    memory: Memory[LastCandidates] = field(
+        default_factory=memory_of(LastCandidates), init=False, repr=False, compare=False
     )
     """The last split's candidates of profiled jobs: a candidate is fitted from the step
     times, and refitting (a memo keyed on them, built per job) and building every
@@ -144,7 +145,7 @@ class Exploratory:
     def split(self, jobs: Sequence[JobView]) -> tuple[list[Candidate], list[JobView]]:
         known: list[Candidate] = []
         exploring: list[JobView] = []
-        memo = self._memo
+        memo = self.memory.kept
         for job in jobs:
             # A view profiled once stays so (the seconds run at each size only grow), so
             # one with a kept candidate is not asked whether it probes: one look-up a job.
@@ -189,8 +190,8 @@ class Online:
     name: str = "online"
     known_on_arrival: ClassVar[bool] = False
     probes: ClassVar[bool] = False
-    _memo: LastCandidates = field(
-        default_factory=LastCandidates, init=False, repr=False, compare=False
+    memory: Memory[LastCandidates] = field(
+        default_factory=memory_of(LastCandidates), init=False, repr=False, compare=False
     )
     """The last split's candidates: not part of what the stage is, nor of its equality."""
 
@@ -202,7 +203,7 @@ class Online:
         return _prior(job.shape, seen.step_time, workers)
 
     def split(self, jobs: Sequence[JobView]) -> tuple[list[Candidate], list[JobView]]:
-        return self._memo.split(jobs, self._candidate), []
+        return self.memory.kept.split(jobs, self._candidate), []
 
     @classmethod
     def _candidate(cls, job: JobView) -> Candidate:

@@ -21,9 +21,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from ringleader.policy.model.memory import Memory, memory_of
 from ringleader.policy.model.objective import Candidate
 from ringleader.policy.size._incremental.bases import LastBase, fresh_base, least_size
-from ringleader.policy.size.growth import Chains, Counts, Step, greedy
+from ringleader.policy.size._incremental.memory import Growing
+from ringleader.policy.size.growth import Counts, Step, greedy
 from ringleader.policy.size.stage import Allocator
 from ringleader.policy.size.steps import Growth
 
@@ -68,7 +70,9 @@ class FixedSize:
     backfill: bool = False
     needs_speed: bool = False
     needs_true_remaining: bool = False
-    _base: LastBase = field(default_factory=LastBase, init=False, repr=False, compare=False)
+    memory: Memory[LastBase] = field(
+        default_factory=memory_of(LastBase), init=False, repr=False, compare=False
+    )
     """The last decision's base counts (``bases.LastBase``): not part of what the stage is."""
 
     @property
@@ -79,7 +83,7 @@ class FixedSize:
         return c.job.requested_gpus if self.size is None else self.size
 
     def base(self, jobs: Sequence[Candidate], capacity: int) -> Counts:
-        return self._base.base(jobs, capacity, self.backfill, self._size)
+        return self.memory.kept.base(jobs, capacity, self.backfill, self._size)
 
     def grow(self, jobs: Sequence[Candidate], counts: Counts, free: int) -> Growth:
         return Growth(dict(counts), {})
@@ -105,15 +109,14 @@ class Doubling:
     per_epoch: bool = False
     needs_speed: bool = True
     needs_true_remaining: bool = False
-    _chains: Chains = field(default_factory=Chains, init=False, repr=False, compare=False)
-    """Per epoch or per unit of work, a step depends only on the job's model and sizes:
-    its chains are kept (``growth.Chains``). Not part of what the stage is, nor of its
-    equality."""
-    _base: LastBase = field(default_factory=LastBase, init=False, repr=False, compare=False)
-    """The last decision's base counts (``bases.LastBase``)."""
+    memory: Memory[Growing] = field(
+        default_factory=memory_of(Growing), init=False, repr=False, compare=False
+    )
+    """The last decision's base counts, and the growth chains kept across decisions: per
+    epoch or per unit of work, a step depends only on the job's model and sizes."""
 
     def base(self, jobs: Sequence[Candidate], capacity: int) -> Counts:
-        return self._base.base(jobs, capacity, self.backfill)
+        return self.memory.kept.base.base(jobs, capacity, self.backfill)
 
     @staticmethod
     def _step(c: Candidate, w: int) -> Step | None:
@@ -129,7 +132,7 @@ class Doubling:
         return w, c.epoch_seconds(w), c.epoch_seconds(2 * w)
 
     def grow(self, jobs: Sequence[Candidate], counts: Counts, free: int) -> Growth:
-        sizes = self._base.given(jobs, counts)
+        sizes = self.memory.kept.base.given(jobs, counts)
         if self.per_epoch:
             return greedy(
                 jobs,
@@ -137,10 +140,12 @@ class Doubling:
                 free,
                 self._epoch_step,
                 per_epoch=True,
-                chains=self._chains,
+                chains=self.memory.kept.chains,
                 sizes=sizes,
             )
-        return greedy(jobs, counts, free, self._step, chains=self._chains, scaled=True, sizes=sizes)
+        return greedy(
+            jobs, counts, free, self._step, chains=self.memory.kept.chains, scaled=True, sizes=sizes
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,13 +159,14 @@ class OptimusGreedy:
     name: str = "optimus"
     needs_speed: bool = True
     needs_true_remaining: bool = False
-    _chains: Chains = field(default_factory=Chains, init=False, repr=False, compare=False)
-    """Per unit of work, a step depends only on the job's model and sizes (``Doubling``)."""
-    _base: LastBase = field(default_factory=LastBase, init=False, repr=False, compare=False)
-    """The last decision's base counts (``bases.LastBase``)."""
+    memory: Memory[Growing] = field(
+        default_factory=memory_of(Growing), init=False, repr=False, compare=False
+    )
+    """The last decision's base counts, and the growth chains kept across decisions: per
+    unit of work, a step depends only on the job's model and sizes (as ``Doubling``'s)."""
 
     def base(self, jobs: Sequence[Candidate], capacity: int) -> Counts:
-        return self._base.base(jobs, capacity, False)
+        return self.memory.kept.base.base(jobs, capacity, False)
 
     @staticmethod
     def _step(c: Candidate, w: int) -> Step | None:
@@ -170,5 +176,7 @@ class OptimusGreedy:
         return 1, c.whole_seconds(w), c.whole_seconds(w + 1)
 
     def grow(self, jobs: Sequence[Candidate], counts: Counts, free: int) -> Growth:
-        sizes = self._base.given(jobs, counts)
-        return greedy(jobs, counts, free, self._step, chains=self._chains, scaled=True, sizes=sizes)
+        sizes = self.memory.kept.base.given(jobs, counts)
+        return greedy(
+            jobs, counts, free, self._step, chains=self.memory.kept.chains, scaled=True, sizes=sizes
+        )
