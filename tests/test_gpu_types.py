@@ -370,7 +370,7 @@ def test_a_workload_file_names_types_per_node_group_and_step_times_per_type(
 def test_a_typed_workload_files_mistakes_name_the_field(
     tmp_path: Path, change: tuple[str, str], says: str
 ) -> None:
-    from ringleader.sim.workload_file import WorkloadFileError
+    from ringleader.sim.workload_spec import WorkloadFileError
 
     text = TYPED_FILE.replace(*change)
     assert text != TYPED_FILE

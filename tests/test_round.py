@@ -22,7 +22,8 @@ from ringleader.runtime.users import Users
 from ringleader.sim.engine import Simulator
 from ringleader.sim.jobs import SimJob
 from ringleader.sim.profiles import RESNET110_K40
-from ringleader.sim.workload_file import WorkloadFileError, load_workload
+from ringleader.sim.workload_file import load_workload
+from ringleader.sim.workload_spec import WorkloadFileError
 from ringleader.spine import reasons
 from ringleader.spine.round import decide_round
 from tests.helpers import sized_job

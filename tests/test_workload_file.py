@@ -13,7 +13,8 @@ import yaml
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from ringleader.sim.workload_file import WorkloadFileError, load_workload
+from ringleader.sim.workload_file import load_workload
+from ringleader.sim.workload_spec import WorkloadFileError
 
 MODEL = {
     "step_time_s": {1: 0.2, 2: 0.22, 4: 0.25},

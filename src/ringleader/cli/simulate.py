@@ -19,7 +19,8 @@ from ringleader.sim.contention import GavelContention
 from ringleader.sim.engine import Simulator
 from ringleader.sim.errors import SimulationStalled
 from ringleader.sim.result import SimResult
-from ringleader.sim.workload_file import WorkloadFileError, load_workload
+from ringleader.sim.workload_file import load_workload
+from ringleader.sim.workload_spec import WorkloadFileError
 
 SCENARIO_NAMES = "table3, tensorlights, gandiva-cluster, automl, heterogeneity"
 """For --help without importing the scenarios (``ringleader.cli.scenarios`` registers them)."""
