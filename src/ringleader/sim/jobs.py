@@ -260,9 +260,9 @@ def arrived(job: SimJob, now: float) -> JobState:
 
     Made empty and each field stored, as the class's defaults say (``test_simulator``
     checks the two field by field): the dataclass's ``__init__`` is the dataclass
-    module's, interpreted even compiled, and setting its 30 fields through Python's
-    attribute protocol took 45,000 instructions a job (``bench/instructions.py``),
-    2-3% of a trace simulation. Stores from here are plain stores, compiled.
+    module's, interpreted even compiled, and sets its 30 fields through Python's
+    attribute protocol, where stores from here are plain stores (docs/scale.md, "Views
+    the bodies keep, and the memo on each view").
     """
     state = JobState.__new__(JobState)
     state.job = job

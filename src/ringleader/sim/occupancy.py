@@ -3,15 +3,14 @@
 The engine needs three figures after each placement: the GPUs some job runs
 on, the GPUs some job holds (running, suspended or reserved), and whether any
 GPU runs two jobs (only then must it work out who packs with whom). Counted
-from scratch they walk every device of every job: at 10,000 busy GPUs, with
-decisions that move a few jobs each, that was half the wall time. Here
-a job's devices are taken out before it changes and put back after, so each
-placement costs what it moved.
+from scratch they walk every device of every job, where a decision moves a few
+jobs. Here a job's devices are taken out before it changes and put back after,
+so each placement costs what it moved.
 
 Counts are keyed by the ``Device`` itself: it hashes as ``(node, index)`` does
 (worked out once per device) and a job's own devices find their entries by
-identity, where a ``(node, index)`` tuple per device per change was built,
-hashed and compared field by field (timed alone, compiled: a third of a change).
+identity, not by a ``(node, index)`` tuple built, hashed and compared field by
+field per device per change.
 """
 
 from __future__ import annotations

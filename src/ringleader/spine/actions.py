@@ -40,8 +40,8 @@ class Held:
 
     A value like a frozen dataclass (equal and hashed by its fields, read-only
     when compiled), written out by hand as ``plan.Assignment`` is: the simulator
-    makes one at every change of every job's place, and compiled, a frozen
-    dataclass was built at five times the cost (400 against 72 ns).
+    makes one at every change of every job's place (docs/scale.md, "The compiled
+    hot path").
     """
 
     __slots__ = ("devices", "last", "suspended")
@@ -107,9 +107,7 @@ class Kind(StrEnum):
 class _Action:
     """An action as a value: equal and hashed by its class and fields, read-only compiled,
     like the frozen dataclasses these were. Written out by hand as ``Held`` is: the
-    simulator makes one per suspend and resume of a time-sliced job, and compiled, a
-    frozen dataclass was built through an interpreted ``__init__`` (2% of ``gandiva``
-    on ITP cluster07, counted)."""
+    simulator makes one per suspend and resume of a time-sliced job."""
 
     __slots__ = ()
 

@@ -132,11 +132,10 @@ def _stored(
     """``job_view``'s ``JobView``, compiled: made empty and each field stored.
 
     A frozen dataclass's ``__init__`` is the dataclass module's, interpreted even
-    compiled, and sets each of the 25 fields through ``object.__setattr__``: 39,000
-    instructions a view (``bench/instructions.py``), 5% of a time-slicing trace
-    simulation, which builds a view whenever a job's step times change. Compiled, a
-    store from this module is a plain store (``placement_view``). Every field is
-    stored here (``test_spine`` checks the list against the class).
+    compiled, and sets each of the 25 fields through ``object.__setattr__``; a store
+    from this module is a plain store (``_NATIVE``; docs/scale.md, "Views the bodies
+    keep, and the memo on each view"). Every field is stored here (``test_spine``
+    checks the list against the class).
     """
     view = JobView.__new__(JobView)
     view.id = job.id  # type: ignore[misc]
@@ -187,8 +186,7 @@ _NATIVE = not __file__.endswith(".py")
 """Compiled (``make compiled``): a store to a view's field from this module is a
 plain store into the object, which the frozen class's ``__setattr__`` guards
 only against outside code; in pure Python it must go through
-``object.__setattr__``, a type lookup per field (80 ns against 1 ns compiled,
-for three fields of 80 running jobs at each of 31,000 events)."""
+``object.__setattr__``, a type lookup per field."""
 
 
 def placement_view(
@@ -199,8 +197,8 @@ def placement_view(
     A plan carried out changes, of a job's view, only where it runs and since
     when (``devices``, ``workers``, ``suspended``, ``state_since``): at every
     quantum boundary a time-slicing policy suspends and resumes jobs by the
-    dozen, and building each one's view again was a fifth of a Gandiva trace
-    simulation. The body's progress figures are moved on apart
+    dozen, and this spares building each one's view again. The body's progress
+    figures are moved on apart
     (``progress_view``). As there, only the body that built ``view`` calls
     this, between decisions.
     """
@@ -229,13 +227,13 @@ def progress_view(
 ) -> None:
     """Move a running job's ``view`` on to its progress now, in place.
 
-    Between two events a running job changes only in these three figures
-    (its observations are shared mappings, already current: only their
-    seconds, as a new step time comes in a new view), so a body may
-    update the view it built instead of building all 25 fields again: that
-    was a third of a trace simulation, 80 running jobs at each of 31,000
-    events. Only the body that built ``view`` calls this, and only between
-    decisions; a policy sees a frozen view. A stage that keeps what it worked
+    Between two events a running job changes only in these three figures (its
+    observations are shared mappings, already current: only their seconds, as
+    a new step time comes in a new view), so a body may update the view it
+    built instead of building all 25 fields again for every running job at
+    every event. Only the body that built ``view`` calls this, and only
+    between decisions; a policy sees a frozen view. A stage that keeps what it
+    worked
     out from a view must not take the same object for the same progress:
     ``policy.profiling.LastCandidates`` keeps a candidate, which reads progress
     from the view when asked, for the very view it was made from;

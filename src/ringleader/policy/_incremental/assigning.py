@@ -1,8 +1,7 @@
 """A decision's assignments, made from the last decision's where jobs kept them.
 
 From one event to the next most jobs keep their assignment: the simulator
-asks at every event, a controller at every tick, and at 50,000 running jobs
-filling a new dictionary with each job's was a sixth of a decision. Both the
+asks at every event, a controller at every tick. Both the
 last decision's dictionary and this one's hold the jobs in submission order
 (``stack.fifo``: by submission time, then id, an order no decision changes),
 so ``Assigning`` copies the last one (one call into C) and walks it beside
@@ -38,8 +37,8 @@ class LastAssignments:
 
     def __init__(self) -> None:
         self.assignments: dict[str, Assignment] = {}
-        """A dict, not any mapping: compiled, a dict's look-up is a call into C, any other
-        mapping's a method looked up and called, once per placed job per decision."""
+        """A dict, not any mapping: looked up once per placed job per decision
+        (docs/scale.md, "The compiled hot path")."""
 
     def again(
         self,
@@ -52,9 +51,8 @@ class LastAssignments:
         ``job`` where it was that. Asked while the decision builds its own, which
         replaces ``assignments`` once built. The last object is found on the job's view
         (``views.Memo``) where this keeper left it there, else by id: Gandiva's stack
-        asks it of every resident at every decision, and at 50,000 the look-ups by id
-        were a twelfth of a decision, waiting on memory. Only identity rides on which
-        is found."""
+        asks it of every resident at every decision (docs/scale.md, "Views the bodies
+        keep, and the memo on each view"). Only identity rides on which is found."""
         memo = job.memo
         a: Assignment | None = None
         if memo is not None:

@@ -6,10 +6,10 @@ size; one runs at a time, the others wait suspended (``ringleader.policy.gandiva
 A job that finds no free GPUs joins the group of its size where it is most
 likely to run: one whose top priority is below its own if any, then the least
 crowded, then the one on fewest nodes, then by devices (which are unique, so
-the choice is total). A burst of arrivals at a full cluster asked that of
-every group for every job: 25,000 jobs queued at once on 100,000 GPUs took
-minutes. ``Openings`` keeps the groups with room in heaps per size and top
-priority, so each admission looks at one heap head per priority level.
+the choice is total). Asking that of every group for every job made a burst
+of arrivals at a full cluster quadratic, so ``Openings`` keeps the groups with
+room in heaps per size and top priority, and each admission looks at one heap
+head per priority level.
 ``current_groups`` finds the groups from the GPUs each job holds, with no state
 carried from one decision to the next; ``regroup.LastGroups`` keeps them from one
 decision to the next, and a decision that changes a group first notes what it was
@@ -36,8 +36,7 @@ class Group:
     """GPUs shared over time by gang jobs of their size (the module docstring).
 
     A plain class, not a dataclass: Gandiva's stack makes one per group at every
-    decision, and compiled, a dataclass with a ``default_factory`` was built at
-    three times the cost (a twentieth of a time-slicing trace simulation).
+    decision (docs/scale.md, "The compiled hot path").
     """
 
     __slots__ = ("_top", "_top_of", "devices", "one_node", "residents", "size", "was")
@@ -112,9 +111,9 @@ def current_groups(
 
     A job joins the group founded on its first GPU if that group holds exactly its
     GPUs: no other could (a group is founded only on GPUs nobody holds yet), so no
-    dictionary keyed by device tuples is needed, whose hashing, a call per
-    device, was a sixth of this at every decision. A job on a GPU some group holds
-    other than as its first finds no group there, and its claim fails (``claim``).
+    dictionary keyed by device tuples (hashed a call per device) is needed. A job on
+    a GPU some group holds other than as its first finds no group there, and its
+    claim fails (``claim``).
     """
     walk = jobs if isinstance(jobs, list) else list(jobs)
     if where is not None:
@@ -159,8 +158,7 @@ def _resident_order(jobs: list[JobView]) -> list[int]:
 
     Split by the first two (stably, in ``jobs``' order), then each part sorted by
     ``turn_order`` unless it is in that order already, which it is when the jobs come in
-    submission order and share one priority (usually): a sort that builds a key
-    tuple per job through a call was a seventh of a decision at 50k jobs.
+    submission order and share one priority (usually), so no key tuple is built per job.
     """
     parts: list[list[int]] = [[], [], [], []]
     for p in range(len(jobs)):
@@ -169,7 +167,7 @@ def _resident_order(jobs: list[JobView]) -> list[int]:
     ordered: list[int] = []
     for part in parts:
         # As timsort finds a run: in order unless some job's key is less than the one
-        # before it (compared field by field: a key tuple per job was a tenth of this).
+        # before it (compared field by field, with no key tuple).
         for i in range(1, len(part)):
             if turn_before(jobs[part[i]], jobs[part[i - 1]]):
                 part = sorted(part, key=lambda p: turn_order(jobs[p]))
@@ -198,9 +196,8 @@ def claim(mine: Held, held: dict[str, int]) -> Group | None:
 
     A node's held GPUs are one integer's bits, so a gang on one node (most: a whole
     node's eight GPUs, or four) is checked and claimed with one look-up of its node,
-    by the mask ``Held`` worked out with the sorted devices. A dictionary per node, by
-    index, took a look-up and an insertion per GPU, and was half of finding the
-    groups on cluster07 (counted by ``bench/instructions.py``).
+    by the mask ``Held`` worked out with the sorted devices, not by a look-up and an
+    insertion per GPU.
     """
     if not mine.node:
         return _claim_spread(mine.devices, held)
@@ -241,9 +238,8 @@ def _claim_spread(devices: tuple[Device, ...], held: dict[str, int]) -> Group | 
 class Held:
     """The GPUs a job runs on, sorted (``_held``), and, where they are on one node, that
     node and their bits (the mask ``claim`` claims): kept on the view (``views.Memo``) with
-    the devices and workers they were read from, as both may change in place. Sorting
-    and masking read every device object of every job at every decision, a fifth of
-    finding the groups at 50,000 jobs, waiting on memory."""
+    the devices and workers they were read from, as both may change in place: else
+    sorting and masking would read every device object of every job at every decision."""
 
     __slots__ = ("devices", "mask", "node", "of", "workers")
 

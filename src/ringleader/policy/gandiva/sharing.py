@@ -240,8 +240,7 @@ class Sharing:
         moves = 0
         # Spread out: a suspended job of a crowded group to GPUs that came free. Only
         # crowded groups that fit the GPUs free now are visited: free GPUs only shrink
-        # here, so no other group would move (the rest are left out before sorting,
-        # which at 25k groups was a quarter of a decision).
+        # here, so no other group would move (the rest are left out before sorting).
         crowded = [g for g in groups if len(g.residents) > 1 and g.size <= free.total]
         for g in sorted(crowded, key=lambda g: (-len(g.residents), g.devices)):
             while len(g.residents) > 1 and moves < self.max_migrations:

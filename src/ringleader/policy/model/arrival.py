@@ -15,8 +15,7 @@ def fifo(jobs: Sequence[JobView]) -> list[JobView]:
 
     Both bodies hand jobs over in that order already, as a rule: then a look at
     each neighbour, field by field, finds it so without a key tuple per job. The
-    jobs are walked, not indexed: compiled, indexing a ``Sequence`` boxed the index
-    and called the sequence protocol twice per job (half of this function).
+    jobs are walked, not indexed (docs/scale.md, "The compiled hot path").
     """
     before: JobView | None = None
     for job in jobs:

@@ -49,8 +49,8 @@ class SoloCurve:
 @lru_cache(maxsize=1 << 17)
 def solo_curve(epochs: EpochsToConverge, speed: SpeedModel) -> SoloCurve:
     """The shared curve; room for 131k (job model, epochs) pairs, so a decision over
-    50k jobs that each converge differently finds last decision's curves (at 16k it
-    evicted them all, and a third of the decision went to rebuilding them)."""
+    50k jobs that each converge differently finds last decision's curves (16k evicted
+    them all between decisions)."""
     return SoloCurve(epochs, speed)
 
 
@@ -60,10 +60,7 @@ class Candidate:
     ``measured``: False while ``speed`` is a guess made before the job reported
     anything. Equal only to itself. A plain class, neither frozen nor a
     dataclass, though no stage changes one: a decision makes one per job in
-    the system under the fixed-size policies, and compiled, a frozen dataclass
-    was built four times slower (``object.__setattr__`` per field) and a
-    dataclass with a ``__post_init__`` three times (200 against 65 ns): a tenth
-    of a whole trace simulation under FIFO.
+    the system under the fixed-size policies (docs/scale.md, "The compiled hot path").
     """
 
     __slots__ = ("_solo", "chain", "chain_by", "job", "measured", "speed")

@@ -114,8 +114,7 @@ class FairShare(Wrapping):
         self, jobs: Sequence[Candidate], now: float, capacity: int
     ) -> tuple[list[Candidate], dict[str, int]]:
         """``order(jobs, now)`` and ``shares(jobs, capacity)``, from one pass over the
-        ordered jobs for both: at 50,000 jobs each pass was 2-3% of a decision,
-        waiting on memory for every job's candidate and view."""
+        ordered jobs for both, as a pass reads every job's candidate and view."""
         ordered, demands = self._order(jobs, now)
         return ordered, self._waterfill(capacity, demands)
 
@@ -170,8 +169,8 @@ class FairShare(Wrapping):
 def _demands(jobs: Sequence[Candidate]) -> dict[str, int]:
     """Each user's demand: the sum of their jobs' (``demand``)."""
     demands: dict[str, int] = {}
-    # Summed per run of one user's jobs, not per job: a dictionary's get and set per
-    # job was a tenth of a decision at 50,000 jobs, most of them one user's.
+    # Summed per run of one user's jobs, not with a dictionary's get and set per job:
+    # jobs come in long runs of one user's.
     user: str | None = None
     run = 0
     for c in jobs:

@@ -41,8 +41,8 @@ class Fifo:
 def las_queue(c: Candidate, thresholds_gpu_s: tuple[float, ...], effective: bool = False) -> int:
     """Index of the least-attained-service queue a job is in (0 = least served).
 
-    The thresholds are a tuple, not any sequence: compiled, a tuple is read item by
-    item, any sequence through an iterator object made per job per decision."""
+    The thresholds are a tuple, not any sequence, as they are read per job per decision
+    (docs/scale.md, "The compiled hot path")."""
     got = c.job.attained_gpu_s
     if effective and c.job.attained_effective_s is not None:
         got = c.job.attained_effective_s
@@ -83,7 +83,7 @@ class LeastAttained:
     def order(self, jobs: Sequence[Candidate], now: float) -> list[Candidate]:
         """``jobs`` by ``queue``, FIFO within one: a stable sort by a small number (-1 to
         the number of thresholds), made as one list per queue, without a key call per
-        job (compiled, that call was half of this stage at 50k jobs)."""
+        job."""
         if not self.thresholds_gpu_s and self.starve_after_s is None:
             return list(jobs)
         queues: list[list[Candidate]] = [[] for _ in range(len(self.thresholds_gpu_s) + 2)]
@@ -132,7 +132,8 @@ class Prioritised(Wrapping):
         if not ordered:
             return ordered
         first = ordered[0].job.priority
-        for c in ordered:  # (a loop, not ``all`` over a generator: compiled, a call per job)
+        # A loop, not ``all`` over a generator (docs/scale.md, "The compiled hot path").
+        for c in ordered:
             if c.job.priority != first:
                 return sorted(ordered, key=lambda d: -d.job.priority)
         return ordered

@@ -20,10 +20,8 @@ class Probe:
     """An exploring job's next probe: the size to run at and seconds still to run.
 
     A plain class, not a named tuple nor a frozen dataclass: a decision asks for
-    one per exploring job, and compiled, a named tuple was built through its
-    interpreted ``__new__`` (3% of ``exploratory`` on ITP cluster07) and the
-    dataclass through an interpreted ``__init__`` and ``object.__setattr__``.
-    Equal by its fields, like the tuple it was.
+    one per exploring job (docs/scale.md, "The compiled hot path"). Equal by its
+    fields, like the tuple it was.
     """
 
     __slots__ = ("hold", "seconds_left", "workers")

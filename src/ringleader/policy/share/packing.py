@@ -107,9 +107,8 @@ def memory_fits(a: JobView, b: JobView, gpu_memory: float) -> bool:
 
 
 def _ratio(alone: float, packed: float) -> float:
-    # ``not math.isfinite(packed) or packed <= 0``, without looking ``isfinite`` up in
-    # ``math`` and calling it: compiled, that was 600 instructions a call, asked twice
-    # per pair in every packed group at every decision (2% of a Gandiva trace run).
+    # ``not math.isfinite(packed) or packed <= 0``, written out: asked twice per pair in
+    # every packed group at every decision (docs/scale.md, "The compiled hot path").
     if packed <= 0 or packed == math.inf or packed != packed:  # -inf, inf, nan
         return 0.0
     return alone / packed

@@ -99,7 +99,7 @@ def rotation(
 
 def top_priority(residents: Sequence[JobView]) -> int:
     """The highest priority among a group's ``residents`` (there is one at least): a
-    loop, not ``max`` over a generator, which compiled is a call per job."""
+    loop, not ``max`` over a generator (docs/scale.md, "The compiled hot path")."""
     best = residents[0].priority
     for j in residents:
         if j.priority > best:
@@ -111,8 +111,8 @@ def _waited_longer(a: JobView, b: JobView) -> bool:
     """``a`` before ``b`` in turn: never-run jobs first, then the longest waiting.
 
     ``(a.workers > 0, a.state_since, a.id) < (b.workers > 0, ...)``, compared field by
-    field: two key tuples per comparison were half of ``rotation``, which is asked of
-    every time-sliced group at every decision."""
+    field, with no key tuples: ``rotation`` asks it of every time-sliced group at every
+    decision."""
     ran = a.workers > 0
     if ran != (b.workers > 0):
         return not ran

@@ -1,10 +1,8 @@
 """Gandiva's groups kept from one decision to the next, changed only where jobs changed.
 
-``groups.current_groups`` finds every group from the GPUs each job holds, and at
-50,000 jobs that read every view, the GPUs it holds and a new ``Group`` per
-group at every decision: two fifths of Gandiva's decision once a quantum
-boundary had turned the groups over and the views lay scattered in memory. From
-one event to the next a job or two moves. ``LastGroups`` keeps the groups found,
+``groups.current_groups`` finds every group from the GPUs each job holds, reading
+every view and making a new ``Group`` per group at every decision, yet from one
+event to the next a job or two moves. ``LastGroups`` keeps the groups found,
 the views they were found from in the order given, and of each view the devices,
 workers and suspended it was read with (a body moves those in place,
 ``spine.views.placement_view``). A decision walks its views beside the last
@@ -119,7 +117,7 @@ class LastGroups:
         devices: list[tuple[Device, ...]] = []
         codes: list[int] = []
         ids: set[str] = set()
-        for job in walk:  # (one pass: at 50,000 scattered views, each read is a wait)
+        for job in walk:  # (one pass: each view read is a trip to memory)
             devices.append(job.devices)
             codes.append(_code(job))
             ids.add(job.id)

@@ -19,11 +19,8 @@ class FreeGPUs:
     The index keeps, per (type, free count), the cluster order of each node with
     exactly that many GPUs free, sorted: the best fit for a count is its list's
     head. A node moves from one list to another as its count changes, so the
-    index is exact at all times. (It was a heap per count whose entries went
-    stale and were skipped at the head, built afresh once stale ones passed an
-    eighth of the nodes: at 100k Poisson jobs on 10k GPUs decided once a minute,
-    pushing into it, building it again and listing a count's nodes from it were
-    11% of the run; moving nodes is 5%.) The index is built on the first
+    index is exact at all times, with no stale entries to skip or rebuild
+    (docs/scale.md, "The free-GPU index"). The index is built on the first
     search: keeping the GPUs that running jobs already hold, hundreds of takes a
     decision, then needs no index work at all. Searches take the GPU types a job
     may use (None: any); a cluster of one type has one index and searches
@@ -77,8 +74,7 @@ class FreeGPUs:
         GPUs all free from one call to the next.
 
         One change per node instead of a ``take`` per job: Gandiva's stack works out
-        which GPUs its groups hold at every decision, and took them one group at a
-        time, a fifth of a decision at 50k jobs.
+        which GPUs its groups hold at every decision (docs/scale.md, "The free-GPU index").
         """
         free = cls(cluster) if blank is None else blank.copy(cluster)
         free._index = None  # the counts change below without it: built at the first search
@@ -285,8 +281,8 @@ class Blank:
 
     A stage that starts each decision from every GPU free (Gandiva's stack, through
     ``FreeGPUs.outside``) takes a copy, which shares each node's set until it
-    changes it: building every node's set, the cluster's order and its totals
-    again was a twentieth of a time-slicing trace simulation.
+    changes it, instead of building every node's set, the cluster's order and its
+    totals again.
     """
 
     __slots__ = ("_cluster", "_free")

@@ -78,7 +78,8 @@ def _held_last(jobs: Sequence[JobView]) -> Sequence[JobView]:
     """``jobs`` with suspended ones last, in the order ``keep_held`` visits them: a
     time-sliced group's running job keeps its GPUs before a suspended resident of the
     group may, as moving the suspended one costs no running progress."""
-    for one in jobs:  # (a loop, not ``any`` over a generator: compiled, a call per job)
+    # A loop, not ``any`` over a generator (docs/scale.md, "The compiled hot path").
+    for one in jobs:
         if one.suspended:
             return [job for job in jobs if not job.suspended] + [j for j in jobs if j.suspended]
     return jobs
@@ -118,7 +119,7 @@ class LastKept:
     depends on nothing but its own GPUs and count. So the last decision's
     outcome is kept per job, with the free GPUs it left, and a decision gives
     back the GPUs of jobs that left or changed and works out only those that
-    changed: at 80 running jobs this was a quarter of a trace simulation. Where
+    changed (docs/scale.md, "Kept GPUs"). Where
     two jobs hold a GPU in common (packing, time-slicing) the order decides
     who keeps it, and every decision works it all out again (``keep_held``).
     Outputs are the same either way (the jobs left to place may come in another
@@ -127,10 +128,10 @@ class LastKept:
     kept. Each kept outcome is stamped with the last decision that saw it, so
     the jobs that left are found without a set of who stayed. The GPUs each
     job keeps are kept as one dictionary too, changed where outcomes change and
-    handed out as a copy: at 50,000 running jobs, filling a new one was a third
-    of this. Outcomes are kept by job id, and each is hung on the view it was
-    last seen in too (``views.Memo``): the body hands most views over again,
-    and a read from the view was a third of the look-ups' time.
+    handed out as a copy, not filled anew. Outcomes are kept by job id, and each
+    is hung on the view it was last seen in too (``views.Memo``), as the body hands
+    most views over again (docs/scale.md, "Views the bodies keep, and the memo on
+    each view").
     """
 
     __slots__ = ("_cluster", "_free", "_gpus", "_last", "_owner", "_placed", "_seen", "_stamp")
@@ -289,7 +290,7 @@ def _drop(last: dict[str, Outcome]) -> None:
 
 
 def _walked(jobs: Sequence[JobView]) -> list[JobView]:
-    """``_held_last(jobs)`` as a list (compiled, a list's item is read in C)."""
+    """``_held_last(jobs)`` as a list (docs/scale.md, "The compiled hot path")."""
     walk = _held_last(jobs)
     return walk if isinstance(walk, list) else list(walk)
 
@@ -336,7 +337,7 @@ def _unseen(last: dict[str, Outcome], job_id: str, stamp: int, found: dict[str, 
 def _unstamped(last: dict[str, Outcome], stamp: int, count: int) -> list[str]:
     """The first ``count`` jobs in ``last`` not stamped ``stamp`` (there are that many):
     the walk stops at the last one rather than reading every outcome. It reads the
-    values alone: compiled, walking the items built a tuple per job, four fifths of it."""
+    values alone, building no (id, outcome) tuple per job."""
     found: list[str] = []
     for outcome in last.values():
         if outcome.stamp != stamp:

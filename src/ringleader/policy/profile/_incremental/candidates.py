@@ -21,13 +21,12 @@ class LastCandidates:
     when a step time changes; the runtime keeps a view until its stored row
     changes (``spine.views``: a view stands for one set of step times). So a
     split takes the last one's candidate for the very same view instead of
-    building it, with its prior and its memoised curve, again: under the
-    default that was a fifth of a trace simulation for the waiting jobs, and as
-    much again for the running ones. Outputs are unchanged.
+    building it, with its prior and its memoised curve, again (docs/scale.md,
+    "Candidates kept"). Outputs are unchanged.
 
-    The candidate hangs from the view (``views.Memo``), marked as this memo's: a
-    dictionary by job id was a tenth of a decision at 50,000 jobs, waiting on
-    memory. A candidate lives as long as its view; a new view of the job, built
+    The candidate hangs from the view (``views.Memo``), marked as this memo's, not
+    in a dictionary by job id (docs/scale.md, "Views the bodies keep, and the memo
+    on each view"). A candidate lives as long as its view; a new view of the job, built
     by the body, starts without one.
     """
 

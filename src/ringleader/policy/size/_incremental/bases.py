@@ -3,18 +3,16 @@
 The size stages' ``base`` (``allocator.fifo_base``, ``backfill_base``) gives
 each job, in order, the fewest GPUs it runs on while they fit. From one event
 to the next nearly every job is given what it was given before, in the same
-order, and at 50,000 jobs filling a new dictionary with each job's count was
-a ninth of a decision. So ``LastBase`` copies the last decision's counts (one
-call into C) and walks its jobs beside the ones given GPUs now: a job given
-what it had is not written, one given another count is written where it
-was, the jobs it had that were not given GPUs before the next one it had are
-dropped, and a job it did not have is added. A job given GPUs out of the last
-order is dropped where it was and added again, so a reordered job costs a
-deletion and an insertion, and a walk that would drop more than
-``MAX_SKIPPED`` jobs at once builds the counts afresh instead. Outputs are
-equal to ``fifo_base``'s (``backfill_base``'s) as mappings; the order of the
-keys may differ, which no stage reads: counts are looked up, never walked in
-order.
+order, so ``LastBase`` copies the last decision's counts (one call into C) and
+walks its jobs beside the ones given GPUs now: a job given what it had is not
+written, one given another count is written where it was, the jobs it had that
+were not given GPUs before the next one it had are dropped, and a job it did
+not have is added. A job given GPUs out of the last order is dropped where it
+was and added again, so a reordered job costs a deletion and an insertion, and
+a walk that would drop more than ``MAX_SKIPPED`` jobs at once builds the
+counts afresh instead. Outputs are equal to ``fifo_base``'s
+(``backfill_base``'s) as mappings; the order of the keys may differ, which no
+stage reads: counts are looked up, never walked in order.
 """
 
 from __future__ import annotations
@@ -95,8 +93,7 @@ class LastBase:
         for c in jobs:
             place += 1
             job = c.job
-            # The default called directly: compiled, a call through the argument is a
-            # Python call per job (``allocator.fifo_base``).
+            # The default called directly (docs/scale.md, "The compiled hot path").
             need = least_size(job) if size_of is None else size_of(c)
             if need > free:
                 if backfill:
@@ -169,8 +166,7 @@ def fresh_base(
     counts: Counts = {}
     free = capacity
     for c in jobs:
-        # The default called directly: compiled, a call through the argument is a
-        # Python call per job, a twentieth of the elastic stages' base at 50k jobs.
+        # The default called directly (docs/scale.md, "The compiled hot path").
         need = least_size(c.job) if size_of is None else size_of(c)
         if need > free:
             if backfill:

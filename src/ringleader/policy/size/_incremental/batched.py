@@ -3,18 +3,16 @@
 The walk (``ringleader.policy.size._incremental.walk``) hands out GPUs along kept chains as
 the greedy would. Scaled (``growth.greedy``'s ``scaled``), a job's steps are
 its chain's times the work it has left, so their scores and leads are worked
-out again at every decision. At 50,000 jobs, in a loop, that and classing
-each job against the window around the last cut were half of a decision:
-120,000 steps, a few hundred instructions each. Here the same numbers come
-from array operations over the chains' steps laid end to end
-(``flat.Flat``): IEEE products, differences and quotients, the same to the
-bit as the loop's, and maxima taken along each chain; per epoch, the
-chain's own leads, read from the arrays. Only the jobs that need a look of
-their own are walked in Python: those a step stops short of their chain's
-end (for its note), those with a step at the cut's own lead (taken in the
-jobs' order while they fit), and, where GPUs are left past the cut and
-some step fits them, the greedy's heap over the rest
-(``walk.past_the_cut``).
+out again at every decision, with each job classed against the window around
+the last cut (docs/scale.md, "The walk in numpy for thousands of jobs"). Here
+the same numbers come from array operations over the chains' steps laid end to
+end (``flat.Flat``): IEEE products, differences and quotients, the same to the
+bit as the loop's, and maxima taken along each chain; per epoch, the chain's
+own leads, read from the arrays. Only the jobs that need a look of their own
+are walked in Python: those a step stops short of their chain's end (for its
+note), those with a step at the cut's own lead (taken in the jobs' order while
+they fit), and, where GPUs are left past the cut and some step fits them, the
+greedy's heap over the rest (``walk.past_the_cut``).
 """
 
 from __future__ import annotations
@@ -42,8 +40,8 @@ Ints = npt.NDArray[np.int64]
 
 class Rows:
     """The jobs a batched walk walks, each gathered as ``growth.greedy`` meets it (its
-    objects are at hand then: gathered in a pass of their own, a fifth of the walk
-    waited on memory), one row per job whose chain has a step."""
+    objects are at hand then, where a pass of its own would fetch them again), one row
+    per job whose chain has a step."""
 
     __slots__ = (
         "ats",
@@ -71,8 +69,7 @@ class Rows:
         self.generation = flat.generation
         self.lens: list[int] = []
         """How many steps each job of the walk has (0: none, and no row): the rows' jobs
-        are found from it in numpy, where a list of their indices took an allocation
-        per row (an index boxed), a twentieth of a decision with the others here."""
+        are found from it in numpy, where a list of their indices would box one per row."""
         self.rows = 0
         """How many rows so far."""
         self.ids: list[str] = []
@@ -332,8 +329,8 @@ def _no_lead(i: int, k: int) -> float:
 
 class _FlatLeads:
     """``walk.LeadAt`` over the leads worked out for every row: the row of a job found
-    in an array by job made when first asked (only notes and the heap ask; a dictionary
-    built of boxed indices was a fortieth of a decision)."""
+    in an array by job made when first asked (only notes and the heap ask), not in a
+    dictionary of boxed indices."""
 
     __slots__ = ("first", "jobs", "lead", "row", "rows")
 

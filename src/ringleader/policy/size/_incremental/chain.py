@@ -64,7 +64,7 @@ class Chain:
         """``sizes[k]``: the size once the first ``k`` steps are taken."""
         self.adds: list[int] = []
         """``adds[k]``: the GPUs step ``k`` adds (``steps[k][1]``, read without unpacking
-        the step: compiled, reading an item of a tuple in a list unpacks all of it)."""
+        the step: docs/scale.md, "The compiled hot path")."""
         self.runs: list[tuple[float, int]] | None = None
         """(lead, GPUs) per run of steps with one lead; None until laid out."""
         self.befores: list[float] = []

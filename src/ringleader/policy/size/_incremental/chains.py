@@ -53,8 +53,7 @@ class Chains:
     def of(self, c: Candidate, workers: int) -> Chain:
         # The same candidate object (``profiling.LastCandidates``) from the same size
         # has the same chain: it is kept on the candidate (``Candidate.chain``), found
-        # with no look-up by job id (a tenth of the greedy's loop at 50,000 jobs), and
-        # with no object between them to fetch from memory.
+        # with no look-up by job id and no object between them to fetch from memory.
         if c.chain_by is self:
             kept = cast(Chain, c.chain)
             if kept.start == workers:

@@ -2,8 +2,7 @@
 
 The walk (``ringleader.policy.size._incremental.walk``) takes every step led by better than
 the *cut*: the lowest lead whose steps, with every better-led step, need
-more GPUs than are free. Finding it sorts the steps by lead, and at 50,000
-jobs that sort, with the lists handed to numpy, was a quarter of the walk.
+more GPUs than are free. Finding it sorts the steps by lead.
 
 From one decision to the next the cut barely moves: an event frees or
 takes a few GPUs, and progress moves every lead a little. So ``Window``
@@ -27,11 +26,8 @@ if TYPE_CHECKING:
     from ringleader.policy.size._incremental.chain import Chain
 
 SORTED_FROM = 1024
-"""Steps from which ``cut_level`` sorts them in numpy, not in a list. Compiled, timed
-alone on made-up leads all apart: 100 steps 4 µs in a list and 11 µs in numpy; 1,000
-steps 68 and 47 µs; 50,000 steps 7.6 and 2.4 ms. Below 1,000 a list costs about what
-numpy does, and within a whole simulation numpy from 128 steps made ``elastic`` on ITP
-cluster07 0.1-0.2 s slower (against the dictionary ``cut_level`` used then)."""
+"""Steps from which ``cut_level`` sorts them in numpy, not in a list: below about 1,000
+a list costs what numpy does (docs/scale.md, "The cut window")."""
 
 REACH = 1 / 16
 """A window holds about this share of the steps on each side of the cut, when set."""
@@ -46,9 +42,7 @@ def cut_level(leads: list[float], gpus: list[int], free: int) -> tuple[float, in
     whose running sum passes ``free`` has the cut's lead, as the steps of one lead lie
     together (integer sums, and floats only compared: exact). From ``SORTED_FROM``
     steps in numpy, below that in a list. Either replaced summing the GPUs per lead in
-    a dictionary and sorting its keys: a float hashed per step, which at 50,000 jobs
-    was a seventh of a decision, and on cluster07 (about a hundred steps a decision,
-    most leads apart) took twice the time of sorting the steps.
+    a dictionary and sorting its keys, which hashed a float per step.
     """
     if len(leads) >= SORTED_FROM:
         return _cut_sorted(leads, gpus, free)

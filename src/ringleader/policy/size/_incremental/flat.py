@@ -1,12 +1,11 @@
 """Kept chains' steps laid end to end in arrays, for a walk that works in numpy.
 
 A large walk (``ringleader.policy.size._incremental.batched``) reads every job's steps at
-every decision, and, scaled, scales them by its work left: in a loop, a
-few hundred instructions a step, a third of a decision at 50,000 jobs. In
-numpy it is a gather and a few array operations, if the steps are in
-arrays. A chain is kept from one
-decision to the next (``chains.Chains``), so its steps are copied into
-these arrays once, when a walk first meets it, and found again by offset.
+every decision, and, scaled, scales them by its work left: a step at a time in a
+loop, but in numpy a gather and a few array operations, if the steps are in arrays
+(docs/scale.md, "The walk in numpy for thousands of jobs"). A chain is kept from
+one decision to the next (``chains.Chains``), so its steps are copied into these
+arrays once, when a walk first meets it, and found again by offset.
 """
 
 from __future__ import annotations

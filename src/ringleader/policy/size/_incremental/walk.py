@@ -83,15 +83,15 @@ def walk(
     near_jobs: list[int] = []
     """The other jobs that may take a step: those with a step led from ``lo`` to ``hi``."""
     levels = Levels(lo, hi)
-    """The steps led from ``lo`` to ``hi``, gathered while each chain is at hand: a pass of
-    its own over 50,000 chains, each a cache miss, was a tenth of a decision there."""
+    """The steps led from ``lo`` to ``hi``, gathered while each chain is at hand, not in a
+    pass of its own over every chain."""
     for i in range(n):
         c, chain = jobs[i], of[i]
         if chain.runs is None:
             chain.lay_out(c, step, per_epoch)
         sizes = chain.sizes
         t = len(chain.adds)
-        if not t:  # no step (half the jobs at 50,000: each at its maximum of one GPU)
+        if not t:  # no step: the job is at its maximum
             led.append(chain.leads)
             continue
         now = c.job.workers
@@ -154,7 +154,7 @@ def walk(
     """Jobs whose next step did not fit the GPUs left: (job index, GPUs left)."""
     waiting: list[int] = []
     """How many steps in the heap add each number of GPUs, by that number (``_wait``): a
-    list, as a dictionary boxed and hashed two ints per step, a twentieth of a walk."""
+    list, not a dictionary, which would box and hash two ints per step."""
     for i in near_jobs:
         t = ends[i]
         if lasts[i] < cut:
@@ -273,9 +273,8 @@ def _any_fits(waiting: list[int], left: int) -> bool:
 
 def _first_at(leads: list[float], cut: float, hi: int) -> int:
     """``bisect.bisect_left(leads, cut, 0, hi)``: the first of a chain's first ``hi`` leads
-    (ascending) not below ``cut``. Written out, as compiled, calling ``bisect`` looked it
-    up in the module and called it through Python, 1,200 instructions for a chain of a
-    few steps: 2% of ``exploratory`` on ITP cluster07."""
+    (ascending) not below ``cut``, written out for a chain of a few steps
+    (docs/scale.md, "The compiled hot path")."""
     lo = 0
     while lo < hi:
         mid = (lo + hi) // 2
@@ -319,8 +318,8 @@ def _scaled(
     steps = chain.steps
     # ``pays`` for a job it may refuse, asked with what is at hand: the job's remaining
     # seconds now, once, and each step's after, which is ``remaining_seconds`` of the
-    # step's size to the bit (``greedy``'s ``scaled``). Asking ``pays`` per step worked
-    # both out again each time: 4% of ``exploratory`` on ITP cluster07.
+    # step's size to the bit (``greedy``'s ``scaled``), rather than ``pays`` per step,
+    # which would work both out again each time.
     now_s = c.remaining_seconds(now) if refusing else 0.0
     restart_s = c.job.restart_s
     # ``scaled_entry`` worked out from the chain's lists, its tuple built only for a note.
