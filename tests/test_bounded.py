@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
-import ringleader.runtime.controller as controller_module
+import ringleader.runtime.control.controller as controller_module
 from ringleader.job.control import PROGRESS, ProgressReader
 from ringleader.policy.catalog import policy_named
-from ringleader.runtime.bounded import cap_log, rotated
-from ringleader.runtime.controller import Controller, ControllerConfig
-from ringleader.runtime.executor.local import LocalExecutor
-from ringleader.runtime.spec import parse_spec
-from ringleader.runtime.store import State, Store
+from ringleader.runtime.control.controller import Controller, ControllerConfig
+from ringleader.runtime.state.spec import parse_spec
+from ringleader.runtime.state.store import State, Store
+from ringleader.runtime.workers.bounded import cap_log, rotated
+from ringleader.runtime.workers.executor.local import LocalExecutor
 
 WRITER = """
 import os, sys, time

@@ -14,10 +14,10 @@ import pytest
 
 from ringleader.policy.catalog import policy_named
 from ringleader.policy.views import ClusterView, Device
-from ringleader.runtime.controller import Controller, ControllerConfig
-from ringleader.runtime.executor.base import GangStatus
-from ringleader.runtime.spec import parse_spec
-from ringleader.runtime.store import State, Store
+from ringleader.runtime.control.controller import Controller, ControllerConfig
+from ringleader.runtime.state.spec import parse_spec
+from ringleader.runtime.state.store import State, Store
+from ringleader.runtime.workers.executor.base import GangStatus
 
 
 class HalfPlaced:

@@ -17,10 +17,10 @@ from ringleader.policy.plan import Assignment, Plan
 from ringleader.policy.sharing import Sharing
 from ringleader.policy.stack import Policy
 from ringleader.policy.views import ClusterView, Device, JobView, Node
-from ringleader.runtime.controller import Controller, ControllerConfig
-from ringleader.runtime.executor.local import LocalExecutor
-from ringleader.runtime.spec import parse_spec
-from ringleader.runtime.store import Store
+from ringleader.runtime.control.controller import Controller, ControllerConfig
+from ringleader.runtime.state.spec import parse_spec
+from ringleader.runtime.state.store import Store
+from ringleader.runtime.workers.executor.local import LocalExecutor
 from ringleader.spine import reasons
 from tests.helpers import resnet_job
 from tests.helpers import sized_job as job

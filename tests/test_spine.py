@@ -231,7 +231,10 @@ def test_the_runtime_refuses_oracles_and_measures_what_precompute_is_given() -> 
     "body",
     [
         ("src/ringleader/sim/engine.py", "src/ringleader/sim/jobs.py"),
-        ("src/ringleader/runtime/controller.py", "src/ringleader/runtime/acting.py"),
+        (
+            "src/ringleader/runtime/control/controller.py",
+            "src/ringleader/runtime/control/acting.py",
+        ),
     ],
 )
 def test_bodies_diff_plans_only_through_the_spine(body: tuple[str, ...]) -> None:

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from ringleader.runtime.spec import parse_spec
-from ringleader.runtime.store import DamagedRow, PageQuery, State, Store, StoreError
+from ringleader.runtime.state.spec import parse_spec
+from ringleader.runtime.state.store import DamagedRow, PageQuery, State, Store, StoreError
 from tests.live_server import server_cli
 
 

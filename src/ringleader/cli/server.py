@@ -191,27 +191,27 @@ def server(
     Workers run in their own sessions: stopping or crashing the server leaves
     them running, and the next server on the same --state-dir adopts them.
     """
-    from ringleader.runtime.executor.ray import RayUnavailable
     from ringleader.runtime.server import (
         ConfigError,
         ServerConfig,
         default_state_dir,
         serve,
     )
-    from ringleader.runtime.store import StoreError
+    from ringleader.runtime.state.store import StoreError
+    from ringleader.runtime.workers.executor.ray import RayUnavailable
 
     if executor not in ("local", "ray"):
         fail(f"--executor: {executor!r} is not one of: local, ray")
     layout = None
     if gpus is not None:
-        from ringleader.runtime.gpus import GpuSpecError, parse_gpus
+        from ringleader.runtime.workers.gpus import GpuSpecError, parse_gpus
 
         try:
             layout = parse_gpus(gpus)
         except GpuSpecError as err:
             fail(str(err))
     if executor == "ray":
-        from ringleader.runtime.executor.ray import env_has_ray
+        from ringleader.runtime.workers.executor.ray import env_has_ray
 
         if not env_has_ray():
             fail("--executor ray needs Ray: pip install 'ringleader[ray]'")

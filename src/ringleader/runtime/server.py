@@ -21,20 +21,20 @@ from ringleader.net.agent import TrafficAgent
 from ringleader.net.tc import NetCommandError, have_net_admin
 from ringleader.policy.catalog import policy_from_config
 from ringleader.policy.views import ClusterView
-from ringleader.runtime import lingering
-from ringleader.runtime.access import known_names
-from ringleader.runtime.api import create_app
-from ringleader.runtime.bounded import LOG_CAP_BYTES, PROGRESS_CAP_BYTES
-from ringleader.runtime.controller import Controller, ControllerConfig
-from ringleader.runtime.executor.base import Executor
-from ringleader.runtime.executor.local import LocalExecutor
-from ringleader.runtime.gpus import GpuLayout, GpuSpecError
-from ringleader.runtime.identity import can_switch, interpreter_paths, not_reachable
-from ringleader.runtime.store import Store, StoreError
-from ringleader.runtime.timeouts import BODY_S, HEADERS_S, BodyDeadline, with_deadlines
-from ringleader.runtime.traffic import TrafficControl, device_mbit
-from ringleader.runtime.usage import keep_sampling
-from ringleader.runtime.users import Users
+from ringleader.runtime.control import lingering
+from ringleader.runtime.control.controller import Controller, ControllerConfig
+from ringleader.runtime.control.traffic import TrafficControl, device_mbit
+from ringleader.runtime.http.access import known_names
+from ringleader.runtime.http.api import create_app
+from ringleader.runtime.http.timeouts import BODY_S, HEADERS_S, BodyDeadline, with_deadlines
+from ringleader.runtime.http.usage import keep_sampling
+from ringleader.runtime.state.store import Store, StoreError
+from ringleader.runtime.state.users import Users
+from ringleader.runtime.workers.bounded import LOG_CAP_BYTES, PROGRESS_CAP_BYTES
+from ringleader.runtime.workers.executor.base import Executor
+from ringleader.runtime.workers.executor.local import LocalExecutor
+from ringleader.runtime.workers.gpus import GpuLayout, GpuSpecError
+from ringleader.runtime.workers.identity import can_switch, interpreter_paths, not_reachable
 from ringleader.spine.needs import RUNTIME, serve_policy
 
 DEFAULT_HOST = "127.0.0.1"
@@ -80,9 +80,9 @@ class ServerConfig:
     body_timeout_s: float = BODY_S
     """A request's body must arrive within this after its headers (408 otherwise)."""
     isolate_jobs: bool = True
-    """As root, run each user's jobs as their own uid (``ringleader.runtime.identity``)."""
+    """As root, run each user's jobs as their own uid (``ringleader.runtime.workers.identity``)."""
     exit_grace_s: float = lingering.GRACE_S
-    """How long a rank may stay, idle, once its job's work is done (``runtime.lingering``)."""
+    """How long a rank may stay, idle, once its job's work is done (``control.lingering``)."""
     leave_jobs_running: bool = False
     """At an orderly stop, leave running jobs for the next server to adopt, not stop them."""
     traffic_device: str | None = None
@@ -185,7 +185,7 @@ def build(config: ServerConfig) -> tuple[Store, Users, Controller]:
     users = Users(store.path)
     executor: Executor
     if config.executor == "ray":
-        from ringleader.runtime.executor.ray import RayExecutor
+        from ringleader.runtime.workers.executor.ray import RayExecutor
 
         executor = RayExecutor(config.address)
     else:
@@ -343,7 +343,7 @@ async def serve(config: ServerConfig) -> None:
             log_level="warning",
             ssl_certfile=config.tls_cert,
             ssl_keyfile=config.tls_key,
-            # Deadlines for half-sent requests (runtime/timeouts.py).
+            # Deadlines for half-sent requests (runtime/http/timeouts.py).
             http=with_deadlines(config.header_timeout_s, config.body_timeout_s),
             # A client that never finishes (a stuck TLS handshake, a half-sent
             # request) must not keep a stopped server from exiting.
