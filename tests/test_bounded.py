@@ -13,7 +13,8 @@ import pytest
 import ringleader.runtime.control.controller as controller_module
 from ringleader.job.control import PROGRESS, ProgressReader
 from ringleader.policy.catalog import policy_named
-from ringleader.runtime.control.controller import Controller, ControllerConfig
+from ringleader.runtime.control.config import ControllerConfig
+from ringleader.runtime.control.controller import Controller
 from ringleader.runtime.state.spec import parse_spec
 from ringleader.runtime.state.store import State, Store
 from ringleader.runtime.workers.bounded import cap_log, rotated

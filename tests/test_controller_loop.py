@@ -13,7 +13,8 @@ from ringleader.policy.catalog import policy_named
 from ringleader.policy.needs import Needs
 from ringleader.policy.plan import Plan
 from ringleader.policy.views import ClusterView, JobView
-from ringleader.runtime.control.controller import Controller, ControllerConfig
+from ringleader.runtime.control.config import ControllerConfig
+from ringleader.runtime.control.controller import Controller
 from ringleader.runtime.http.api import create_app
 from ringleader.runtime.state.store import Store
 from ringleader.runtime.state.users import Users

@@ -16,7 +16,8 @@ import pytest
 
 from ringleader.policy.catalog import policy_named
 from ringleader.runtime.control.acting import UNAWARE_AFTER_S
-from ringleader.runtime.control.controller import Controller, ControllerConfig
+from ringleader.runtime.control.config import ControllerConfig
+from ringleader.runtime.control.controller import Controller
 from ringleader.runtime.state.spec import parse_spec
 from ringleader.runtime.state.store import JobRow, State, Store
 from ringleader.runtime.workers.executor.local import LocalExecutor

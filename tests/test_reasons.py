@@ -17,7 +17,8 @@ from ringleader.policy.plan import Assignment, Plan
 from ringleader.policy.sharing import Sharing
 from ringleader.policy.stack import Policy
 from ringleader.policy.views import ClusterView, Device, JobView, Node
-from ringleader.runtime.control.controller import Controller, ControllerConfig
+from ringleader.runtime.control.config import ControllerConfig
+from ringleader.runtime.control.controller import Controller
 from ringleader.runtime.state.spec import parse_spec
 from ringleader.runtime.state.store import Store
 from ringleader.runtime.workers.executor.local import LocalExecutor

@@ -22,7 +22,8 @@ from ringleader.net.tc import NetCommandError, have_net_admin
 from ringleader.policy.catalog import policy_from_config
 from ringleader.policy.views import ClusterView
 from ringleader.runtime.control import lingering
-from ringleader.runtime.control.controller import Controller, ControllerConfig
+from ringleader.runtime.control.config import ControllerConfig
+from ringleader.runtime.control.controller import Controller
 from ringleader.runtime.control.traffic import TrafficControl, device_mbit
 from ringleader.runtime.http.access import known_names
 from ringleader.runtime.http.api import create_app

@@ -43,7 +43,7 @@ from ringleader.spine import reasons
 from ringleader.spine.actions import Kind, Launch, Resume, Stop, Suspend, diff_one
 
 if TYPE_CHECKING:
-    from ringleader.runtime.control.controller import ControllerConfig
+    from ringleader.runtime.control.config import ControllerConfig
 
 log = logging.getLogger("ringleader.controller")
 

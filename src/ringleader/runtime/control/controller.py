@@ -27,15 +27,15 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ringleader.job.control import PROGRESS, last_event
-from ringleader.policy.plan import Assignment, Decider, Plan
+from ringleader.policy.plan import Assignment, Plan
 from ringleader.policy.views import ClusterView, Device, JobView
 from ringleader.runtime.control import lingering
 from ringleader.runtime.control.acting import SIGNALLED, Acting
+from ringleader.runtime.control.config import ControllerConfig
 from ringleader.runtime.control.gangs import Gangs
 from ringleader.runtime.control.progress import (
     ProgressIngest,
@@ -43,9 +43,8 @@ from ringleader.runtime.control.progress import (
 from ringleader.runtime.control.rowview import row_view
 from ringleader.runtime.control.settling import Settling
 from ringleader.runtime.control.telemetry import Telemetry
-from ringleader.runtime.control.traffic import TrafficControl
 from ringleader.runtime.state.store import JobRow, State, Store
-from ringleader.runtime.workers.bounded import LOG_CAP_BYTES, PROGRESS_CAP_BYTES, cap_log
+from ringleader.runtime.workers.bounded import cap_log
 from ringleader.runtime.workers.executor.base import Executor, GangStatus
 from ringleader.runtime.workers.gpus import (
     EFFECTIVE,
@@ -66,34 +65,6 @@ LOG_CHECK_S = 5.0
 """How often a running job's logs are checked against their cap."""
 LEAVE_WAIT_S = 30.0
 """The longest an orderly stop of the server waits for its jobs' checkpoints."""
-
-
-@dataclass(frozen=True, slots=True)
-class ControllerConfig:
-    state_dir: Path
-    policy: Decider
-    round_s: float = 30.0
-    tick_s: float = 0.5
-    launch_timeout_s: float = 120.0
-    exit_grace_s: float = lingering.GRACE_S
-    """How long a rank may stay, idle, once its job's work is done (``control.lingering``)."""
-    restart_s: float = 3.0
-    """A resize's cost until a job's own is measured: a cold checkpoint-stop-restart of
-    a small ResNet here (bench/results/resize.json, medians 2.9-3.4 s)."""
-    log_cap_bytes: int = LOG_CAP_BYTES
-    """A rank's log is rotated to ``.1`` past this (0: never; ``workers.bounded``)."""
-    progress_cap_bytes: int = PROGRESS_CAP_BYTES
-    """The progress file is rotated to ``.1`` past this (0: never)."""
-    quotas: Callable[[], Mapping[str, int]] = dict
-    """Each user's GPU quota, read at every decision (``ringleader.spine.quota``)."""
-    run_as: Callable[[str], int | None] | None = None
-    """The uid a user's jobs run as (None: unknown user); None: as the server's own user."""
-    traffic: TrafficControl | None = None
-    """Applies the plan's traffic ranks on this host's NIC (None: no ``--traffic-device``)."""
-
-    def job_dir(self, job_id: str) -> Path:
-        """Where a job's control file, progress, logs and checkpoints live."""
-        return self.state_dir / "jobs" / job_id
 
 
 class Controller:

@@ -23,7 +23,7 @@ from ringleader.runtime.control.gangs import Gangs
 from ringleader.runtime.state.store import JobRow, State, Store
 
 if TYPE_CHECKING:
-    from ringleader.runtime.control.controller import ControllerConfig
+    from ringleader.runtime.control.config import ControllerConfig
 
 LOG_TAIL_BYTES = 64 << 10
 """How much of the end of each rank's log a failed job's error quotes from."""

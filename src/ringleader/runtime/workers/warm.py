@@ -41,6 +41,7 @@ from typing import IO, NoReturn
 from ringleader.runtime.workers.identity import become
 from ringleader.runtime.workers.process_groups import keep_destroyed_groups
 from ringleader.runtime.workers.procs import start_ticks
+from ringleader.runtime.workers.wrapper import die_with_parent, log_to, run_dir, write_atomic
 
 PRELOAD: tuple[str, ...] = ("torch", "torch.nn", "torch.distributed", "ringleader.job")
 """Imported while waiting: what the workers we launch spend their start-up on."""
@@ -228,8 +229,6 @@ def serve(stdin: IO[bytes], ready: IO[bytes], *, preload: bool = True) -> int:
 
 def _could_not_start(launch: WarmLaunch) -> None:
     """Record exit status 127 (as a shell does), so the controller sees a failed start."""
-    from ringleader.runtime.workers.launch import run_dir, write_atomic
-
     with contextlib.suppress(OSError):
         here = run_dir(Path(launch.job_dir), launch.generation)
         here.mkdir(parents=True, exist_ok=True)
@@ -239,8 +238,6 @@ def _could_not_start(launch: WarmLaunch) -> None:
 
 def _wrap(launch: WarmLaunch) -> int:
     """In a forked child of the server: be the launch wrapper of one worker."""
-    from ringleader.runtime.workers.launch import die_with_parent, run_dir, write_atomic
-
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     os.setsid()
     if launch.uid is not None:
@@ -279,8 +276,6 @@ def _wrap(launch: WarmLaunch) -> int:
 
 def _take_over_stdio(launch: WarmLaunch) -> None:
     """Point fds 0, 1, 2 where a cold worker's would be: nothing in, its rank's log out."""
-    from ringleader.runtime.workers.launch import log_to
-
     log_to(Path(launch.log), launch.banner)
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)

@@ -31,9 +31,9 @@ from ringleader.runtime.workers.executor.forkserver import Forkserver
 from ringleader.runtime.workers.exits import ExitWatch
 from ringleader.runtime.workers.gpus import GpuLayout, GpuSpecError, detect
 from ringleader.runtime.workers.identity import home_for, prepare_job_dir
-from ringleader.runtime.workers.launch import run_dir
 from ringleader.runtime.workers.procs import alive, kill_group, signal_process, tree_cpu_s
 from ringleader.runtime.workers.warm import WarmLaunch, clean_env, python_entry
+from ringleader.runtime.workers.wrapper import run_dir
 
 
 def free_port() -> int:
@@ -298,7 +298,7 @@ def spawn_worker(
     so a restarted server adopts it); without it, it dies with its starter (a
     Ray actor, so a lost node takes its workers with it).
     """
-    # The wrapper opens the log itself, as the job's user (``launch.log_to``).
+    # The wrapper opens the log itself, as the job's user (``wrapper.log_to``).
     return subprocess.Popen(
         [
             sys.executable,

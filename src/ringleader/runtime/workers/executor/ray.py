@@ -39,7 +39,7 @@ from ringleader.runtime.workers.executor.base import GangStatus, gang_places
 from ringleader.runtime.workers.executor.local import WorkerLaunch, spawn_worker
 from ringleader.runtime.workers.gpus import type_name
 from ringleader.runtime.workers.identity import prepare_job_dir
-from ringleader.runtime.workers.launch import run_dir
+from ringleader.runtime.workers.wrapper import run_dir
 
 NAMESPACE = "ringleader"
 NODE_NAME_LEN = 12
