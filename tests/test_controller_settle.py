@@ -18,8 +18,9 @@ from ringleader.policy.catalog import policy_named
 from ringleader.runtime.control.acting import UNAWARE_AFTER_S
 from ringleader.runtime.control.config import ControllerConfig
 from ringleader.runtime.control.controller import Controller
+from ringleader.runtime.state.rows import JobRow, State
 from ringleader.runtime.state.spec import parse_spec
-from ringleader.runtime.state.store import JobRow, State, Store
+from ringleader.runtime.state.store import Store
 from ringleader.runtime.workers.executor.local import LocalExecutor
 from tests.live_server import TINY_RESNET
 

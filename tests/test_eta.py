@@ -7,8 +7,8 @@ import json
 import pytest
 
 from ringleader.runtime.state.eta import eta_s
+from ringleader.runtime.state.rows import JobRow, State
 from ringleader.runtime.state.spec import parse_spec
-from ringleader.runtime.state.store import JobRow, State
 
 
 def _row(step_time: float, batch: float, examples: float, state: State = State.RUNNING) -> JobRow:

@@ -26,7 +26,8 @@ import httpx
 import pytest
 
 from ringleader.runtime.http.timeouts import BACKSTOP_S, BODY_S, HEADERS_S
-from ringleader.runtime.state.store import Store, StoreError
+from ringleader.runtime.state.errors import StoreError
+from ringleader.runtime.state.store import Store
 from ringleader.runtime.workers.executor.local import free_port
 from ringleader.runtime.workers.procs import alive
 from tests.live_server import LiveServer, run_cli, wait_for

@@ -6,8 +6,9 @@ import time
 from pathlib import Path
 
 from ringleader.runtime.control.lingering import BUSY_FRACTION
+from ringleader.runtime.state.rows import State
 from ringleader.runtime.state.spec import parse_spec
-from ringleader.runtime.state.store import State, Store
+from ringleader.runtime.state.store import Store
 from ringleader.runtime.workers.executor.local import LocalExecutor
 from tests.test_controller_settle import _controller, _until, rig  # noqa: F401 - the fixture
 

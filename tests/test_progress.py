@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 from ringleader.runtime.control.progress import WARMUP_STEPS, ProgressIngest
+from ringleader.runtime.state.rows import JobRow, State
 from ringleader.runtime.state.spec import parse_spec
-from ringleader.runtime.state.store import JobRow, State
 
 
 def _row(generation: int = 1, workers: int = 2) -> JobRow:

@@ -197,7 +197,7 @@ def server(
         default_state_dir,
         serve,
     )
-    from ringleader.runtime.state.store import StoreError
+    from ringleader.runtime.state.errors import StoreError
     from ringleader.runtime.workers.executor.ray import RayUnavailable
 
     if executor not in ("local", "ray"):

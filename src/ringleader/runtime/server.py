@@ -29,7 +29,9 @@ from ringleader.runtime.http.access import known_names
 from ringleader.runtime.http.api import create_app
 from ringleader.runtime.http.timeouts import BODY_S, HEADERS_S, BodyDeadline, with_deadlines
 from ringleader.runtime.http.usage import keep_sampling
-from ringleader.runtime.state.store import Store, StoreError
+from ringleader.runtime.state import guard
+from ringleader.runtime.state.errors import StoreError
+from ringleader.runtime.state.store import Store
 from ringleader.runtime.state.users import Users
 from ringleader.runtime.workers.bounded import LOG_CAP_BYTES, PROGRESS_CAP_BYTES
 from ringleader.runtime.workers.executor.base import Executor
@@ -142,7 +144,7 @@ def claim_state_dir(state_dir: Path) -> IO[str]:
     is an ``flock``, so the kernel drops it when the server dies, ``kill -9``
     included, and the next server starts at once.
     """
-    Store.check_dir(state_dir)
+    guard.check_dir(state_dir)
     lock = open(state_dir / "server.lock", "a+")  # noqa: SIM115 - held until exit
     try:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -36,7 +36,9 @@ from ringleader.runtime.control.progress import LIBRARY_GENERATION, STOP_ASKED, 
 from ringleader.runtime.control.rowview import held
 from ringleader.runtime.control.telemetry import Telemetry
 from ringleader.runtime.control.traffic import TrafficControl, merged_ranks
-from ringleader.runtime.state.store import JobRow, State, Store, disk_full
+from ringleader.runtime.state.errors import disk_full
+from ringleader.runtime.state.rows import JobRow, State
+from ringleader.runtime.state.store import Store
 from ringleader.runtime.workers.executor.base import Executor
 from ringleader.runtime.workers.gpus import types_detail
 from ringleader.spine import reasons

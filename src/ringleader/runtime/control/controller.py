@@ -43,7 +43,8 @@ from ringleader.runtime.control.progress import (
 from ringleader.runtime.control.rowview import row_view
 from ringleader.runtime.control.settling import Settling
 from ringleader.runtime.control.telemetry import Telemetry
-from ringleader.runtime.state.store import JobRow, State, Store
+from ringleader.runtime.state.rows import JobRow, State
+from ringleader.runtime.state.store import Store
 from ringleader.runtime.workers.bounded import cap_log
 from ringleader.runtime.workers.executor.base import Executor, GangStatus
 from ringleader.runtime.workers.gpus import (

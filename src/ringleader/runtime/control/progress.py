@@ -20,7 +20,7 @@ from typing import Any
 
 from ringleader.job.control import ProgressReader, last_event
 from ringleader.policy.views import Observation
-from ringleader.runtime.state.store import JobRow, State
+from ringleader.runtime.state.rows import JobRow, State
 from ringleader.spine.observe import fold
 
 log = logging.getLogger("ringleader.controller")

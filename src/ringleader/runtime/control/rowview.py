@@ -14,8 +14,8 @@ from ringleader.policy.needs import Needs
 from ringleader.policy.plan import Assignment
 from ringleader.policy.views import ClusterView, Device, JobShape, JobView, Observation
 from ringleader.runtime.control.progress import RESTART, profile
+from ringleader.runtime.state.rows import JobRow, State
 from ringleader.runtime.state.spec import Arch
-from ringleader.runtime.state.store import JobRow, State
 from ringleader.runtime.workers.gpus import EFFECTIVE, measured_speeds, observations_in_best_terms
 from ringleader.spine.actions import Held
 from ringleader.spine.views import Known, Submitted, job_view

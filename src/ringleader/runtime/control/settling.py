@@ -20,7 +20,8 @@ from ringleader.job.records import read_regular
 from ringleader.runtime.control import lingering
 from ringleader.runtime.control.acting import SIGNALLED
 from ringleader.runtime.control.gangs import Gangs
-from ringleader.runtime.state.store import JobRow, State, Store
+from ringleader.runtime.state.rows import JobRow, State
+from ringleader.runtime.state.store import Store
 
 if TYPE_CHECKING:
     from ringleader.runtime.control.config import ControllerConfig

@@ -31,9 +31,13 @@ from ringleader.runtime.http import dashboard, output, schemas
 from ringleader.runtime.http.access import Admin, BrowserGuard, JobId, Me, Named, job_named
 from ringleader.runtime.http.browser import Sessions
 from ringleader.runtime.http.usage import UsageHistory
+from ringleader.runtime.state import presentation
+from ringleader.runtime.state.errors import DamagedRow, disk_full
 from ringleader.runtime.state.eta import eta_s
+from ringleader.runtime.state.queries import PageQuery
+from ringleader.runtime.state.rows import JobRow, State
 from ringleader.runtime.state.spec import JobSpec, SpecError, parse_spec
-from ringleader.runtime.state.store import DamagedRow, JobRow, PageQuery, State, Store, disk_full
+from ringleader.runtime.state.store import Store
 from ringleader.runtime.state.users import User, UserError, Users
 from ringleader.runtime.workers.gpus import device_types, speeds_shown
 
@@ -296,7 +300,7 @@ def create_app(
             return _problems([("workdir", f"{spec.workdir[:200]}: no such directory here")])
         row = store.add(spec)
         controller.poke()
-        return row.public()
+        return presentation.public(row)
 
     @app.get("/jobs", response_model=None, responses={200: {"model": list[schemas.JobSummary]}})
     def jobs(
@@ -331,7 +335,7 @@ def create_app(
         query = PageQuery(limit, cursor, states, user, newest_first=order == "desc")
         rows, after = store.page(query)
         headers = {} if after is None else {"X-Next-Cursor": str(after)}
-        listed = [_with_reason(row.summary(), controller, row) for row in rows]
+        listed = [_with_reason(presentation.summary(row), controller, row) for row in rows]
         return JSONResponse(listed, headers=headers)
 
     def _get(job_id: str) -> JobRow:
@@ -344,10 +348,10 @@ def create_app(
     def show(job_id: Named) -> dict[str, Any]:
         try:
             row = _get(job_id)
-            public: dict[str, Any] = _with_reason(row.public(), controller, row)
+            public: dict[str, Any] = _with_reason(presentation.public(row), controller, row)
             public["type_speeds"] = speeds_shown(controller.cluster, row.type_observations)
         except DamagedRow as err:
-            public = err.public()
+            public = presentation.public(err)
         return public | {"events": store.events(job_id)}
 
     @app.delete("/jobs/{job_id}", response_model=None, responses=_CHANGED_JOB)
@@ -356,7 +360,7 @@ def create_app(
         if row is None:
             raise HTTPException(404, detail=f"no job {job_id!r}")
         controller.poke()
-        return row.public()
+        return presentation.public(row)
 
     @app.patch("/jobs/{job_id}", response_model=None, responses=_CHANGED_JOB)
     async def change(job_id: JobId, request: Request, me: Me) -> JSONResponse | dict[str, Any]:
@@ -382,7 +386,7 @@ def create_app(
         if row is None:
             raise HTTPException(404, detail=f"no job {job_id!r}")
         controller.poke()
-        return row.public()
+        return presentation.public(row)
 
     return app
 

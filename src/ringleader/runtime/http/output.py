@@ -27,7 +27,8 @@ from ringleader.job.records import read_progress, read_regular
 from ringleader.runtime.control.controller import Controller
 from ringleader.runtime.http import schemas
 from ringleader.runtime.http.access import Named
-from ringleader.runtime.state.store import JobRow, Store
+from ringleader.runtime.state.rows import JobRow
+from ringleader.runtime.state.store import Store
 
 MAX_RANK = 65535
 MAX_OFFSET = 2**53

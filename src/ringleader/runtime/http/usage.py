@@ -18,7 +18,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from ringleader.runtime.state.store import JobRow, State, Store
+from ringleader.runtime.state.rows import JobRow, State
+from ringleader.runtime.state.store import Store
 
 log = logging.getLogger(__name__)
 

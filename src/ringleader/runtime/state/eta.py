@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-from ringleader.runtime.state.store import JobRow, State
+from ringleader.runtime.state.rows import JobRow, State
 
 
 def eta_s(row: JobRow) -> float | None:
