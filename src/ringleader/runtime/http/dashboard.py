@@ -56,6 +56,32 @@ def _asset(name: str) -> bytes:
 def router(sessions: Sessions, usage: UsageHistory) -> APIRouter:
     """The dashboard's routes; pages and their files need no sign-in (they hold no data)."""
     api = APIRouter()
+    _pages(api)
+    _sign_in(api, sessions)
+
+    @api.get("/cluster/usage", response_model=None, responses={200: {"model": schemas.Usage}})
+    def cluster_usage(
+        request: Request,
+        me: Me,
+        since: Annotated[float, Query(ge=0, le=1e12)] = 0.0,
+    ) -> dict[str, Any]:
+        """GPUs held per user, sampled every 2 s over the last hour (after ``since``).
+
+        Every user sees every user's total, as ``reason`` names who holds the
+        GPUs a job waits for; job names and commands stay their owners'.
+        """
+        controller = request.app.state.controller
+        return {
+            "gpus": controller.cluster.capacity,
+            "now": time.time(),
+            "samples": [s.public() for s in usage.since(since)],
+        }
+
+    return api
+
+
+def _pages(api: APIRouter) -> None:
+    """``/ui/``: the dashboard's page, script and style, from the package."""
     # Read once: the package's files do not change under a running server.
     files = {name: _asset(name) for name in ASSETS}
 
@@ -77,6 +103,10 @@ def router(sessions: Sessions, usage: UsageHistory) -> APIRouter:
     @api.get("/ui/style.css", include_in_schema=False)
     def style() -> Response:
         return page("style.css")
+
+
+def _sign_in(api: APIRouter, sessions: Sessions) -> None:
+    """A browser's sign-in: a ticket spent for a cookie, and the cookie ended."""
 
     @api.get("/ui/login", include_in_schema=False)
     def login(request: Request, ticket: Annotated[str, Query(max_length=200)] = "") -> Response:
@@ -114,23 +144,3 @@ def router(sessions: Sessions, usage: UsageHistory) -> APIRouter:
             digest = sessions.holder(request.cookies.get(COOKIE, ""), time.time()) or ""
         value = sessions.ticket(digest, time.time())
         return {"url": f"/ui/login?ticket={value}", "expires_in": TICKET_S}
-
-    @api.get("/cluster/usage", response_model=None, responses={200: {"model": schemas.Usage}})
-    def cluster_usage(
-        request: Request,
-        me: Me,
-        since: Annotated[float, Query(ge=0, le=1e12)] = 0.0,
-    ) -> dict[str, Any]:
-        """GPUs held per user, sampled every 2 s over the last hour (after ``since``).
-
-        Every user sees every user's total, as ``reason`` names who holds the
-        GPUs a job waits for; job names and commands stay their owners'.
-        """
-        controller = request.app.state.controller
-        return {
-            "gpus": controller.cluster.capacity,
-            "now": time.time(),
-            "samples": [s.public() for s in usage.since(since)],
-        }
-
-    return api
