@@ -28,15 +28,13 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable, Sequence
-from pathlib import Path
 
-from ringleader.job.control import PROGRESS, last_event
 from ringleader.policy.plan import Assignment, Plan
 from ringleader.policy.views import ClusterView, Device, JobView
-from ringleader.runtime.control import lingering
-from ringleader.runtime.control.acting import SIGNALLED, Acting
+from ringleader.runtime.control.acting import Acting
 from ringleader.runtime.control.config import ControllerConfig
 from ringleader.runtime.control.gangs import Gangs
+from ringleader.runtime.control.observing import Observing
 from ringleader.runtime.control.progress import (
     ProgressIngest,
 )
@@ -45,13 +43,7 @@ from ringleader.runtime.control.settling import Settling
 from ringleader.runtime.control.telemetry import Telemetry
 from ringleader.runtime.state.rows import JobRow, State
 from ringleader.runtime.state.store import Store
-from ringleader.runtime.workers.bounded import cap_log
-from ringleader.runtime.workers.executor.base import Executor, GangStatus
-from ringleader.runtime.workers.gpus import (
-    EFFECTIVE,
-    effective_weight,
-    gang_type,
-)
+from ringleader.runtime.workers.executor.base import Executor
 from ringleader.spine import quota, reasons
 from ringleader.spine.deciding import decide
 from ringleader.spine.observe import co_runners
@@ -62,13 +54,11 @@ STARTING_TICK_S = 0.05
 """Tick interval while a launched gang's ranks have not all written their pid."""
 SWITCH_TICK_S = 0.01
 """Tick interval while a time-slice switch is under way (a GPU idles until it is done)."""
-LOG_CHECK_S = 5.0
-"""How often a running job's logs are checked against their cap."""
 LEAVE_WAIT_S = 30.0
 """The longest an orderly stop of the server waits for its jobs' checkpoints."""
 
 
-class Controller:
+class Controller(Observing):
     def __init__(self, store: Store, executor: Executor, config: ControllerConfig) -> None:
         self.store = store
         self.executor = executor
@@ -111,9 +101,6 @@ class Controller:
         """The acting half: carries out each Plan (``runtime.acting``)."""
         self.settling = Settling(store, config, self.gangs, self.progress.suspended)
         """Ends each gang that ended: what became of the job (``runtime.settling``)."""
-
-    def job_dir(self, job_id: str) -> Path:
-        return self.config.job_dir(job_id)
 
     def poke(self) -> None:
         """Something changed outside the loop (a submission, a cancel): decide now."""
@@ -216,158 +203,6 @@ class Controller:
         self._apply(now, rows)
         if self.config.traffic is not None and self._plan is not None:
             self.acting.shape(self.config.traffic, self._plan, rows)
-
-    # -- observing -----------------------------------------------------------
-    def _observe_one(self, row: JobRow, now: float) -> bool:
-        """Observe one job; its own trouble (an unreadable file) never stops the others.
-
-        False if it had trouble.
-        """
-        try:
-            self._observe(row, now)
-        except Exception as err:
-            message = f"{type(err).__name__}: {err}"
-            if self._broken.get(row.id) != message:
-                log.exception("job %s: cannot observe it; other jobs carry on", row.id)
-            self._broken[row.id] = message
-            return False
-        self._broken.pop(row.id, None)
-        return True
-
-    def _observe(self, row: JobRow, now: float) -> None:
-        if row.cancel_requested and row.state is State.QUEUED:
-            row.state, row.finished_at = State.CANCELLED, now
-            self.store.save(row, "cancelled")
-            self._need_decision = True
-            return
-        if row.state not in (State.RUNNING, State.SUSPENDED):
-            return
-        gang = self.gangs.of(row.id)
-        since = now if gang.held_since is None else gang.held_since
-        if row.state is State.RUNNING:
-            held_s = row.workers * max(0.0, now - since)
-            row.attained_gpu_s += held_s
-            if self.cluster.heterogeneous:
-                weight = effective_weight(self.cluster, row.devices, row.type_observations)
-                row.shape[EFFECTIVE] = row.shape.get(EFFECTIVE, 0.0) + held_s * weight
-        gang.held_since = now
-        self._ingest(row)
-        if now - gang.logs_checked >= LOG_CHECK_S:
-            gang.logs_checked = now
-            said = last_event(self.job_dir(row.id) / PROGRESS, row.generation, ("done",))
-            gang.said_done = said == "done"
-            for path in (self.job_dir(row.id) / "logs").glob("rank*.log"):
-                if cap_log(path, self.config.log_cap_bytes):
-                    log.info(
-                        "job %s: %s rotated (cap %d bytes)",
-                        row.id,
-                        path.name,
-                        self.config.log_cap_bytes,
-                    )
-        if row.cancel_requested and row.stopping != "cancel":
-            self.acting.request_stop(row, "cancel", now)
-        status = self.executor.status(self.job_dir(row.id), row.generation, row.workers)
-        if status.lost:
-            log.warning("job %s: %d workers lost with their node", row.id, status.lost)
-            self.executor.kill(self.job_dir(row.id), row.generation)
-            if row.stopping is None:
-                row.stopping = "node_lost"
-            self._settle(row, failed=False, codes=dict(status.exits), now=now)
-            return
-        signalled = SIGNALLED in row.shape
-        if signalled and row.stopping and not status.finished:
-            self.acting.terminate(row)
-        if status.failed and not status.finished and not signalled:
-            # After a SIGTERM, one rank's end is no failure: the others may
-            # still be writing their checkpoint, so they get their grace.
-            log.warning("job %s: a worker failed, stopping the rest", row.id)
-            self.executor.kill(self.job_dir(row.id), row.generation)
-            return
-        if row.stopping and not gang.stop_killed:
-            if gang.stop_sent is None:
-                gang.stop_sent = now  # asked by a controller before this one
-            if now - gang.stop_sent > row.spec.stop_grace_s:
-                log.warning("job %s: no clean stop in time, killing it", row.id)
-                self.executor.kill(self.job_dir(row.id), row.generation)
-                gang.stop_killed = True
-                return  # settled at the next look, once the kill has taken
-        if gang.stop_killed:
-            # Our kill, after a stop we asked for: the job lost at most its work
-            # since the last checkpoint, through no fault of its own.
-            if status.finished:
-                self._settle(row, failed=False, codes=dict(status.exits), now=now)
-            return
-        if gang.linger is not None and gang.linger.ended:
-            if status.finished:  # our kill has taken
-                self._need_decision = True
-                self.executor.kill(self.job_dir(row.id), row.generation)
-                self.settling.lingered(row, gang.linger.ended, self.config.exit_grace_s, now)
-            return
-        if signalled and status.finished:
-            # Asked to stop by signal: however each rank ended, the job was stopped.
-            self._settle(row, failed=False, codes=dict(status.exits), now=now)
-            return
-        if status.starting:
-            self._look_soon = True  # the exit watch learns a rank's pid at a look
-            # Ranks that never said they started: not placed yet (a Ray cluster
-            # shared with other work) or lost on the way (a launcher that died).
-            # The others would wait in the rendezvous for ever, so give up and
-            # relaunch; it is the job's failure only if a rank failed.
-            if gang.partial_since is None:
-                gang.partial_since = now
-            if now - gang.partial_since > self.config.launch_timeout_s:
-                log.warning("job %s: %d ranks never started; relaunching", row.id, status.starting)
-                gang.partial_since = None
-                self.executor.kill(self.job_dir(row.id), row.generation)
-                failed = any(code != 0 for code in status.exits.values())
-                if row.stopping is None and not failed:
-                    row.stopping = "placement_timeout"
-                self._settle(row, failed=failed, codes=dict(status.exits), now=now)
-            return
-        gang.partial_since = None
-        if not status.finished:
-            gang.launched = None
-            if row.stopping is None:
-                self._linger(row, status, now)
-            return
-        if gang.launched is None:
-            gang.launched = now
-        if not status.exits and now - gang.launched < self.config.launch_timeout_s:
-            return  # launched, not yet started
-        self._settle(row, failed=status.failed, codes=dict(status.exits), now=now)
-
-    def _linger(self, row: JobRow, status: GangStatus, now: float) -> None:
-        """End the ranks that stay, idle, once the job's work is done (``control.lingering``)."""
-        gang = self.gangs.of(row.id)
-        if not lingering.work_done(status, gang.said_done):
-            gang.linger = None
-            return
-        job_dir = self.job_dir(row.id)
-        if gang.linger is None:
-            gang.linger = lingering.Linger(now, self.executor.cpu_s(job_dir, row.generation))
-            return
-        if now - gang.linger.since < self.config.exit_grace_s:
-            return
-        cpu_now = self.executor.cpu_s(job_dir, row.generation)
-        ended = lingering.idle_ranks(gang.linger, status, cpu_now, now)
-        if ended is None:  # still computing: a last evaluation, a save; look again later
-            gang.linger = lingering.Linger(now, cpu_now)
-            return
-        log.warning("job %s: %s", row.id, lingering.warning(ended, self.config.exit_grace_s))
-        self.executor.kill(job_dir, row.generation)
-        gang.linger.ended = ended
-
-    def _ingest(self, row: JobRow) -> None:
-        partners = self._partners.get(row.id, ()) if row.state is State.RUNNING else ()
-        gpu_type = gang_type(self.cluster, row.devices)
-        self.progress.ingest(row, self.job_dir(row.id) / PROGRESS, partners, gpu_type)
-        self.store.save_progress(row)
-
-    def _settle(self, row: JobRow, *, failed: bool, codes: dict[int, int], now: float) -> None:
-        self._need_decision = True  # before settling: a settle that raised still counts
-        # What a rank left in its process group (a background child) ends with the gang.
-        self.executor.kill(self.job_dir(row.id), row.generation)
-        self.settling.settle(row, failed=failed, codes=codes, now=now)
 
     # -- deciding ------------------------------------------------------------
     def view(self, row: JobRow) -> JobView:
