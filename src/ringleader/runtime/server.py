@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import IO
 
 import uvicorn
+from fastapi import FastAPI
 
 from ringleader.credentials import forget_server, record_server
 from ringleader.net.agent import TrafficAgent
@@ -33,6 +34,7 @@ from ringleader.runtime.state import guard
 from ringleader.runtime.state.errors import StoreError
 from ringleader.runtime.state.store import Store
 from ringleader.runtime.state.users import Users
+from ringleader.runtime.watch import lost_database, watch_database
 from ringleader.runtime.workers.bounded import LOG_CAP_BYTES, PROGRESS_CAP_BYTES
 from ringleader.runtime.workers.executor.base import Executor
 from ringleader.runtime.workers.executor.local import LocalExecutor
@@ -44,8 +46,6 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
 SHUTDOWN_S = 5
 """Longest a stopping server waits for open requests to finish."""
-DB_CHECK_S = 1.0
-"""How often a running server checks that its database file is still the one it opened."""
 
 
 def default_state_dir() -> Path:
@@ -276,38 +276,6 @@ def keep_private(state_dir: Path) -> None:
             path.chmod(0o600)
 
 
-def lost_database(path: Path, what: str, rescued: Path | None) -> str:
-    """One line: what happened to the database and what the operator does next."""
-    if rescued is not None:
-        fix = f"its last state is saved in {rescued}: move that to {path} (or restore a backup)"
-    else:
-        fix = f"restore {path} from a backup"
-    if what != "deleted":
-        fix = f"move the new file aside, then {fix}"
-    return (
-        f"{path} was {what} while the server ran, so it stopped rather than schedule from a "
-        f"file nobody can see; running jobs carry on. To go on: {fix}, then start the server "
-        "again (it adopts the running jobs)"
-    )
-
-
-async def watch_database(store: Store, server: uvicorn.Server, controller: Controller) -> None:
-    """Stop the server soon after its database file is deleted or replaced.
-
-    SQLite would go on writing to the file it opened, which nobody else can
-    see any more: jobs submitted meanwhile would be lost, and the next server
-    would start on another file and forget every job. Stopping leaves the
-    workers running (they have their own sessions) for the next server.
-    """
-    while (what := await asyncio.to_thread(store.lost)) is None:
-        await asyncio.sleep(DB_CHECK_S)
-    logging.getLogger("ringleader").error(
-        "%s was %s while the server ran: stopping; running jobs carry on", store.path, what
-    )
-    controller.stop()
-    server.should_exit = True
-
-
 class _Uvicorn(uvicorn.Server):
     """uvicorn's server, except that SIGTERM and SIGINT end ``serve()``, not the process.
 
@@ -338,44 +306,10 @@ async def serve(config: ServerConfig) -> None:
     app = create_app(store, controller, users, names)
     # Outermost: no handler catches its timeout.
     app.add_middleware(BodyDeadline, seconds=config.body_timeout_s)
-    server = _Uvicorn(
-        uvicorn.Config(
-            app,
-            host=config.host,
-            port=config.port,
-            log_level="warning",
-            ssl_certfile=config.tls_cert,
-            ssl_keyfile=config.tls_key,
-            # Deadlines for half-sent requests (runtime/http/timeouts.py).
-            http=with_deadlines(config.header_timeout_s, config.body_timeout_s),
-            # A client that never finishes (a stuck TLS handshake, a half-sent
-            # request) must not keep a stopped server from exiting.
-            timeout_graceful_shutdown=SHUTDOWN_S,
-        )
-    )
+    server = _http_server(app, config)
     loop_task = asyncio.create_task(controller.run())
     log = logging.getLogger("ringleader")
-    if warning:
-        log.warning("%s", warning)
-    if controller.config.run_as is None:
-        log.warning(
-            "jobs run as this server's own user (uid %d): a job can read what it can, the "
-            "database and tokens included; %s",
-            os.geteuid(),
-            "--no-isolate-jobs was given"
-            if can_switch()
-            else "running each user's jobs as their own uid needs the server to run as root",
-        )
-    log.info(
-        "serving on %s, %d GPUs%s (%s), policy %s, state in %s; admin token in %s",
-        config.url,
-        controller.cluster.capacity,
-        _types_said(controller.cluster),
-        "real" if getattr(controller.executor, "cuda", False) else "virtual on CPU",
-        controller.config.policy.name,
-        config.state_dir,
-        token_file,
-    )
+    _say_started(config, controller, warning, token_file)
     local_url = f"{config.scheme}://127.0.0.1:{config.port}"
     try:
         record_server(config.port, local_url, config.state_dir)
@@ -406,3 +340,50 @@ async def serve(config: ServerConfig) -> None:
         lock.close()
     if lost is not None:
         raise StoreError(lost_database(store.path, lost, rescued))
+
+
+def _http_server(app: FastAPI, config: ServerConfig) -> _Uvicorn:
+    """uvicorn on the configured address, with deadlines for slow requests."""
+    return _Uvicorn(
+        uvicorn.Config(
+            app,
+            host=config.host,
+            port=config.port,
+            log_level="warning",
+            ssl_certfile=config.tls_cert,
+            ssl_keyfile=config.tls_key,
+            # Deadlines for half-sent requests (runtime/http/timeouts.py).
+            http=with_deadlines(config.header_timeout_s, config.body_timeout_s),
+            # A client that never finishes (a stuck TLS handshake, a half-sent
+            # request) must not keep a stopped server from exiting.
+            timeout_graceful_shutdown=SHUTDOWN_S,
+        )
+    )
+
+
+def _say_started(
+    config: ServerConfig, controller: Controller, warning: str | None, token_file: Path
+) -> None:
+    """Log where the server listens, on what, and any warning about how it runs."""
+    log = logging.getLogger("ringleader")
+    if warning:
+        log.warning("%s", warning)
+    if controller.config.run_as is None:
+        log.warning(
+            "jobs run as this server's own user (uid %d): a job can read what it can, the "
+            "database and tokens included; %s",
+            os.geteuid(),
+            "--no-isolate-jobs was given"
+            if can_switch()
+            else "running each user's jobs as their own uid needs the server to run as root",
+        )
+    log.info(
+        "serving on %s, %d GPUs%s (%s), policy %s, state in %s; admin token in %s",
+        config.url,
+        controller.cluster.capacity,
+        _types_said(controller.cluster),
+        "real" if getattr(controller.executor, "cuda", False) else "virtual on CPU",
+        controller.config.policy.name,
+        config.state_dir,
+        token_file,
+    )
