@@ -59,7 +59,7 @@ class ServerConfig:
     host: str = DEFAULT_HOST
     port: int = DEFAULT_PORT
     gpus: int | GpuLayout | None = None
-    """A count or a type mix of devices (``runtime.gpus``); None: the machine's GPUs, or 1."""
+    """A count or a type mix of devices (``workers.gpus``); None: the machine's GPUs, or 1."""
     policy: str = "elastic"
     probe_window_s: float | None = None
     round_s: float = 30.0

@@ -14,8 +14,8 @@
   when nothing runs on it that the plan does not also run there (packing) —
   so two generations of a job never run at once and no GPU is given twice.
 
-The observing half (``runtime.controller``) asks for stops too (a cancel) and
-settles what exits; both share each gang's clocks (``runtime.gangs``).
+The observing half (``control.controller``) asks for stops too (a cancel) and
+settles what exits; both share each gang's clocks (``control.gangs``).
 """
 
 from __future__ import annotations

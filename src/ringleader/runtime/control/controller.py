@@ -5,7 +5,7 @@ workers, and settles finished gangs (succeeded, stopped for a resize,
 cancelled, crashed). On an event — a submission, a gang settling, a cancel —
 or every ``round_s``, it builds the snapshot with the spine's ``job_view``,
 calls the same ``decide`` the simulator calls, and hands the Plan to its
-acting half (``runtime.acting``), which carries out the actions the spine's
+acting half (``control.acting``), which carries out the actions the spine's
 ``diff`` derives from the Plan and what each job holds: stops, suspends,
 resumes and launches, each only once the GPUs it needs are free.
 
@@ -16,7 +16,7 @@ Minibatch times are profiled separately for a job running alone and for it
 packed beside each partner: introspection compares the two.
 
 All state is in the store, except each live gang's clocks between ticks
-(``runtime.gangs``); a controller started after a crash adopts the workers
+(``control.gangs``); a controller started after a crash adopts the workers
 that are still alive (they run in their own sessions) and settles those that
 died meanwhile.
 """
@@ -65,9 +65,9 @@ class Controller(Observing):
         self.config = config
         self.cluster = executor.cluster()
         self.progress = ProgressIngest(config.progress_cap_bytes)
-        """What each job reported, folded into its row each look (``runtime.progress``)."""
+        """What each job reported, folded into its row each look (``control.progress``)."""
         self.gangs = Gangs()
-        """Each live gang's clocks and marks between ticks (``runtime.gangs``)."""
+        """Each live gang's clocks and marks between ticks (``control.gangs``)."""
         self._plan: Plan | None = None
         self._targets: dict[str, Assignment] = {}
         self._views: dict[str, tuple[object, Assignment | None, ClusterView, JobView]] = {}
@@ -98,9 +98,9 @@ class Controller(Observing):
         self.acting = Acting(
             store, executor, config, self.gangs, self.telemetry, self.progress.suspended, set()
         )
-        """The acting half: carries out each Plan (``runtime.acting``)."""
+        """The acting half: carries out each Plan (``control.acting``)."""
         self.settling = Settling(store, config, self.gangs, self.progress.suspended)
-        """Ends each gang that ended: what became of the job (``runtime.settling``)."""
+        """Ends each gang that ended: what became of the job (``control.settling``)."""
 
     def poke(self) -> None:
         """Something changed outside the loop (a submission, a cancel): decide now."""
@@ -206,7 +206,7 @@ class Controller(Observing):
 
     # -- deciding ------------------------------------------------------------
     def view(self, row: JobRow) -> JobView:
-        """The job as the policy sees it (``runtime.rowview``).
+        """The job as the policy sees it (``control.rowview``).
 
         A queued job whose stored row has not changed since the last decision,
         with the same target and cluster, keeps the view it had: with a long
@@ -288,7 +288,7 @@ class Controller(Observing):
 
     # -- acting ------------------------------------------------------------
     def _apply(self, now: float, rows: Sequence[JobRow]) -> None:
-        """Carry out the latest plan (``runtime.acting``)."""
+        """Carry out the latest plan (``control.acting``)."""
         if self._plan is None:
             return
         self._switching = False  # as it stays if ``apply`` fails

@@ -1,7 +1,7 @@
 """Lingering ranks: a rank whose job's work is done and that never exits is ended.
 
 A rank can finish training and then not exit: torch's gloo teardown
-deadlock (``runtime.process_groups``), a non-daemon thread that never
+deadlock (``workers.process_groups``), a non-daemon thread that never
 returns, a barrier its peers will never reach. Left alone it holds its GPUs
 and every job queued behind it waits for ever. The work is done once every
 rank that has exited did so with status 0, or once the job library said

@@ -49,7 +49,7 @@ def _with_reason(
 ) -> dict[str, Any]:
     """``job`` with why it waits or has its size, as of the last decision
     (``spine.reasons``): in words, as a code, and with the numbers behind them;
-    and when it should end (``runtime.eta``)."""
+    and when it should end (``state.eta``)."""
     why = controller.reasons.get(job["id"]) if job["state"] in LIVE else None
     eta = eta_s(row) if isinstance(row, JobRow) else None
     turn = None

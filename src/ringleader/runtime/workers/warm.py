@@ -324,7 +324,7 @@ def _run(launch: WarmLaunch) -> NoReturn:
     OMP_NUM_THREADS (libgomp read it in the server, at import), waiting for
     non-daemon threads before the atexit handlers, and dying of SIGINT on an
     uncaught KeyboardInterrupt. Process groups the job destroys are kept to the
-    end (``runtime.process_groups``): freed by a DDP model as the script's
+    end (``workers.process_groups``): freed by a DDP model as the script's
     ``main()`` returns, gloo's teardown can deadlock on the GIL.
     """
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
@@ -378,7 +378,7 @@ _LEFT: list[object] = []
 A cold interpreter frees a script's globals only while finalizing, after its
 atexit handlers, when a thread that wants the GIL is ended instead of waited
 for; a warm worker never frees them, so no destructor of theirs runs earlier
-than it would cold (a DDP model's among them: ``runtime.process_groups``).
+than it would cold (a DDP model's among them: ``workers.process_groups``).
 """
 
 

@@ -47,7 +47,7 @@ class LocalExecutor:
     name = "local"
 
     def __init__(self, gpus: int | GpuLayout | None = None, warm: bool = True) -> None:
-        """``gpus``: a count or a type mix of virtual devices (``runtime.gpus``); on a
+        """``gpus``: a count or a type mix of virtual devices (``workers.gpus``); on a
         machine with GPUs, at most that many of them, typed as the driver says.
         ``warm``: fork Python workers from a server with torch imported (about
         220 MB, once); False starts every worker cold."""
