@@ -233,6 +233,7 @@ def test_the_runtime_refuses_oracles_and_measures_what_precompute_is_given() -> 
         ("src/ringleader/sim/engine.py", "src/ringleader/sim/jobs.py"),
         (
             "src/ringleader/runtime/control/controller.py",
+            "src/ringleader/runtime/control/observing.py",
             "src/ringleader/runtime/control/acting.py",
         ),
     ],
