@@ -8,8 +8,8 @@ By concern, each folder importing only those below it:
 
 * ``http/``: the REST API's routers, the dashboard, who may call them;
 * ``control/``: the loop that observes, decides and acts, and settles gangs;
-* ``workers/``: executors, the worker's launch wrapper, warm starts, uids;
-* ``state/``: the store (schema, file guard, queries, rows), specs, users.
+* ``state/``: the store (schema, file guard, queries, rows), specs, users;
+* ``workers/``: executors, the worker's launch wrapper, warm starts, uids.
 
 ``server`` puts them together into ``ringleader server``.
 """

@@ -2,5 +2,6 @@
 
 Executors (local, Ray) behind one interface, the small ``launch`` parent of
 every worker, warm starts, the uid a job runs as, and process identity that
-survives a restart. Nothing here knows about the store or the policy.
+survives a restart. Nothing here knows about the store, nor of the policy
+more than its view of a cluster (``policy.views``).
 """
