@@ -33,8 +33,9 @@ import httpx
 
 from _common import stamp, wait_until
 from ringleader.runtime.local_server import local_server
-from ringleader.runtime.spec import parse_spec
-from ringleader.runtime.store import State, Store
+from ringleader.runtime.state.rows import State
+from ringleader.runtime.state.spec import parse_spec
+from ringleader.runtime.state.store import Store
 
 OUT = Path(__file__).parent / "results" / "control-plane.json"
 GPUS = 32

@@ -43,7 +43,7 @@ from typing import Any
 import httpx
 
 from _common import stamp, wait_until
-from ringleader.runtime.executor.local import free_port
+from ringleader.runtime.workers.executor.local import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data"

@@ -188,7 +188,11 @@ def speed_lines_outside_incremental(tree: Tree, src: Path = SRC) -> dict[str, in
 def measure(src: Path = SRC) -> dict[str, object]:
     tree = Tree.read(src)
     policy = src / "ringleader" / "policy"
-    entries = sorted(p.name for p in policy.iterdir() if p.name != "__pycache__")
+    entries = sorted(
+        p.name
+        for p in policy.iterdir()
+        if p.suffix == ".py" or (p.is_dir() and (p / "__init__.py").exists())
+    )  # sources and packages: a build's .so files and caches are not the layout
     long_files = {}
     long_functions = {}
     largest = ("", 0)

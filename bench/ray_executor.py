@@ -76,8 +76,8 @@ def inside() -> dict[str, Any]:
     from ray.cluster_utils import Cluster
 
     from ringleader.policy.model.views import Device
-    from ringleader.runtime.executor.local import LocalExecutor
-    from ringleader.runtime.executor.ray import RayExecutor
+    from ringleader.runtime.workers.executor.local import LocalExecutor
+    from ringleader.runtime.workers.executor.ray import RayExecutor
 
     report: dict[str, Any] = {
         "what": __doc__.split("\n")[0],

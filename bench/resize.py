@@ -35,8 +35,8 @@ from typing import Any
 from _common import resnet_command, stamp, wait_until
 from ringleader.job.control import PROGRESS, Action, Control, ProgressReader, write_control
 from ringleader.policy.model.views import Device
-from ringleader.runtime.executor.local import LocalExecutor
-from ringleader.runtime.launch import run_dir
+from ringleader.runtime.workers.executor.local import LocalExecutor
+from ringleader.runtime.workers.wrapper import run_dir
 
 OUT = Path(__file__).parent / "results" / "resize.json"
 RUNS = int(os.environ.get("RESIZE_RUNS", "5"))

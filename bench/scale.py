@@ -38,10 +38,10 @@ from _common import calibrated, results_file, stamp
 from decision import after_one_event_times, decide_times
 from ringleader.policy.catalog import POLICY_NAMES
 from ringleader.policy.model.views import Device
-from ringleader.runtime.executor.local import LocalExecutor
-from ringleader.runtime.gpus import NODE
-from ringleader.runtime.spec import parse_spec
-from ringleader.runtime.store import Store
+from ringleader.runtime.state.spec import parse_spec
+from ringleader.runtime.state.store import Store
+from ringleader.runtime.workers.executor.local import LocalExecutor
+from ringleader.runtime.workers.gpus import NODE
 
 OUT = results_file("scale")
 QUEUES = (1_000, 10_000, 50_000)

@@ -16,8 +16,9 @@ import time
 from pathlib import Path
 
 from _common import stamp
-from ringleader.runtime.spec import parse_spec
-from ringleader.runtime.store import State, Store
+from ringleader.runtime.state.rows import State
+from ringleader.runtime.state.spec import parse_spec
+from ringleader.runtime.state.store import Store
 
 OUT = Path(__file__).parent / "results" / "store-history.json"
 FINISHED, QUEUED, REPEAT = 5_000, 20, 30

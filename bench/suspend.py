@@ -37,8 +37,8 @@ import httpx
 from _common import resnet_command, stamp, wait_until
 from ringleader.job.control import PROGRESS, Action, Control, ProgressReader, write_control
 from ringleader.policy.model.views import Device
-from ringleader.runtime.executor.local import LocalExecutor
 from ringleader.runtime.local_server import local_server
+from ringleader.runtime.workers.executor.local import LocalExecutor
 
 OUT = Path(__file__).parent / "results" / "suspend.json"
 CYCLES = int(os.environ.get("SUSPEND_CYCLES", "50"))

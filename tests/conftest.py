@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pytest
 from hypothesis import settings
 
-from ringleader.runtime.executor.local import LocalExecutor
+from ringleader.runtime.workers.executor.local import LocalExecutor
 
 # Clients find a local server's admin token through records under the config
 # dir (ringleader.credentials): the tests keep theirs out of the user's own.

@@ -15,9 +15,9 @@ from typing import Any
 
 import httpx
 
-from ringleader.runtime.executor.local import free_port
-from ringleader.runtime.identity import interpreter_paths, not_reachable
 from ringleader.runtime.local_server import server_command
+from ringleader.runtime.workers.executor.local import free_port
+from ringleader.runtime.workers.identity import interpreter_paths, not_reachable
 
 TINY_RESNET = (
     "python -m ringleader.workloads.resnet --depth 8 --image-size 8 --batch 16 "

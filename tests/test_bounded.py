@@ -10,14 +10,16 @@ from pathlib import Path
 
 import pytest
 
-import ringleader.runtime.controller as controller_module
+import ringleader.runtime.control.observing as observing_module
 from ringleader.job.control import PROGRESS, ProgressReader
 from ringleader.policy.catalog import policy_named
-from ringleader.runtime.bounded import cap_log, rotated
-from ringleader.runtime.controller import Controller, ControllerConfig
-from ringleader.runtime.executor.local import LocalExecutor
-from ringleader.runtime.spec import parse_spec
-from ringleader.runtime.store import State, Store
+from ringleader.runtime.control.config import ControllerConfig
+from ringleader.runtime.control.controller import Controller
+from ringleader.runtime.state.rows import State
+from ringleader.runtime.state.spec import parse_spec
+from ringleader.runtime.state.store import Store
+from ringleader.runtime.workers.bounded import cap_log, rotated
+from ringleader.runtime.workers.executor.local import LocalExecutor
 
 WRITER = """
 import os, sys, time
@@ -93,7 +95,7 @@ def test_the_controller_keeps_a_chatty_job_within_its_caps(
         tmp_path, policy_named("fifo"), round_s=1.0, log_cap_bytes=4096, progress_cap_bytes=4096
     )
     controller = Controller(store, executor, config)
-    monkeypatch.setattr(controller_module, "LOG_CHECK_S", 0.0)  # check at every tick here
+    monkeypatch.setattr(observing_module, "LOG_CHECK_S", 0.0)  # check at every tick here
     chatty = ["python", "-c", WRITER, "-", "2000"]
     job = store.add(parse_spec({"name": "chatty", "command": chatty}))
     deadline = time.monotonic() + 120

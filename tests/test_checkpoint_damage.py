@@ -23,7 +23,7 @@ from ringleader.job.checkpoint import (
     CheckpointStore,
 )
 from ringleader.job.records import progress_record
-from ringleader.runtime.spec import SpecError, parse_spec
+from ringleader.runtime.state.spec import SpecError, parse_spec
 from tests.live_server import LiveServer, rank0_worker_pid, serving, tiny_job, wait_for
 
 torch = pytest.importorskip("torch")

@@ -14,10 +14,12 @@ import pytest
 
 from ringleader.policy.catalog import policy_named
 from ringleader.policy.model.views import ClusterView, Device
-from ringleader.runtime.controller import Controller, ControllerConfig
-from ringleader.runtime.executor.base import GangStatus
-from ringleader.runtime.spec import parse_spec
-from ringleader.runtime.store import State, Store
+from ringleader.runtime.control.config import ControllerConfig
+from ringleader.runtime.control.controller import Controller
+from ringleader.runtime.state.rows import State
+from ringleader.runtime.state.spec import parse_spec
+from ringleader.runtime.state.store import Store
+from ringleader.runtime.workers.executor.base import GangStatus
 
 
 class HalfPlaced:

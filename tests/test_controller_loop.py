@@ -13,11 +13,12 @@ from ringleader.policy.catalog import policy_named
 from ringleader.policy.model.needs import Needs
 from ringleader.policy.model.plan import Plan
 from ringleader.policy.model.views import ClusterView, JobView
-from ringleader.runtime.api import create_app
-from ringleader.runtime.controller import Controller, ControllerConfig
-from ringleader.runtime.executor.local import LocalExecutor
-from ringleader.runtime.store import Store
-from ringleader.runtime.users import Users
+from ringleader.runtime.control.config import ControllerConfig
+from ringleader.runtime.control.controller import Controller
+from ringleader.runtime.http.api import create_app
+from ringleader.runtime.state.store import Store
+from ringleader.runtime.state.users import Users
+from ringleader.runtime.workers.executor.local import LocalExecutor
 
 DECISION_S = 1.0
 
@@ -95,7 +96,7 @@ def test_a_workers_exit_and_a_submission_wake_the_loop_before_its_next_tick(
         return {"name": name, "command": ["bash", "-c", script]}
 
     async def scenario() -> None:
-        from ringleader.runtime.spec import parse_spec
+        from ringleader.runtime.state.spec import parse_spec
 
         loop = asyncio.create_task(controller.run())
         await asyncio.sleep(0.5)  # the first tick has run: the next is 30 s away
@@ -139,7 +140,7 @@ class Recording:
 
 
 def test_a_waiting_jobs_view_is_reused_until_its_row_changes(tmp_path: Path) -> None:
-    from ringleader.runtime.spec import parse_spec
+    from ringleader.runtime.state.spec import parse_spec
 
     store = Store(tmp_path / "ringleader.db")
     policy = Recording()

@@ -15,11 +15,13 @@ from pathlib import Path
 import pytest
 
 from ringleader.policy.catalog import policy_named
-from ringleader.runtime.acting import UNAWARE_AFTER_S
-from ringleader.runtime.controller import Controller, ControllerConfig
-from ringleader.runtime.executor.local import LocalExecutor
-from ringleader.runtime.spec import parse_spec
-from ringleader.runtime.store import JobRow, State, Store
+from ringleader.runtime.control.acting import UNAWARE_AFTER_S
+from ringleader.runtime.control.config import ControllerConfig
+from ringleader.runtime.control.controller import Controller
+from ringleader.runtime.state.rows import JobRow, State
+from ringleader.runtime.state.spec import parse_spec
+from ringleader.runtime.state.store import Store
+from ringleader.runtime.workers.executor.local import LocalExecutor
 from tests.live_server import TINY_RESNET
 
 SLEEPER = ["python", "-c", "import time; time.sleep(600)"]

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from ringleader.runtime.eta import eta_s
-from ringleader.runtime.spec import parse_spec
-from ringleader.runtime.store import JobRow, State
+from ringleader.runtime.state.eta import eta_s
+from ringleader.runtime.state.rows import JobRow, State
+from ringleader.runtime.state.spec import parse_spec
 
 
 def _row(step_time: float, batch: float, examples: float, state: State = State.RUNNING) -> JobRow:

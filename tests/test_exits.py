@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from ringleader.runtime.exits import ExitWatch
-from ringleader.runtime.procs import start_ticks
+from ringleader.runtime.workers.exits import ExitWatch
+from ringleader.runtime.workers.procs import start_ticks
 
 
 def _started(seconds: float) -> tuple[subprocess.Popen[bytes], int]:
@@ -68,8 +68,8 @@ def test_the_executor_sees_a_gang_end_after_caching_it_running(tmp_path: object)
     from pathlib import Path
 
     from ringleader.policy.model.views import Device
-    from ringleader.runtime.executor.local import LocalExecutor
-    from ringleader.runtime.gpus import NODE
+    from ringleader.runtime.workers.executor.local import LocalExecutor
+    from ringleader.runtime.workers.gpus import NODE
 
     job_dir = Path(str(tmp_path)) / "job"
     executor = LocalExecutor(gpus=2, warm=False)

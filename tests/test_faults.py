@@ -25,10 +25,11 @@ from typing import Any
 import httpx
 import pytest
 
-from ringleader.runtime.executor.local import free_port
-from ringleader.runtime.procs import alive
-from ringleader.runtime.store import Store, StoreError
-from ringleader.runtime.timeouts import BACKSTOP_S, BODY_S, HEADERS_S
+from ringleader.runtime.http.timeouts import BACKSTOP_S, BODY_S, HEADERS_S
+from ringleader.runtime.state.errors import StoreError
+from ringleader.runtime.state.store import Store
+from ringleader.runtime.workers.executor.local import free_port
+from ringleader.runtime.workers.procs import alive
 from tests.live_server import LiveServer, run_cli, wait_for
 
 pytestmark = pytest.mark.slow

@@ -13,8 +13,14 @@ from ringleader.policy.catalog import policy_named, with_types
 from ringleader.policy.model.views import ClusterView, Device, JobShape, JobView
 from ringleader.policy.place.fewest_nodes import FewestNodes, place
 from ringleader.policy.place.type_aware import TypeAware
-from ringleader.runtime.gpus import GpuLayout, GpuSpecError, parse_gpus, type_name, type_step_times
-from ringleader.runtime.spec import SpecError, parse_spec
+from ringleader.runtime.state.spec import SpecError, parse_spec
+from ringleader.runtime.workers.gpus import (
+    GpuLayout,
+    GpuSpecError,
+    parse_gpus,
+    type_name,
+    type_step_times,
+)
 from ringleader.sim.engine import Simulator
 from ringleader.sim.jobs import SimJob
 from ringleader.sim.profiles import RESNET110_K40
@@ -264,7 +270,7 @@ STEPS = (
 def test_typed_virtual_devices_place_by_type_and_keep_step_times_per_type(
     tmp_path: Path,
 ) -> None:
-    from ringleader.runtime.store import Store
+    from ringleader.runtime.state.store import Store
 
     live = LiveServer(tmp_path / "state", "v100:1,k80:1").start()  # type: ignore[arg-type]
     try:
@@ -399,7 +405,7 @@ def test_a_trace_takes_a_type_mix_with_speeds_from_gavels_table() -> None:
 
 def test_a_ray_nodes_type_comes_from_the_accelerator_resource_ray_reads_from_nvml() -> None:
     pytest.importorskip("ray")
-    from ringleader.runtime.executor.ray import node_gpu_type
+    from ringleader.runtime.workers.executor.ray import node_gpu_type
 
     assert node_gpu_type({"GPU": 8.0, "accelerator_type:A100": 1.0}) == "a100"
     assert node_gpu_type({"GPU": 4.0, "accelerator_type:H100": 1.0, "CPU": 32.0}) == "h100"
@@ -466,7 +472,7 @@ def test_a_job_waiting_for_its_gpu_type_says_so_though_other_gpus_are_free() -> 
 
 def test_the_runtime_fits_its_speed_model_to_step_times_in_the_fastest_types_terms() -> None:
     from ringleader.policy.model.views import Observation
-    from ringleader.runtime.gpus import measured_speeds, observations_in_best_terms
+    from ringleader.runtime.workers.gpus import measured_speeds, observations_in_best_terms
 
     # 2 workers: 0.1 s steps on V100s for 10 s, 0.4 s steps on K80s for 20 s. In V100
     # terms the K80 steps are 0.1 s too, so the merged profile says 0.1 s, not a mix.

@@ -22,7 +22,7 @@ from typing import Any
 import httpx
 import pytest
 
-from ringleader.runtime.identity import FIRST_DYNAMIC_UID, not_reachable
+from ringleader.runtime.workers.identity import FIRST_DYNAMIC_UID, not_reachable
 from tests.live_server import LiveServer, others_can_run_python, wait_for
 
 pytestmark = [

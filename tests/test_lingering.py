@@ -5,10 +5,11 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from ringleader.runtime.executor.local import LocalExecutor
-from ringleader.runtime.lingering import BUSY_FRACTION
-from ringleader.runtime.spec import parse_spec
-from ringleader.runtime.store import State, Store
+from ringleader.runtime.control.lingering import BUSY_FRACTION
+from ringleader.runtime.state.rows import State
+from ringleader.runtime.state.spec import parse_spec
+from ringleader.runtime.state.store import Store
+from ringleader.runtime.workers.executor.local import LocalExecutor
 from tests.test_controller_settle import _controller, _until, rig  # noqa: F401 - the fixture
 
 HANGS_AFTER_RANK_0 = (

@@ -9,7 +9,7 @@ import pytest
 import torch.distributed as dist
 import torch.distributed.distributed_c10d as c10d
 
-from ringleader.runtime import process_groups
+from ringleader.runtime.workers import process_groups
 
 
 @pytest.fixture

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ringleader.runtime.progress import WARMUP_STEPS, ProgressIngest
-from ringleader.runtime.spec import parse_spec
-from ringleader.runtime.store import JobRow, State
+from ringleader.runtime.control.progress import WARMUP_STEPS, ProgressIngest
+from ringleader.runtime.state.rows import JobRow, State
+from ringleader.runtime.state.spec import parse_spec
 
 
 def _row(generation: int = 1, workers: int = 2) -> JobRow:

@@ -17,10 +17,11 @@ from ringleader.policy.model.views import ClusterView, Device, JobView, Node
 from ringleader.policy.pipeline import Policy
 from ringleader.policy.size.allocators import Doubling, OptimusGreedy
 from ringleader.policy.size.payback import MARGIN
-from ringleader.runtime.controller import Controller, ControllerConfig
-from ringleader.runtime.executor.local import LocalExecutor
-from ringleader.runtime.spec import parse_spec
-from ringleader.runtime.store import Store
+from ringleader.runtime.control.config import ControllerConfig
+from ringleader.runtime.control.controller import Controller
+from ringleader.runtime.state.spec import parse_spec
+from ringleader.runtime.state.store import Store
+from ringleader.runtime.workers.executor.local import LocalExecutor
 from ringleader.spine import reasons
 from tests.helpers import resnet_job
 from tests.helpers import sized_job as job

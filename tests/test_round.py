@@ -14,11 +14,12 @@ import yaml
 
 from ringleader.policy.catalog import policy_named
 from ringleader.policy.model.views import ClusterView
-from ringleader.runtime.controller import Controller, ControllerConfig
-from ringleader.runtime.executor.local import LocalExecutor
-from ringleader.runtime.spec import parse_spec
-from ringleader.runtime.store import Store
-from ringleader.runtime.users import Users
+from ringleader.runtime.control.config import ControllerConfig
+from ringleader.runtime.control.controller import Controller
+from ringleader.runtime.state.spec import parse_spec
+from ringleader.runtime.state.store import Store
+from ringleader.runtime.state.users import Users
+from ringleader.runtime.workers.executor.local import LocalExecutor
 from ringleader.sim.engine import Simulator
 from ringleader.sim.jobs import SimJob
 from ringleader.sim.profiles import RESNET110_K40

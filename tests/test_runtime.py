@@ -225,8 +225,8 @@ def test_server_kill9_and_restart_loses_nothing(tmp_path: Path) -> None:
 def test_an_old_database_gains_the_new_columns(tmp_path: Path) -> None:
     import sqlite3
 
-    from ringleader.runtime.spec import parse_spec
-    from ringleader.runtime.store import Store
+    from ringleader.runtime.state.spec import parse_spec
+    from ringleader.runtime.state.store import Store
 
     db = tmp_path / "old.db"
     old = sqlite3.connect(db)

@@ -15,8 +15,8 @@ import pytest
 
 from ringleader import Client
 from ringleader.client import ApiError, NotRingleader, Unreachable
-from ringleader.runtime.executor.local import free_port
-from ringleader.runtime.schemas import Job, JobSummary, JobWithEvents
+from ringleader.runtime.http.schemas import Job, JobSummary, JobWithEvents
+from ringleader.runtime.workers.executor.local import free_port
 from tests.live_server import LiveServer
 
 pytestmark = pytest.mark.slow

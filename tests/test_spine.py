@@ -230,7 +230,11 @@ def test_the_runtime_refuses_oracles_and_measures_what_precompute_is_given() -> 
 
 BODIES = [
     ("src/ringleader/sim/engine.py", "src/ringleader/sim/jobs.py", "src/ringleader/sim/playing.py"),
-    ("src/ringleader/runtime/controller.py", "src/ringleader/runtime/acting.py"),
+    (
+        "src/ringleader/runtime/control/controller.py",
+        "src/ringleader/runtime/control/observing.py",
+        "src/ringleader/runtime/control/acting.py",
+    ),
 ]
 ACTION_TYPES = {"Stop", "Launch", "Suspend", "Resume"}
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from ringleader.runtime.executor.local import free_port
+from ringleader.runtime.workers.executor.local import free_port
 from tests.live_server import LiveServer, serving, wait_for
 
 pytestmark = pytest.mark.slow
@@ -138,7 +138,13 @@ def test_a_sigterm_the_moment_the_pid_is_published_is_handed_on(tmp_path: Path) 
         job_dir = tmp_path / f"job{attempt}"
         wrapper = subprocess.Popen(
             [
-                *(sys.executable, "-m", "ringleader.runtime.launch", "--job-dir", str(job_dir)),
+                *(
+                    sys.executable,
+                    "-m",
+                    "ringleader.runtime.workers.launch",
+                    "--job-dir",
+                    str(job_dir),
+                ),
                 *("--generation", "1", "--rank", "0", "--die-with-parent", "--", "sleep", "30"),
             ]
         )

@@ -7,8 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from ringleader.runtime.spec import parse_spec
-from ringleader.runtime.store import DamagedRow, PageQuery, State, Store, StoreError
+from ringleader.runtime.state import presentation
+from ringleader.runtime.state.errors import DamagedRow, StoreError
+from ringleader.runtime.state.queries import PageQuery
+from ringleader.runtime.state.rows import State
+from ringleader.runtime.state.spec import parse_spec
+from ringleader.runtime.state.store import Store
 from tests.live_server import server_cli
 
 
@@ -191,9 +195,11 @@ def test_a_damaged_row_is_listed_with_why_not_hidden(tmp_path: Path) -> None:
     _poke(store.path, "UPDATE jobs SET step = 'many' WHERE id = ?", bad)
     listed = store.listing()
     assert [getattr(r, "id", None) or getattr(r, "job_id", None) for r in listed] == [good, bad]
-    shown = listed[1].public()
+    shown = presentation.public(listed[1])
     assert shown["state"] == "damaged" and "stored step" in shown["error"]
-    assert set(shown) == set(listed[0].public())  # same keys: clients need no special case
+    assert set(shown) == set(
+        presentation.public(listed[0])
+    )  # same keys: clients need no special case
     store.close()
 
 
@@ -203,21 +209,21 @@ def test_pages_follow_a_cursor_filter_and_keep_damaged_rows(tmp_path: Path) -> N
     seen, cursor = [], None
     while True:  # pages of 3 in submission order: 3 + 3 + 1, the damaged row among them
         rows, cursor = store.page(PageQuery(limit=3, cursor=cursor))
-        seen.append([r.summary()["id"] for r in rows])
+        seen.append([presentation.summary(r)["id"] for r in rows])
         if cursor is None:
             break
     assert seen == [ids[:3], ids[3:6], ids[6:]]
     assert store.page(PageQuery(limit=3, cursor=10**6)) == ([], None)  # past the last job
     newest, after = store.page(PageQuery(limit=2, newest_first=True))
-    assert [r.summary()["id"] for r in newest] == [ids[6], ids[5]] and after is not None
+    assert [presentation.summary(r)["id"] for r in newest] == [ids[6], ids[5]] and after is not None
     older, _ = store.page(PageQuery(limit=2, cursor=after, newest_first=True))
-    assert [r.summary()["id"] for r in older] == [ids[4], ids[3]]
+    assert [presentation.summary(r)["id"] for r in older] == [ids[4], ids[3]]
     row = store.get(ids[0])
     assert row is not None
     row.state = State.RUNNING
     store.save(row)
     running, _ = store.page(PageQuery(states=("running",)))
-    assert [r.summary()["id"] for r in running] == [ids[0]]
+    assert [presentation.summary(r)["id"] for r in running] == [ids[0]]
     assert store.page(PageQuery(user="nobody"))[0] == []
     assert len(store.page(PageQuery(user="anonymous"))[0]) == 7  # the damaged row too
     store.close()

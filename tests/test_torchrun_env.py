@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from ringleader.policy.model.views import Device
-from ringleader.runtime.executor.base import RankPlace, gang_places
-from ringleader.runtime.executor.local import LocalExecutor
+from ringleader.runtime.workers.executor.base import RankPlace, gang_places
+from ringleader.runtime.workers.executor.local import LocalExecutor
 
 CONTRACT = (
     "RANK",

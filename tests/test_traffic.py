@@ -19,8 +19,8 @@ from ringleader.net.tc import NetCommandError, have_net_admin, run
 from ringleader.policy.model.views import ClusterView, JobView
 from ringleader.policy.pipeline import Policy
 from ringleader.policy.traffic import Priorities, TrafficPolicy, traffic_priorities
-from ringleader.runtime.executor.local import free_port
-from ringleader.runtime.traffic import device_mbit, merged_ranks, ps_ports
+from ringleader.runtime.control.traffic import device_mbit, merged_ranks, ps_ports
+from ringleader.runtime.workers.executor.local import free_port
 from ringleader.spine.needs import RUNTIME, serve_policy
 from tests.helpers import default_policy, sized_job
 from tests.live_server import LiveServer, server_cli, wait_for
@@ -421,7 +421,7 @@ time.sleep(60)
 
 
 def test_a_job_that_holds_too_many_ports_is_not_ranked(caplog: pytest.LogCaptureFixture) -> None:
-    from ringleader.runtime.traffic import MAX_PORTS_PER_JOB, TrafficControl
+    from ringleader.runtime.control.traffic import MAX_PORTS_PER_JOB, TrafficControl
 
     procs = {
         n: subprocess.Popen(

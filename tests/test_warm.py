@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from ringleader.policy.model.views import Device
-from ringleader.runtime.executor.base import GangStatus
-from ringleader.runtime.executor.local import LocalExecutor
-from ringleader.runtime.procs import alive, start_ticks
-from ringleader.runtime.warm import python_entry
+from ringleader.runtime.workers.executor.base import GangStatus
+from ringleader.runtime.workers.executor.local import LocalExecutor
+from ringleader.runtime.workers.procs import alive, start_ticks
+from ringleader.runtime.workers.warm import python_entry
 
 PATH = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
 
@@ -146,7 +146,7 @@ def test_a_launch_before_the_server_is_ready_starts_cold(tmp_path: Path) -> None
 
 def test_the_fork_server_exits_when_its_executor_dies() -> None:
     code = (
-        "import os; from ringleader.runtime.executor.local import LocalExecutor\n"
+        "import os; from ringleader.runtime.workers.executor.local import LocalExecutor\n"
         "ex = LocalExecutor(gpus=2)\n"
         "print(ex.warm.pid, flush=True)\n"
         "os._exit(0)\n"
@@ -217,7 +217,7 @@ def test_start_up_environment_the_server_cannot_apply_means_a_cold_start(
 def test_a_launch_that_cannot_be_set_up_reports_127(
     executor: LocalExecutor, tmp_path: Path
 ) -> None:
-    from ringleader.runtime.warm import WarmLaunch
+    from ringleader.runtime.workers.warm import WarmLaunch
 
     script = _script(tmp_path, "print('never')\n")
     bad = WarmLaunch(
@@ -291,7 +291,7 @@ def test_another_program_is_execed_by_the_bare_server_as_a_cold_start_would_run_
     fds = log[3].split()
     assert set(fds) <= {"0", "1", "2", "3"}, fds  # 3: ls's own directory handle
     wrapper = log[4]
-    assert "ringleader.runtime.launch --warm --bare" in wrapper, wrapper  # forked, not cold
+    assert "ringleader.runtime.workers.launch --warm --bare" in wrapper, wrapper  # forked, not cold
     executor.launch(
         "none", tmp_path / "none", 1, ["no-such-program-here"], [Device("local", 0)], {}
     )
@@ -310,7 +310,7 @@ def test_ddp_models_freed_after_their_group_is_destroyed_never_deadlock_a_warm_w
     executor: LocalExecutor, tmp_path: Path
 ) -> None:
     # Unpatched, torch deadlocks in gloo's teardown within a few hundred of these
-    # rounds (13-136 of 300 in three cold runs here): runtime/process_groups.py.
+    # rounds (13-136 of 300 in three cold runs here): runtime/workers/process_groups.py.
     # On every core: pinned to one, gloo's worker thread nearly always takes the
     # GIL before the main thread can, and the race is rarely lost.
     script = _script(

@@ -8,7 +8,7 @@
         print(done.state, rl.logs(job.id, tail=20))
         print(rl.metrics())                    # Prometheus text (admins)
 
-Replies are the API's own models (``ringleader.runtime.schemas``). A refusal
+Replies are the API's own models (``ringleader.runtime.http.schemas``). A refusal
 raises ``ApiError`` with the status and the server's words; a server that
 cannot be reached, after ``retries`` attempts to connect, ``Unreachable``.
 Only connecting is retried: a request that reached the server is never sent
@@ -29,7 +29,7 @@ import httpx
 from ringleader.credentials import token_for
 
 if TYPE_CHECKING:
-    from ringleader.runtime import schemas
+    from ringleader.runtime.http import schemas
 
 DEFAULT_URL = "http://127.0.0.1:8765"
 FINISHED = frozenset({"succeeded", "failed", "cancelled"})
@@ -153,13 +153,13 @@ class Client:
     # -- jobs -----------------------------------------------------------------
     def submit(self, spec: Mapping[str, Any]) -> schemas.Job:
         """Queue a job (a spec as ``ringleader submit`` takes it); the job as stored."""
-        from ringleader.runtime.schemas import Job
+        from ringleader.runtime.http.schemas import Job
 
         return Job.model_validate(self.request_json("POST", "/jobs", json=dict(spec)))
 
     def job(self, job_id: str) -> schemas.JobWithEvents:
         """One job (any unique prefix of its id), with its history of events."""
-        from ringleader.runtime.schemas import JobWithEvents
+        from ringleader.runtime.http.schemas import JobWithEvents
 
         return JobWithEvents.model_validate(self.request_json("GET", job_path(job_id)))
 
@@ -172,7 +172,7 @@ class Client:
         page: int = 500,
     ) -> Iterator[schemas.JobSummary]:
         """Every job that matches, page after page (``state``: e.g. ``"queued,running"``)."""
-        from ringleader.runtime.schemas import JobSummary
+        from ringleader.runtime.http.schemas import JobSummary
 
         params: dict[str, Any] = {"limit": page, "order": "desc" if newest_first else "asc"}
         if state:
@@ -189,12 +189,12 @@ class Client:
             params["cursor"] = cursor
 
     def cancel(self, job_id: str) -> schemas.Job:
-        from ringleader.runtime.schemas import Job
+        from ringleader.runtime.http.schemas import Job
 
         return Job.model_validate(self.request_json("DELETE", job_path(job_id)))
 
     def set_priority(self, job_id: str, priority: int) -> schemas.Job:
-        from ringleader.runtime.schemas import Job
+        from ringleader.runtime.http.schemas import Job
 
         body = {"priority": priority}
         return Job.model_validate(self.request_json("PATCH", job_path(job_id), json=body))
@@ -269,12 +269,12 @@ class Client:
 
     # -- the rest -------------------------------------------------------------
     def cluster(self) -> schemas.Cluster:
-        from ringleader.runtime.schemas import Cluster
+        from ringleader.runtime.http.schemas import Cluster
 
         return Cluster.model_validate(self.request_json("GET", "/cluster"))
 
     def whoami(self) -> schemas.User:
-        from ringleader.runtime.schemas import User
+        from ringleader.runtime.http.schemas import User
 
         return User.model_validate(self.request_json("GET", "/whoami"))
 
@@ -283,6 +283,6 @@ class Client:
         return self.request("GET", "/metrics").text
 
     def health(self) -> schemas.Health:
-        from ringleader.runtime.schemas import Health
+        from ringleader.runtime.http.schemas import Health
 
         return Health.model_validate(self.request_json("GET", "/health"))

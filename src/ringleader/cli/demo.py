@@ -25,8 +25,8 @@ from rich.table import Table
 from ringleader.cli import terminal
 from ringleader.cli.errors import check_output_dir, fail
 from ringleader.metrics import JobRecord, summarize
-from ringleader.runtime.history import usage_from_events
 from ringleader.runtime.local_server import LocalServerError, local_server
+from ringleader.runtime.state.history import usage_from_events
 
 console = terminal.console()
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from pathlib import Path
-from typing import Annotated, Any, ClassVar
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
 import typer
 import yaml
@@ -27,159 +27,185 @@ from ringleader.inputs import (
     thresholds_problem,
 )
 
+if TYPE_CHECKING:
+    from ringleader.runtime.server import ServerConfig
+    from ringleader.runtime.workers.gpus import GpuLayout
+
+# The flags of ``ringleader server``, one alias each, so that the command reads as
+# its list of settings; typer names each flag after its parameter.
+_ExecutorFlag = Annotated[
+    str,
+    typer.Option(help="Where workers run: local (this machine) or ray (a Ray cluster)."),
+]
+_AddressFlag = Annotated[
+    str,
+    typer.Option(help="Ray cluster address for --executor ray (host:port, or auto)."),
+]
+_GpusFlag = Annotated[
+    str | None,
+    typer.Option(
+        help="Devices: a count (4) or GPU types and counts (v100:2,k80:2). With real "
+        "GPUs, at most that many of them, typed as the driver names them; else virtual "
+        "CPU devices.",
+    ),
+]
+_StateDirFlag = Annotated[
+    Path | None, typer.Option(help="Database, job logs and checkpoints (default: user data).")
+]
+_HostFlag = Annotated[
+    str,
+    typer.Option(
+        help="Address to serve the API on. Beyond loopback it needs --tls-cert and "
+        "--tls-key, or --insecure-http."
+    ),
+]
+_PolicyFlag = Annotated[
+    str,
+    typer.Option(
+        help="Any policy `ringleader policies` marks as served (not the oracles). "
+        "Those that expect speed models on arrival get a short measured profiling phase."
+    ),
+]
+_ConfigFlag = Annotated[
+    Path | None,
+    typer.Option(
+        help="YAML with policy, probe_window_s, round_s, quantum_s (overrides the flags)."
+    ),
+]
+_RoundSFlag = Annotated[float, typer.Option(min=0.1, help="Re-plan at least this often (seconds).")]
+_QuantumSFlag = Annotated[
+    float | None,
+    typer.Option(
+        min=0.5,
+        help="Time-slicing quantum: gandiva (default 60), ringleader's last queue (600).",
+    ),
+]
+_TiresiasThresholdsFlag = Annotated[
+    str | None,
+    typer.Option(
+        help="Least-attained-service queue thresholds in GPU-seconds for tiresias and "
+        "ringleader, comma-separated and rising, e.g. 3600,36000 (empty: one queue). "
+        "ringleader time-slices its last queue.",
+    ),
+]
+_WarmStartFlag = Annotated[
+    bool,
+    typer.Option(
+        help="Local executor: fork Python workers from a process with torch already "
+        "imported, so launches and resizes skip ~2 s of start-up.",
+    ),
+]
+_MaxLogMibFlag = Annotated[
+    int,
+    typer.Option(
+        min=0,
+        max=1 << 20,
+        help="Rotate a rank's log to rank<N>.log.1 past this many MiB (0: never).",
+    ),
+]
+_MaxProgressMibFlag = Annotated[
+    int,
+    typer.Option(
+        min=0,
+        max=1 << 20,
+        help="Rotate a job's progress.jsonl to .1 past this many MiB (0: never).",
+    ),
+]
+_TrafficDeviceFlag = Annotated[
+    str | None,
+    typer.Option(
+        help="Apply the policy's traffic ranks (ringleader: parameter-server jobs that "
+        "share this host send in its order) with tc on this NIC's egress, e.g. eth0. "
+        "Needs root and the local executor; the tree is removed at exit.",
+    ),
+]
+_TrafficMbitFlag = Annotated[
+    float | None,
+    typer.Option(
+        min=1,
+        max=1e7,
+        help="--traffic-device's rate in Mbit/s (default: the speed the kernel reports).",
+    ),
+]
+_TlsCertFlag = Annotated[
+    Path | None, typer.Option(help="PEM certificate: serve HTTPS (with --tls-key).")
+]
+_InsecureHttpFlag = Annotated[
+    bool,
+    typer.Option(
+        help="Allow plain HTTP on a non-loopback --host: tokens cross the network readable."
+    ),
+]
+_IsolateJobsFlag = Annotated[
+    bool,
+    typer.Option(
+        help="As root, run each user's jobs as their own Unix uid, in job directories "
+        "only they can enter. --no-isolate-jobs runs them as root: for a machine with "
+        "one user only, as a job can then read the database and every token."
+    ),
+]
+_ExitGraceSFlag = Annotated[
+    float,
+    typer.Option(
+        min=0.5,
+        max=3600,
+        help="End a rank still there, idle, this long after its job's work is done (its "
+        "other ranks exited 0, or it said done): a script that hangs at exit. The job "
+        "then succeeds with a warning.",
+    ),
+]
+_LeaveJobsRunningFlag = Annotated[
+    bool,
+    typer.Option(
+        "--leave-jobs-running",
+        help="At an orderly stop (Ctrl-C, SIGTERM), leave running jobs running for the "
+        "next server on this --state-dir to adopt (an upgrade). By default each is "
+        "checkpointed, stopped and queued again, so no job outlives its server.",
+    ),
+]
+_HeaderTimeoutSFlag = Annotated[
+    float,
+    typer.Option(min=0.5, max=600, help="Close a connection whose request headers take longer."),
+]
+_BodyTimeoutSFlag = Annotated[
+    float,
+    typer.Option(min=0.5, max=3600, help="Answer 408 to a body that takes longer."),
+]
+_AllowHostFlag = Annotated[
+    list[str] | None,
+    typer.Option(
+        help="Another name clients reach this server by (repeatable). Requests naming "
+        "any other Host are refused, which stops DNS-rebinding web pages."
+    ),
+]
+
 
 def server(
-    executor: Annotated[
-        str,
-        typer.Option(help="Where workers run: local (this machine) or ray (a Ray cluster)."),
-    ] = "local",
-    address: Annotated[
-        str,
-        typer.Option(help="Ray cluster address for --executor ray (host:port, or auto)."),
-    ] = "auto",
-    gpus: Annotated[
-        str | None,
-        typer.Option(
-            help="Devices: a count (4) or GPU types and counts (v100:2,k80:2). With real "
-            "GPUs, at most that many of them, typed as the driver names them; else virtual "
-            "CPU devices.",
-        ),
-    ] = None,
-    state_dir: Annotated[
-        Path | None, typer.Option(help="Database, job logs and checkpoints (default: user data).")
-    ] = None,
-    host: Annotated[
-        str,
-        typer.Option(
-            help="Address to serve the API on. Beyond loopback it needs --tls-cert and "
-            "--tls-key, or --insecure-http."
-        ),
-    ] = "127.0.0.1",
+    executor: _ExecutorFlag = "local",
+    address: _AddressFlag = "auto",
+    gpus: _GpusFlag = None,
+    state_dir: _StateDirFlag = None,
+    host: _HostFlag = "127.0.0.1",
     port: Annotated[int, typer.Option(min=1, max=65535)] = 8765,
-    policy: Annotated[
-        str,
-        typer.Option(
-            help="Any policy `ringleader policies` marks as served (not the oracles). "
-            "Those that expect speed models on arrival get a short measured profiling phase."
-        ),
-    ] = "elastic",
-    config: Annotated[
-        Path | None,
-        typer.Option(
-            help="YAML with policy, probe_window_s, round_s, quantum_s (overrides the flags)."
-        ),
-    ] = None,
-    round_s: Annotated[
-        float, typer.Option(min=0.1, help="Re-plan at least this often (seconds).")
-    ] = 30.0,
-    quantum_s: Annotated[
-        float | None,
-        typer.Option(
-            min=0.5,
-            help="Time-slicing quantum: gandiva (default 60), ringleader's last queue (600).",
-        ),
-    ] = None,
-    tiresias_thresholds: Annotated[
-        str | None,
-        typer.Option(
-            help="Least-attained-service queue thresholds in GPU-seconds for tiresias and "
-            "ringleader, comma-separated and rising, e.g. 3600,36000 (empty: one queue). "
-            "ringleader time-slices its last queue.",
-        ),
-    ] = None,
-    warm_start: Annotated[
-        bool,
-        typer.Option(
-            help="Local executor: fork Python workers from a process with torch already "
-            "imported, so launches and resizes skip ~2 s of start-up.",
-        ),
-    ] = True,
-    max_log_mib: Annotated[
-        int,
-        typer.Option(
-            min=0,
-            max=1 << 20,
-            help="Rotate a rank's log to rank<N>.log.1 past this many MiB (0: never).",
-        ),
-    ] = 64,
-    max_progress_mib: Annotated[
-        int,
-        typer.Option(
-            min=0,
-            max=1 << 20,
-            help="Rotate a job's progress.jsonl to .1 past this many MiB (0: never).",
-        ),
-    ] = 16,
-    traffic_device: Annotated[
-        str | None,
-        typer.Option(
-            help="Apply the policy's traffic ranks (ringleader: parameter-server jobs that "
-            "share this host send in its order) with tc on this NIC's egress, e.g. eth0. "
-            "Needs root and the local executor; the tree is removed at exit.",
-        ),
-    ] = None,
-    traffic_mbit: Annotated[
-        float | None,
-        typer.Option(
-            min=1,
-            max=1e7,
-            help="--traffic-device's rate in Mbit/s (default: the speed the kernel reports).",
-        ),
-    ] = None,
-    tls_cert: Annotated[
-        Path | None, typer.Option(help="PEM certificate: serve HTTPS (with --tls-key).")
-    ] = None,
+    policy: _PolicyFlag = "elastic",
+    config: _ConfigFlag = None,
+    round_s: _RoundSFlag = 30.0,
+    quantum_s: _QuantumSFlag = None,
+    tiresias_thresholds: _TiresiasThresholdsFlag = None,
+    warm_start: _WarmStartFlag = True,
+    max_log_mib: _MaxLogMibFlag = 64,
+    max_progress_mib: _MaxProgressMibFlag = 16,
+    traffic_device: _TrafficDeviceFlag = None,
+    traffic_mbit: _TrafficMbitFlag = None,
+    tls_cert: _TlsCertFlag = None,
     tls_key: Annotated[Path | None, typer.Option(help="PEM private key for --tls-cert.")] = None,
-    insecure_http: Annotated[
-        bool,
-        typer.Option(
-            help="Allow plain HTTP on a non-loopback --host: tokens cross the network readable."
-        ),
-    ] = False,
-    isolate_jobs: Annotated[
-        bool,
-        typer.Option(
-            help="As root, run each user's jobs as their own Unix uid, in job directories "
-            "only they can enter. --no-isolate-jobs runs them as root: for a machine with "
-            "one user only, as a job can then read the database and every token."
-        ),
-    ] = True,
-    exit_grace_s: Annotated[
-        float,
-        typer.Option(
-            min=0.5,
-            max=3600,
-            help="End a rank still there, idle, this long after its job's work is done (its "
-            "other ranks exited 0, or it said done): a script that hangs at exit. The job "
-            "then succeeds with a warning.",
-        ),
-    ] = 30.0,
-    leave_jobs_running: Annotated[
-        bool,
-        typer.Option(
-            "--leave-jobs-running",
-            help="At an orderly stop (Ctrl-C, SIGTERM), leave running jobs running for the "
-            "next server on this --state-dir to adopt (an upgrade). By default each is "
-            "checkpointed, stopped and queued again, so no job outlives its server.",
-        ),
-    ] = False,
-    header_timeout_s: Annotated[
-        float,
-        typer.Option(
-            min=0.5, max=600, help="Close a connection whose request headers take longer."
-        ),
-    ] = 10.0,
-    body_timeout_s: Annotated[
-        float,
-        typer.Option(min=0.5, max=3600, help="Answer 408 to a body that takes longer."),
-    ] = 20.0,
-    allow_host: Annotated[
-        list[str] | None,
-        typer.Option(
-            help="Another name clients reach this server by (repeatable). Requests naming "
-            "any other Host are refused, which stops DNS-rebinding web pages."
-        ),
-    ] = None,
+    insecure_http: _InsecureHttpFlag = False,
+    isolate_jobs: _IsolateJobsFlag = True,
+    exit_grace_s: _ExitGraceSFlag = 30.0,
+    leave_jobs_running: _LeaveJobsRunningFlag = False,
+    header_timeout_s: _HeaderTimeoutSFlag = 10.0,
+    body_timeout_s: _BodyTimeoutSFlag = 20.0,
+    allow_host: _AllowHostFlag = None,
 ) -> None:
     """Run the scheduler: REST API (OpenAPI at /openapi.json) plus the control loop.
 
@@ -191,53 +217,10 @@ def server(
     Workers run in their own sessions: stopping or crashing the server leaves
     them running, and the next server on the same --state-dir adopts them.
     """
-    from ringleader.runtime.executor.ray import RayUnavailable
-    from ringleader.runtime.server import (
-        ConfigError,
-        ServerConfig,
-        default_state_dir,
-        serve,
-    )
-    from ringleader.runtime.store import StoreError
+    from ringleader.runtime.server import ServerConfig, default_state_dir
 
-    if executor not in ("local", "ray"):
-        fail(f"--executor: {executor!r} is not one of: local, ray")
-    layout = None
-    if gpus is not None:
-        from ringleader.runtime.gpus import GpuSpecError, parse_gpus
-
-        try:
-            layout = parse_gpus(gpus)
-        except GpuSpecError as err:
-            fail(str(err))
-    if executor == "ray":
-        from ringleader.runtime.executor.ray import env_has_ray
-
-        if not env_has_ray():
-            fail("--executor ray needs Ray: pip install 'ringleader[ray]'")
-    settings: dict[str, Any] = {"policy": policy, "round_s": round_s, "quantum_s": quantum_s}
-    if tiresias_thresholds is not None:
-        try:
-            settings["tiresias_thresholds_gpu_s"] = list(parse_thresholds(tiresias_thresholds))
-        except ValueError as err:
-            fail(f"--tiresias-thresholds: {err}")
-    if config is not None:
-        try:
-            loaded = load_yaml(read_capped(config, 1 << 20, "server config", ValueError))
-        except (ValueError, yaml.YAMLError) as err:
-            fail(f"--config {config}: {err}")
-        if not isinstance(loaded, dict):
-            fail(f"--config {config}: expected a mapping of {', '.join(PolicySettings.KEYS)}")
-        settings.update(loaded)
-    try:
-        chosen = PolicySettings.model_validate(settings)
-    except ValidationError as err:
-        where = f"--config {config}: " if config is not None else ""
-        e = err.errors()[0]
-        message = e["msg"].removeprefix("Value error, ")
-        if not e["loc"]:  # a check across fields: its message names them
-            fail(f"{where}{message}")
-        fail(f"{where}{field_path(e['loc'], '(config)')}: {message}")
+    layout = _layout(executor, gpus)
+    chosen = _policy_settings(policy, round_s, quantum_s, tiresias_thresholds, config)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     cfg = ServerConfig(
         state_dir=state_dir or default_state_dir(),
@@ -270,6 +253,68 @@ def server(
         header_timeout_s=header_timeout_s,
         body_timeout_s=body_timeout_s,
     )
+    _run(cfg)
+
+
+def _layout(executor: str, gpus: str | None) -> GpuLayout | None:
+    """The ``--gpus`` layout (None: the executor's own), once ``--executor`` is known good."""
+    if executor not in ("local", "ray"):
+        fail(f"--executor: {executor!r} is not one of: local, ray")
+    layout = None
+    if gpus is not None:
+        from ringleader.runtime.workers.gpus import GpuSpecError, parse_gpus
+
+        try:
+            layout = parse_gpus(gpus)
+        except GpuSpecError as err:
+            fail(str(err))
+    if executor == "ray":
+        from ringleader.runtime.workers.executor.ray import env_has_ray
+
+        if not env_has_ray():
+            fail("--executor ray needs Ray: pip install 'ringleader[ray]'")
+    return layout
+
+
+def _policy_settings(
+    policy: str,
+    round_s: float,
+    quantum_s: float | None,
+    tiresias_thresholds: str | None,
+    config: Path | None,
+) -> PolicySettings:
+    """The policy's settings from the flags, then ``--config`` over them, checked."""
+    settings: dict[str, Any] = {"policy": policy, "round_s": round_s, "quantum_s": quantum_s}
+    if tiresias_thresholds is not None:
+        try:
+            settings["tiresias_thresholds_gpu_s"] = list(parse_thresholds(tiresias_thresholds))
+        except ValueError as err:
+            fail(f"--tiresias-thresholds: {err}")
+    if config is not None:
+        try:
+            loaded = load_yaml(read_capped(config, 1 << 20, "server config", ValueError))
+        except (ValueError, yaml.YAMLError) as err:
+            fail(f"--config {config}: {err}")
+        if not isinstance(loaded, dict):
+            fail(f"--config {config}: expected a mapping of {', '.join(PolicySettings.KEYS)}")
+        settings.update(loaded)
+    try:
+        return PolicySettings.model_validate(settings)
+    except ValidationError as err:
+        where = f"--config {config}: " if config is not None else ""
+        e = err.errors()[0]
+        message = e["msg"].removeprefix("Value error, ")
+        if not e["loc"]:  # a check across fields: its message names them
+            fail(f"{where}{message}")
+        fail(f"{where}{field_path(e['loc'], '(config)')}: {message}")
+
+
+def _run(cfg: ServerConfig) -> None:
+    """Serve until stopped; a refusal to start is one line and exit status 1."""
+    from ringleader.runtime.server import ConfigError, serve
+    from ringleader.runtime.state.errors import StoreError
+    from ringleader.runtime.workers.executor.ray import RayUnavailable
+
     try:
         asyncio.run(serve(cfg))
     except ConfigError as err:

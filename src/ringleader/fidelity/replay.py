@@ -19,7 +19,7 @@ from ringleader.fidelity.workload import FidelityWorkload
 from ringleader.perf.epochs import EpochsToConverge
 from ringleader.policy.catalog import policy_from_config
 from ringleader.policy.model.views import ClusterView, JobShape, Node
-from ringleader.runtime.gpus import NODE
+from ringleader.runtime.workers.gpus import NODE
 from ringleader.sim.engine import DEFAULT_SWITCH_DELAY_S, Simulator
 from ringleader.sim.jobs import SimJob
 from ringleader.sim.profiles import TrueProfile

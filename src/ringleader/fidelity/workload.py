@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from ringleader.inputs import load_yaml_model
-from ringleader.runtime.spec import JobSpec
+from ringleader.runtime.state.spec import JobSpec
 
 MAX_FILE_BYTES = 1 << 20
 Seconds = Annotated[float, Field(ge=0, le=86_400, allow_inf_nan=False)]

@@ -55,7 +55,7 @@ class TrafficAgent:
     both_ways: bool = False
     """Also classify packets *to* each port: on a loopback the PS's workers on this host
     push their gradients through the same device, and at the lowest class they would
-    hold back the very job ranked first (``ringleader.runtime.traffic``)."""
+    hold back the very job ranked first (``ringleader.runtime.control.traffic``)."""
     _handles: dict[tuple[int, str], int] = field(default_factory=dict)
 
     def _tc(self, *args: str, check: bool = True) -> str:

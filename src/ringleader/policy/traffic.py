@@ -17,7 +17,7 @@ Pure: the rotation comes from ``now``, not from a timer.
 ranks, on every node where the parameter servers of two or more running jobs
 send, those jobs in the order stage's order — so the job the policy would
 serve first also gets the NIC first. A body that can shape a NIC applies the
-ranks (``ringleader.runtime.traffic``); the others run the plan without them.
+ranks (``ringleader.runtime.control.traffic``); the others run the plan without them.
 """
 
 from __future__ import annotations

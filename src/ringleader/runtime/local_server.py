@@ -20,7 +20,7 @@ from typing import Any
 import httpx
 
 from ringleader.credentials import ADMIN_TOKEN_FILE, TOKEN_ENV
-from ringleader.runtime.executor.local import free_port
+from ringleader.runtime.workers.executor.local import free_port
 
 
 class LocalServerError(RuntimeError):

@@ -15,34 +15,37 @@ from pathlib import Path
 from typing import IO
 
 import uvicorn
+from fastapi import FastAPI
 
 from ringleader.credentials import forget_server, record_server
 from ringleader.net.agent import TrafficAgent
 from ringleader.net.tc import NetCommandError, have_net_admin
 from ringleader.policy.catalog import policy_from_config
 from ringleader.policy.model.views import ClusterView
-from ringleader.runtime import lingering
-from ringleader.runtime.access import known_names
-from ringleader.runtime.api import create_app
-from ringleader.runtime.bounded import LOG_CAP_BYTES, PROGRESS_CAP_BYTES
-from ringleader.runtime.controller import Controller, ControllerConfig
-from ringleader.runtime.executor.base import Executor
-from ringleader.runtime.executor.local import LocalExecutor
-from ringleader.runtime.gpus import GpuLayout, GpuSpecError
-from ringleader.runtime.identity import can_switch, interpreter_paths, not_reachable
-from ringleader.runtime.store import Store, StoreError
-from ringleader.runtime.timeouts import BODY_S, HEADERS_S, BodyDeadline, with_deadlines
-from ringleader.runtime.traffic import TrafficControl, device_mbit
-from ringleader.runtime.usage import keep_sampling
-from ringleader.runtime.users import Users
+from ringleader.runtime.control import lingering
+from ringleader.runtime.control.config import ControllerConfig
+from ringleader.runtime.control.controller import Controller
+from ringleader.runtime.control.traffic import TrafficControl, device_mbit
+from ringleader.runtime.http.access import known_names
+from ringleader.runtime.http.api import create_app
+from ringleader.runtime.http.timeouts import BODY_S, HEADERS_S, BodyDeadline, with_deadlines
+from ringleader.runtime.http.usage import keep_sampling
+from ringleader.runtime.state import guard
+from ringleader.runtime.state.errors import StoreError
+from ringleader.runtime.state.store import Store
+from ringleader.runtime.state.users import Users
+from ringleader.runtime.watch import lost_database, watch_database
+from ringleader.runtime.workers.bounded import LOG_CAP_BYTES, PROGRESS_CAP_BYTES
+from ringleader.runtime.workers.executor.base import Executor
+from ringleader.runtime.workers.executor.local import LocalExecutor
+from ringleader.runtime.workers.gpus import GpuLayout, GpuSpecError
+from ringleader.runtime.workers.identity import can_switch, interpreter_paths, not_reachable
 from ringleader.spine.needs import RUNTIME, serve_policy
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
 SHUTDOWN_S = 5
 """Longest a stopping server waits for open requests to finish."""
-DB_CHECK_S = 1.0
-"""How often a running server checks that its database file is still the one it opened."""
 
 
 def default_state_dir() -> Path:
@@ -56,7 +59,7 @@ class ServerConfig:
     host: str = DEFAULT_HOST
     port: int = DEFAULT_PORT
     gpus: int | GpuLayout | None = None
-    """A count or a type mix of devices (``runtime.gpus``); None: the machine's GPUs, or 1."""
+    """A count or a type mix of devices (``workers.gpus``); None: the machine's GPUs, or 1."""
     policy: str = "elastic"
     probe_window_s: float | None = None
     round_s: float = 30.0
@@ -80,9 +83,9 @@ class ServerConfig:
     body_timeout_s: float = BODY_S
     """A request's body must arrive within this after its headers (408 otherwise)."""
     isolate_jobs: bool = True
-    """As root, run each user's jobs as their own uid (``ringleader.runtime.identity``)."""
+    """As root, run each user's jobs as their own uid (``ringleader.runtime.workers.identity``)."""
     exit_grace_s: float = lingering.GRACE_S
-    """How long a rank may stay, idle, once its job's work is done (``runtime.lingering``)."""
+    """How long a rank may stay, idle, once its job's work is done (``control.lingering``)."""
     leave_jobs_running: bool = False
     """At an orderly stop, leave running jobs for the next server to adopt, not stop them."""
     traffic_device: str | None = None
@@ -141,7 +144,7 @@ def claim_state_dir(state_dir: Path) -> IO[str]:
     is an ``flock``, so the kernel drops it when the server dies, ``kill -9``
     included, and the next server starts at once.
     """
-    Store.check_dir(state_dir)
+    guard.check_dir(state_dir)
     lock = open(state_dir / "server.lock", "a+")  # noqa: SIM115 - held until exit
     try:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -185,7 +188,7 @@ def build(config: ServerConfig) -> tuple[Store, Users, Controller]:
     users = Users(store.path)
     executor: Executor
     if config.executor == "ray":
-        from ringleader.runtime.executor.ray import RayExecutor
+        from ringleader.runtime.workers.executor.ray import RayExecutor
 
         executor = RayExecutor(config.address)
     else:
@@ -273,38 +276,6 @@ def keep_private(state_dir: Path) -> None:
             path.chmod(0o600)
 
 
-def lost_database(path: Path, what: str, rescued: Path | None) -> str:
-    """One line: what happened to the database and what the operator does next."""
-    if rescued is not None:
-        fix = f"its last state is saved in {rescued}: move that to {path} (or restore a backup)"
-    else:
-        fix = f"restore {path} from a backup"
-    if what != "deleted":
-        fix = f"move the new file aside, then {fix}"
-    return (
-        f"{path} was {what} while the server ran, so it stopped rather than schedule from a "
-        f"file nobody can see; running jobs carry on. To go on: {fix}, then start the server "
-        "again (it adopts the running jobs)"
-    )
-
-
-async def watch_database(store: Store, server: uvicorn.Server, controller: Controller) -> None:
-    """Stop the server soon after its database file is deleted or replaced.
-
-    SQLite would go on writing to the file it opened, which nobody else can
-    see any more: jobs submitted meanwhile would be lost, and the next server
-    would start on another file and forget every job. Stopping leaves the
-    workers running (they have their own sessions) for the next server.
-    """
-    while (what := await asyncio.to_thread(store.lost)) is None:
-        await asyncio.sleep(DB_CHECK_S)
-    logging.getLogger("ringleader").error(
-        "%s was %s while the server ran: stopping; running jobs carry on", store.path, what
-    )
-    controller.stop()
-    server.should_exit = True
-
-
 class _Uvicorn(uvicorn.Server):
     """uvicorn's server, except that SIGTERM and SIGINT end ``serve()``, not the process.
 
@@ -335,44 +306,10 @@ async def serve(config: ServerConfig) -> None:
     app = create_app(store, controller, users, names)
     # Outermost: no handler catches its timeout.
     app.add_middleware(BodyDeadline, seconds=config.body_timeout_s)
-    server = _Uvicorn(
-        uvicorn.Config(
-            app,
-            host=config.host,
-            port=config.port,
-            log_level="warning",
-            ssl_certfile=config.tls_cert,
-            ssl_keyfile=config.tls_key,
-            # Deadlines for half-sent requests (runtime/timeouts.py).
-            http=with_deadlines(config.header_timeout_s, config.body_timeout_s),
-            # A client that never finishes (a stuck TLS handshake, a half-sent
-            # request) must not keep a stopped server from exiting.
-            timeout_graceful_shutdown=SHUTDOWN_S,
-        )
-    )
+    server = _http_server(app, config)
     loop_task = asyncio.create_task(controller.run())
     log = logging.getLogger("ringleader")
-    if warning:
-        log.warning("%s", warning)
-    if controller.config.run_as is None:
-        log.warning(
-            "jobs run as this server's own user (uid %d): a job can read what it can, the "
-            "database and tokens included; %s",
-            os.geteuid(),
-            "--no-isolate-jobs was given"
-            if can_switch()
-            else "running each user's jobs as their own uid needs the server to run as root",
-        )
-    log.info(
-        "serving on %s, %d GPUs%s (%s), policy %s, state in %s; admin token in %s",
-        config.url,
-        controller.cluster.capacity,
-        _types_said(controller.cluster),
-        "real" if getattr(controller.executor, "cuda", False) else "virtual on CPU",
-        controller.config.policy.name,
-        config.state_dir,
-        token_file,
-    )
+    _say_started(config, controller, warning, token_file)
     local_url = f"{config.scheme}://127.0.0.1:{config.port}"
     try:
         record_server(config.port, local_url, config.state_dir)
@@ -403,3 +340,50 @@ async def serve(config: ServerConfig) -> None:
         lock.close()
     if lost is not None:
         raise StoreError(lost_database(store.path, lost, rescued))
+
+
+def _http_server(app: FastAPI, config: ServerConfig) -> _Uvicorn:
+    """uvicorn on the configured address, with deadlines for slow requests."""
+    return _Uvicorn(
+        uvicorn.Config(
+            app,
+            host=config.host,
+            port=config.port,
+            log_level="warning",
+            ssl_certfile=config.tls_cert,
+            ssl_keyfile=config.tls_key,
+            # Deadlines for half-sent requests (runtime/http/timeouts.py).
+            http=with_deadlines(config.header_timeout_s, config.body_timeout_s),
+            # A client that never finishes (a stuck TLS handshake, a half-sent
+            # request) must not keep a stopped server from exiting.
+            timeout_graceful_shutdown=SHUTDOWN_S,
+        )
+    )
+
+
+def _say_started(
+    config: ServerConfig, controller: Controller, warning: str | None, token_file: Path
+) -> None:
+    """Log where the server listens, on what, and any warning about how it runs."""
+    log = logging.getLogger("ringleader")
+    if warning:
+        log.warning("%s", warning)
+    if controller.config.run_as is None:
+        log.warning(
+            "jobs run as this server's own user (uid %d): a job can read what it can, the "
+            "database and tokens included; %s",
+            os.geteuid(),
+            "--no-isolate-jobs was given"
+            if can_switch()
+            else "running each user's jobs as their own uid needs the server to run as root",
+        )
+    log.info(
+        "serving on %s, %d GPUs%s (%s), policy %s, state in %s; admin token in %s",
+        config.url,
+        controller.cluster.capacity,
+        _types_said(controller.cluster),
+        "real" if getattr(controller.executor, "cuda", False) else "virtual on CPU",
+        controller.config.policy.name,
+        config.state_dir,
+        token_file,
+    )

@@ -3,7 +3,7 @@
 Each round: a one-rank gloo group, a DDP model, one backward, then
 ``destroy_process_group()`` and the return that frees the model. Unpatched
 torch deadlocks within a few hundred rounds here, cold or warm (see
-``ringleader.runtime.process_groups``). Run as ``script.py ROUNDS``.
+``ringleader.runtime.workers.process_groups``). Run as ``script.py ROUNDS``.
 """
 
 import sys

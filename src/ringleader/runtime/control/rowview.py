@@ -1,0 +1,90 @@
+"""A stored job row as the spine sees it: what it holds, and its ``JobView``.
+
+The runtime's half of observing: the simulator builds the same ``JobView``
+from its own state with the same ``spine.views.job_view``. Everything here
+is a pure function of the row, the cluster and the last plan's target.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from ringleader.perf.epochs import EpochsToConverge
+from ringleader.policy.model.needs import Needs
+from ringleader.policy.model.plan import Assignment
+from ringleader.policy.model.views import ClusterView, Device, JobShape, JobView, Observation
+from ringleader.runtime.control.progress import RESTART, profile
+from ringleader.runtime.state.rows import JobRow, State
+from ringleader.runtime.state.spec import Arch
+from ringleader.runtime.workers.gpus import EFFECTIVE, measured_speeds, observations_in_best_terms
+from ringleader.spine.actions import Held
+from ringleader.spine.views import Known, Submitted, job_view
+
+
+def held(row: JobRow) -> Held:
+    """What the job holds, for the spine: devices while its processes live."""
+    last = tuple(Device(n, i) for n, i in row.last_devices) or None
+    if last is None and row.last_workers:
+        # A row from before last_devices was kept: its size is all we know.
+        last = tuple(Device("?", i) for i in range(row.last_workers))
+    if row.state not in (State.RUNNING, State.SUSPENDED):
+        return Held(last=last)
+    devices = tuple(Device(n, i) for n, i in row.devices)
+    return Held(devices, row.state is State.SUSPENDED, last)
+
+
+def row_view(
+    row: JobRow,
+    cluster: ClusterView,
+    target: Assignment | None,
+    *,
+    needs: Needs,
+    restart_s: float,
+) -> JobView:
+    """``row`` as the policy sees it; ``target``: its assignment in the last plan carried
+    out; ``restart_s``: the restart cost assumed until the job's own is measured."""
+    spec, shape = row.spec, row.shape
+    typed = cluster.heterogeneous
+    speeds = measured_speeds(cluster, row.type_observations)  # once: both below need it
+    known = Known(
+        shape=JobShape(
+            int(shape.get("examples_per_epoch", 1)),
+            int(shape.get("batch_per_worker", 1)),
+            float(shape.get("grad_bytes", 1e7)),
+        ),
+        epochs=EpochsToConverge.constant(spec.epochs),
+        remaining_fraction=max(1e-3, 1.0 - row.epoch / spec.epochs),
+        observations=observations(row, speeds),
+        packed=profile(row.packed),
+        attained_gpu_s=row.attained_gpu_s,
+        # A row from before submissions set it says 0: waiting since submitted.
+        state_since=max(row.state_since, row.submitted_at),
+        priority=spec.priority,
+        memory_gib=shape.get("memory_gib"),
+        restart_s=shape.get(RESTART, restart_s),
+        type_speed=speeds,
+        attained_effective_s=shape.get(EFFECTIVE) if typed else None,
+    )
+    types = tuple(spec.gpu_type or ())
+    submitted = Submitted(
+        row.id,
+        row.submitted_at,
+        spec.lowest,
+        spec.highest,
+        spec.gpus,
+        spec.elastic,
+        spec.user,
+        types,
+        parameter_server=spec.arch is Arch.PS,
+    )
+    capacity = sum(map(cluster.capacity_of, types)) if types else cluster.capacity
+    return job_view(submitted, known, held(row), target, capacity=capacity, needs=needs)
+
+
+def observations(row: JobRow, speeds: Mapping[str, float] | None) -> dict[int, Observation]:
+    """Step times per world size; with the job's ``speeds`` per type (``measured_speeds``:
+    None on one type), in its fastest measured type's terms."""
+    raw = {int(w): o for w, o in profile(row.observations).items()}
+    if not speeds:
+        return raw
+    return observations_in_best_terms(speeds, row.type_observations, raw)

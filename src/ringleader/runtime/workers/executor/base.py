@@ -1,0 +1,114 @@
+"""The executor interface the controller relies on, and nothing local about it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from ringleader.policy.model.views import ClusterView, Device
+
+
+@dataclass(frozen=True, slots=True)
+class GangStatus:
+    """What a job's workers of one generation are doing."""
+
+    world: int
+    alive: int
+    exits: Mapping[int, int] = field(default_factory=dict)
+    """Exit code per rank that has exited (negative: killed by that signal)."""
+    starting: int = 0
+    """Ranks launched that have not yet said they started."""
+    lost: int = 0
+    """Ranks whose machine went away (a lost node): not the job's fault."""
+
+    @property
+    def finished(self) -> bool:
+        return self.alive == 0 and self.starting == 0
+
+    @property
+    def failed(self) -> bool:
+        return any(code != 0 for code in self.exits.values()) or (
+            self.finished and len(self.exits) < self.world
+        )
+
+
+class Executor(Protocol):
+    name: str
+
+    def cluster(self) -> ClusterView: ...
+
+    def launch(
+        self,
+        job_id: str,
+        job_dir: Path,
+        generation: int,
+        command: Sequence[str],
+        devices: Sequence[Device],
+        env: Mapping[str, str],
+        *,
+        max_restarts: int = 0,
+        workdir: str | None = None,
+        uid: int | None = None,
+    ) -> None: ...
+
+    def status(self, job_dir: Path, generation: int, world: int) -> GangStatus: ...
+
+    def on_exit(self, wake: Callable[[], None]) -> None:
+        """Call ``wake`` (from any thread) soon after a worker ``status`` saw alive ends.
+
+        An executor that cannot tell does nothing: the controller then sees
+        exits at its next regular look (``tick_s``).
+        """
+        ...
+
+    def terminate(
+        self, job_dir: Path, generation: int, skip: frozenset[int] = frozenset()
+    ) -> set[int]:
+        """Send SIGTERM to each rank's worker (not in ``skip``); the ranks now accounted for.
+
+        A rank that has not started yet is left out of the answer, so the
+        caller can try it again; one that has exited counts as signalled.
+        """
+        ...
+
+    def kill(self, job_dir: Path, generation: int) -> None:
+        """SIGKILL every process of the gang (each rank's whole process group)."""
+        ...
+
+    def cpu_s(self, job_dir: Path, generation: int) -> Mapping[int, float]:
+        """CPU seconds each live rank's processes have used so far, where known.
+
+        How a rank that lingers after its work is done (``control.lingering``)
+        tells a hang from a last evaluation; a rank left out is not known,
+        and is taken to be idle.
+        """
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class RankPlace:
+    """Where one rank of a gang sits, in torchrun's terms (one agent per node)."""
+
+    local_rank: int
+    """The rank's index among the gang's ranks on its node."""
+    local_world: int
+    """Ranks of the gang on that node."""
+    group_rank: int
+    """The node's index among the gang's nodes, in order of their first rank."""
+    group_world: int
+    """Nodes the gang spans."""
+
+
+def gang_places(devices: Sequence[Device]) -> list[RankPlace]:
+    """Each rank's place (rank ``i`` runs on ``devices[i]``), for every executor alike."""
+    nodes: dict[str, list[int]] = {}
+    for rank, device in enumerate(devices):
+        nodes.setdefault(device.node, []).append(rank)
+    group = {node: i for i, node in enumerate(nodes)}
+    places = []
+    for rank, device in enumerate(devices):
+        on_node = nodes[device.node]
+        places.append(RankPlace(on_node.index(rank), len(on_node), group[device.node], len(nodes)))
+    return places
