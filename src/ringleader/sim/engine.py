@@ -33,20 +33,17 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
-from ringleader.fairness import ShareSample
-from ringleader.metrics import JobRecord, UsagePoint, summarize
+from ringleader.metrics import UsagePoint
 from ringleader.policy.model.plan import WAIT, Decider, Plan
 from ringleader.policy.model.views import ClusterView
-from ringleader.sim.errors import SimulationStalled
+from ringleader.sim.errors import clock_stopped, nothing_fits
 from ringleader.sim.host import Host
 from ringleader.sim.jobs import DONE, JobState, SimJob, arrived
 from ringleader.sim.occupancy import Occupancy
 from ringleader.sim.pacing import Contention, Pacing
 from ringleader.sim.playing import Playing
-from ringleader.sim.result import JobProgress, SimResult, sample_shares
+from ringleader.sim.result import RunLog, SimResult
 from ringleader.sim.ticks import Finishes, advance, tick_at_or_after
-from ringleader.sim.waits import Waits
-from ringleader.spine.actions import EventCounts
 from ringleader.spine.effects import carry_out, unchanged
 from ringleader.spine.needs import SIMULATOR, serve_policy
 from ringleader.spine.round import decide_round
@@ -71,7 +68,8 @@ class Driver(Protocol):
 
 
 MAX_FROZEN_EVENTS = 10_000
-"""Events in a row at one instant before a run counts as stalled (a real run has a few)."""
+"""Events in a row at one instant before a run counts as stalled (a real run has a few):
+time that cannot advance (``errors.clock_stopped``) would loop forever."""
 
 
 class Simulator:
@@ -143,6 +141,8 @@ class Simulator:
         """Give each decision's reasons (``spine.reasons``) and count each job's waits by
         them (``SimResult.waits``); off, a decision costs the policy's time alone."""
         self._playing = Playing(restart_delay_s, switch_delay_s)
+        self._owner: dict[str, str] = {}
+        """Each job's user, where quotas or reasons need it (set as a run starts)."""
 
     def run(self) -> SimResult:
         """Simulate until every job finished (or ``until``).
@@ -173,39 +173,26 @@ class Simulator:
         decision's (``run``)."""
         started = time.perf_counter()
         occupancy = self._occupancy = Occupancy()
+        self._playing = Playing(self.restart_delay_s, self.switch_delay_s)
         pending = self.jobs
-        nxt = 0
+        self._owner = {j.id: j.user for j in pending} if self.quotas or self.explain else {}
+        nxt = frozen = 0
         active: dict[str, JobState] = {}
-        done: list[JobState] = []
-        usage: list[UsagePoint] = []
-        decisions = 0
         now = pending[0].submitted_at if pending else 0.0
         until = math.inf if self.until is None else self.until
-        marks = list(self.snapshot_at)
-        snapshots: dict[float, dict[str, float]] = {}
-        frozen = 0
-        shares: list[ShareSample] = []
-        by_user = len({j.user for j in pending}) > 1
+        log = RunLog(now, self.snapshot_at, by_user=len({j.user for j in pending}) > 1)
         running: list[JobState] = []  # in ``active``'s order; by placement, less who ended
         gpus: tuple[int, int] | None = None  # busy and held, while no job moves or leaves
         tick = self.tick_s
-        due = now if tick is None else tick_at_or_after(now, tick)
-        """When the next decision is: at every event, or the first tick at or after one."""
-        since = now
-        """Every running job has advanced to here (ticking, only at decisions)."""
+        due = now if tick is None else tick_at_or_after(now, tick)  # when the next decision is
+        since = now  # every running job has advanced to here (ticking, only at decisions)
         finishes = None if tick is None else Finishes([], now)
         plan: Plan | None = None
-        still = False
-        """The last decision moved nobody, and no job arrived or ended since."""
+        still = False  # the last decision moved nobody, and no job arrived or ended since
         steered = self.driver is not None  # a driver may change priorities at any event
-        quotas, explain = self.quotas, self.explain
-        owner = {j.id: j.user for j in pending} if quotas or explain else {}
-        waits = Waits(now)
-        self._playing = Playing(self.restart_delay_s, self.switch_delay_s)
         while (nxt < len(pending) or active) and now < until:
             while nxt < len(pending) and pending[nxt].submitted_at <= now:
-                job = pending[nxt]
-                # Nobody's sharing changes until the job is placed (``_apply`` sees that).
+                job = pending[nxt]  # nobody's sharing changes until it is placed (``_apply``)
                 active[job.id] = arrived(job, now)
                 nxt += 1
                 still = False
@@ -216,89 +203,33 @@ class Simulator:
                 if since < now:
                     advance(running, since, now)
                     since = now
-                if self.driver is not None:
-                    done_by = {i: 1.0 - s.remaining for i, s in active.items()}
-                    steer = self.driver.steer(now, done_by)
-                    if steer is None:
-                        break
-                    for job_id, priority in steer.items():
-                        if job_id in active:
-                            active[job_id].priority = priority
-                            active[job_id].seen = None
-                capacity, needs = self.cluster.capacity, self._needs
-                restart = self.restart_delay_s
-                views = [s.view(capacity, needs, restart) for s in active.values()]
-                decided = decide_round(
-                    self.policy,
-                    views,
-                    self.cluster,
-                    now,
-                    owner=owner,
-                    quotas=quotas,
-                    explain=explain,
-                    alone=True,
-                )
-                plan = decided.plan
-                if explain:
-                    waits.decided(now, plan, decided.reasons)
-                if freezing:
-                    gc.freeze()
-                decisions += 1
+                if steered and not self._steer(active, now):
+                    break
+                plan = self._decide(active, now, log, freezing)
                 still = True
                 if self._apply(plan, active, now):
-                    running = self._pacing.pace(active, running, self._occupancy.shared)
-                    gpus = None
-                    still = False
+                    running = self._pacing.pace(active, running, occupancy.shared)
+                    gpus, still = None, False
                 if tick is not None:
-                    finishes = Finishes(running, now)
-                    due = math.inf
+                    finishes, due = Finishes(running, now), math.inf
             if gpus is None:  # somebody started, stopped, moved or left
                 gpus = occupancy.busy, occupancy.held  # as the plan's busy_gpus, held_gpus
-            point = UsagePoint(now, *gpus, len(active))
-            if usage and usage[-1].time == now:
-                usage[-1] = point
-            elif not usage or (usage[-1].busy, usage[-1].held, usage[-1].jobs) != (
-                point.busy,
-                point.held,
-                point.jobs,
-            ):
-                usage.append(point)
-            if by_user and deciding and plan is not None:
-                sample_shares(shares, now, plan, active, capacity)
-            later = min(self._next_event(plan, running, pending, nxt, now, finishes), until)
-            if tick is not None:
-                later = min(later, due)
-            if marks and now < marks[0] < later and not math.isinf(later):
-                later = marks[0]
+            log.note_usage(UsagePoint(now, *gpus, len(active)))
+            later = self._next_event(plan, running, pending, nxt, now, finishes, until, due, log)
             if math.isinf(later):
-                waiting = ", ".join(sorted(active)[:5])
-                raise SimulationStalled(
-                    f"at t={now:.0f}s jobs {waiting} wait but nothing runs or arrives: "
-                    f"the policy {self.policy.name!r} cannot fit them on "
-                    f"{self.cluster.capacity} GPUs (check each job's GPU request)"
-                )
-            # Time that cannot advance (remaining work below the clock's
-            # resolution at this magnitude of t) would loop forever.
+                raise nothing_fits(now, active, self.policy.name, self.cluster.capacity)
             frozen = frozen + 1 if later <= now else 0
             if frozen > MAX_FROZEN_EVENTS:
-                raise SimulationStalled(
-                    f"at t={now:.6g}s simulated time stopped advancing: a job's remaining work "
-                    "is below the clock's resolution at this time (scale the workload's times "
-                    "or work up, or submit closer to t=0)"
-                )
+                raise clock_stopped(now)
             if finishes is None:
                 advance(running, now, later)  # only a running job progresses
                 since = later
             now = later
-            if marks and marks[0] <= now and since < now:
-                advance(running, since, now)
-                since = now
-                finishes = Finishes(running, now)
-            while marks and marks[0] <= now:
-                snapshots[marks.pop(0)] = {
-                    **{s.job.id: 1.0 for s in done},
-                    **{i: 1.0 - s.remaining for i, s in active.items()},
-                }
+            if log.marks and log.marks[0] <= now:
+                if since < now:
+                    advance(running, since, now)
+                    since, finishes = now, Finishes(running, now)
+                log.snapshot(now, active)
             if finishes is None:
                 finished = [s for s in running if s.remaining <= DONE]
             else:
@@ -306,59 +237,84 @@ class Simulator:
                 if caught_up:
                     since = now
             changed = False  # ticking: a job that shared a GPU or host ended
-            for state in finished:
-                del active[state.job.id]
-                occupancy.remove(state.devices, state.workers, state.suspended)
-                if state.partners or self.host is not None:
-                    self._jobs_changed = changed = True  # who shared with it runs faster now
-                state.finished_at = now
-                done.append(state)
-                if self.on_finish is not None:
-                    self.on_finish(len(done), len(pending))
             if finished:
-                running = [s for s in running if s.remaining > DONE]
-                gpus = None
-                still = False
+                running, since, changed = self._finished(finished, running, active, log, now, since)
+                gpus, still = None, False
             if tick is not None:
-                if changed:  # speeds change now, not at the next tick
-                    if since < now:
-                        advance(running, since, now)
-                        since = now
-                    running = self._pacing.pace(active, running, self._occupancy.shared)
                 assert finishes is not None
                 if changed or finishes.since < since:  # new speeds, or moved on: index again
                     finishes = Finishes(running, now)
                 due = min(due, tick_at_or_after(now, tick))
         if since < now:
             advance(running, since, now)
-        waits.close(now)
-        usage.append(UsagePoint(now, 0, 0, 0))
-        progress = tuple(
-            JobProgress(s.job.id, s.job.submitted_at, 1.0 - s.remaining, s.first_at, s.finished_at)
-            for s in sorted([*done, *active.values()], key=lambda s: (s.job.submitted_at, s.job.id))
+        return log.result(self.policy.name, self.cluster.capacity, now, active, started)
+
+    def _steer(self, active: dict[str, JobState], now: float) -> bool:
+        """Give the driver each job's progress and take its new priorities; False where
+        it ends the run."""
+        assert self.driver is not None
+        steer = self.driver.steer(now, {i: 1.0 - s.remaining for i, s in active.items()})
+        if steer is None:
+            return False
+        for job_id, priority in steer.items():
+            if job_id in active:
+                active[job_id].priority = priority
+                active[job_id].seen = None
+        return True
+
+    def _decide(self, active: dict[str, JobState], now: float, log: RunLog, freezing: bool) -> Plan:
+        """Ask the policy for a plan over every active job (one round of the spine's)."""
+        capacity, needs, restart = self.cluster.capacity, self._needs, self.restart_delay_s
+        views = [s.view(capacity, needs, restart) for s in active.values()]
+        explain = self.explain
+        decided = decide_round(
+            self.policy,
+            views,
+            self.cluster,
+            now,
+            owner=self._owner,
+            quotas=self.quotas,
+            explain=explain,
+            alone=True,
         )
-        records = tuple(
-            JobRecord(s.job.id, s.job.submitted_at, s.started_at, s.finished_at, s.counts.resizes)
-            for s in sorted(done, key=lambda s: (s.job.submitted_at, s.job.id))
-        )
-        total = EventCounts()
-        for s in [*done, *active.values()]:
-            for kind, n in s.counts.events.items():
-                total.add(kind, n)
-        return SimResult(
-            counts=total.as_dict(),
-            policy=self.policy.name,
-            records=records,
-            usage=tuple(usage),
-            summary=summarize(records, usage, self.cluster.capacity),
-            decisions=decisions,
-            wall_s=time.perf_counter() - started,
-            progress=progress,
-            ended_at=now,
-            snapshots=snapshots,
-            shares=tuple(shares),
-            waits=waits.totals,
-        )
+        plan = decided.plan
+        if explain:
+            log.waits.decided(now, plan, decided.reasons)
+        if freezing:
+            gc.freeze()  # what the decision leaves behind (``run``)
+        log.decided(now, plan, active, capacity)
+        return plan
+
+    def _finished(
+        self,
+        finished: list[JobState],
+        running: list[JobState],
+        active: dict[str, JobState],
+        log: RunLog,
+        now: float,
+        since: float,
+    ) -> tuple[list[JobState], float, bool]:
+        """Take the jobs that ended at ``now`` out of the run. Gives the jobs still
+        running, the time they have advanced to, and whether one that ended shared a
+        GPU or host (ticking, their speeds were worked out again here, not at the
+        next tick)."""
+        changed = False
+        for state in finished:
+            del active[state.job.id]
+            self._occupancy.remove(state.devices, state.workers, state.suspended)
+            if state.partners or self.host is not None:
+                self._jobs_changed = changed = True  # who shared with it runs faster now
+            state.finished_at = now
+            log.done.append(state)
+            if self.on_finish is not None:
+                self.on_finish(len(log.done), len(self.jobs))
+        running = [s for s in running if s.remaining > DONE]
+        if changed and self.tick_s is not None:
+            if since < now:
+                advance(running, since, now)
+                since = now
+            running = self._pacing.pace(active, running, self._occupancy.shared)
+        return running, since, changed
 
     def _apply(self, plan: Plan, active: dict[str, JobState], now: float) -> bool:
         """Carry out the spine's actions for ``plan`` (``sim.playing``: time is their effect).
@@ -400,22 +356,32 @@ class Simulator:
         nxt: int,
         now: float,
         finishes: Finishes | None,
+        until: float,
+        due: float,
+        log: RunLog,
     ) -> float:
-        """When the next arrival, completion, wake-up or round mark is.
+        """When the next arrival, completion, wake-up, round mark or snapshot is, and no
+        later than ``until`` or (ticking) the next decision, ``due``: inf where none is.
 
         ``finishes``: ticking, when running jobs end (else each is asked)."""
         later = pending[nxt].submitted_at if nxt < len(pending) else math.inf
-        if not running:
-            # Nothing progresses, so only an arrival can change the plan.
-            return later
-        if plan is not None and plan.wake_at is not None and plan.wake_at > now:
-            later = min(later, plan.wake_at)
-        if self.round_s is not None:
-            later = min(later, (math.floor(now / self.round_s) + 1) * self.round_s)
-        if finishes is not None:
-            return min(later, finishes.first)
-        for state in running:
-            later = min(later, state.finish_time(now))
+        # Where nothing runs, nothing progresses, so only an arrival can change the plan.
+        if running:
+            if plan is not None and plan.wake_at is not None and plan.wake_at > now:
+                later = min(later, plan.wake_at)
+            if self.round_s is not None:
+                later = min(later, (math.floor(now / self.round_s) + 1) * self.round_s)
+            if finishes is not None:
+                later = min(later, finishes.first)
+            else:
+                for state in running:
+                    later = min(later, state.finish_time(now))
+        later = min(later, until)
+        if self.tick_s is not None:
+            later = min(later, due)
+        marks = log.marks
+        if marks and now < marks[0] < later and not math.isinf(later):
+            later = marks[0]
         return later
 
 

@@ -1,0 +1,69 @@
+"""What ``ringleader simulate`` prints of one run: its summary, and each user's share."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.table import Table
+
+from ringleader.cli.reporting import console
+from ringleader.sim.result import SimResult
+
+
+def print_summary(result: SimResult, gpus: int) -> None:
+    s = result.summary
+    table = Table(title=f"policy {result.policy} on {gpus} GPUs")
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    rows = [
+        ("jobs finished", f"{s.finished} / {s.jobs}"),
+        ("average JCT", f"{s.avg_jct_s / 3600:.3f} h"),
+        (
+            "p50 / p95 / p99 JCT",
+            f"{s.p50_jct_s / 3600:.2f} / {s.p95_jct_s / 3600:.2f} / {s.p99_jct_s / 3600:.2f} h",
+        ),
+        ("average queueing", f"{s.avg_queueing_s / 3600:.3f} h"),
+        ("makespan", f"{s.makespan_s / 3600:.2f} h"),
+        ("GPU utilisation", f"{s.utilization:.1%}"),
+        ("peak jobs in system", str(s.peak_jobs)),
+        (
+            "resizes / migrations / suspends",
+            " / ".join(str(result.counts.get(k, 0)) for k in ("resize", "migration", "suspend")),
+        ),
+        ("simulation wall time", f"{result.wall_s:.2f} s ({result.decisions} decisions)"),
+    ]
+    for name, value in rows:
+        table.add_row(name, value)
+    console.print(table)
+
+
+def print_users(result: Any, capacity: int, weights: dict[str, float]) -> list[dict[str, Any]]:
+    """Each user's GPU time against their fair share, where the run had several users."""
+    from ringleader.fairness import by_user
+
+    rows = by_user(result.shares, capacity, weights=weights)
+    if not rows:
+        return []
+    table = Table("user", "GPU-h", "fair GPU-h", "worst hour")
+    out = []
+    for r in rows:
+        worst = "-" if r.worst_hour is None else f"{r.worst_hour:.0%}"
+        table.add_row(
+            r.user or "(none)", f"{r.gpu_s / 3600:.1f}", f"{r.fair_gpu_s / 3600:.1f}", worst
+        )
+        out.append(
+            {
+                "user": r.user,
+                "gpu_h": round(r.gpu_s / 3600, 3),
+                "fair_gpu_h": round(r.fair_gpu_s / 3600, 3),
+                "worst_hour": None if r.worst_hour is None else round(r.worst_hour, 4),
+            }
+        )
+    console.print(table)
+    console.print(
+        "worst hour: the least GPU time a user got in any hour with jobs waiting or "
+        "running, as a share of their fair share (weighted max-min over what their jobs "
+        "could use)",
+        style="dim",
+    )
+    return out
