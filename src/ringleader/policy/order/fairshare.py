@@ -25,7 +25,6 @@ import heapq
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar
 
 from ringleader.policy.model.objective import Candidate
 from ringleader.policy.order.queues import Fifo, Prioritised, Wrapping
@@ -85,7 +84,9 @@ def waterfill(
 class FairShare(Wrapping):
     """Weighted fair share between users around an inner order (see the module docstring)."""
 
-    bounds_users: ClassVar[bool] = True
+    @property
+    def bounds_users(self) -> bool:
+        return True
 
     within: Order = field(default_factory=Fifo)
     weights: tuple[tuple[str, float], ...] = ()

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar
 
 from ringleader.policy.model.memory import Memory, memory_of
 from ringleader.policy.model.views import ClusterView, Device, JobView
@@ -43,7 +42,9 @@ def nodes_spanned(devices: Iterable[Device]) -> int:
 class FewestNodes:
     """The default place stage: ``place`` (this module's docstring)."""
 
-    within_counts: ClassVar[bool] = True
+    @property
+    def within_counts(self) -> bool:
+        return True
 
     memory: Memory[LastKept] = field(
         default_factory=memory_of(LastKept), init=False, repr=False, compare=False

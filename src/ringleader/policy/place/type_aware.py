@@ -33,7 +33,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar
 
 from ringleader.policy.model.memory import Memory, memory_of
 from ringleader.policy.model.views import ClusterView, Device, JobView
@@ -76,7 +75,9 @@ def remaining_seconds(job: JobView) -> float:
 class TypeAware:
     """The type-aware place stage (this module's docstring)."""
 
-    within_counts: ClassVar[bool] = True
+    @property
+    def within_counts(self) -> bool:
+        return True
 
     migrate: bool = True
     payback: float = 2.0

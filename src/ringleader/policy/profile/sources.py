@@ -16,7 +16,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import ClassVar
 
 from ringleader.perf.errors import ModelFitError
 from ringleader.perf.speed import SpeedModel, StepSample, fit_speed_model
@@ -76,8 +75,15 @@ def _prior(shape: JobShape, step: float, workers: int = 1) -> SpeedModel:
 @dataclass(frozen=True, slots=True)
 class Precompute:
     name: str = "precompute"
-    known_on_arrival: ClassVar[bool] = True
-    probes: ClassVar[bool] = False
+
+    @property
+    def known_on_arrival(self) -> bool:
+        return True
+
+    @property
+    def probes(self) -> bool:
+        return False
+
     memory: Memory[LastCandidates] = field(
         default_factory=memory_of(LastCandidates), init=False, repr=False, compare=False
     )
@@ -107,8 +113,15 @@ class Exploratory:
     probe_sizes: tuple[int, ...] = (1, 2, 4, 8)
     window_s: float = 150.0
     name: str = "exploratory"
-    known_on_arrival: ClassVar[bool] = False
-    probes: ClassVar[bool] = True
+
+    @property
+    def known_on_arrival(self) -> bool:
+        return False
+
+    @property
+    def probes(self) -> bool:
+        return True
+
     memory: Memory[LastCandidates] = field(
         default_factory=memory_of(LastCandidates), init=False, repr=False, compare=False
     )
@@ -188,8 +201,15 @@ class Online:
     """
 
     name: str = "online"
-    known_on_arrival: ClassVar[bool] = False
-    probes: ClassVar[bool] = False
+
+    @property
+    def known_on_arrival(self) -> bool:
+        return False
+
+    @property
+    def probes(self) -> bool:
+        return False
+
     memory: Memory[LastCandidates] = field(
         default_factory=memory_of(LastCandidates), init=False, repr=False, compare=False
     )
