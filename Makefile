@@ -23,7 +23,8 @@ table3: $(STAMP)
 		--json demo-output/table3.json --plot demo-output/table3.png
 
 # Optional: the simulator and the policy core compiled with mypyc (needs a C
-# compiler; ~1 min). The same runs to the same bits, 1.7-1.9x faster; the
+# compiler; a few minutes: 260-370 s here). The same runs to the same bits, several times faster
+# (docs/scale.md, "The compiled hot path"); the
 # pure-Python code runs wherever nothing is built, or where the source changed
 # since (ringleader says so), or with RINGLEADER_PURE=1. See ringleader/hotpath.py.
 compiled: $(STAMP)
