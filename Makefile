@@ -23,10 +23,10 @@ table3: $(STAMP)
 		--json demo-output/table3.json --plot demo-output/table3.png
 
 # Optional: the simulator and the policy core compiled with mypyc (needs a C
-# compiler; a few minutes: 260-370 s here). The same runs to the same bits, several times faster
-# (docs/scale.md, "The compiled hot path"); the
-# pure-Python code runs wherever nothing is built, or where the source changed
-# since (ringleader says so), or with RINGLEADER_PURE=1. See ringleader/hotpath.py.
+# compiler; 260-370 s here). The same runs to the same bits, several times
+# faster (docs/scale.md, "The compiled hot path"); the pure-Python code runs
+# wherever nothing is built, or where the source changed since (ringleader says
+# so), or with RINGLEADER_PURE=1. See ringleader/hotpath.py.
 compiled: $(STAMP)
 	$(BIN)/python -c 'from ringleader.hotpath import main; main(["build"])'
 
