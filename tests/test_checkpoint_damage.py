@@ -191,8 +191,20 @@ def _crash_with_every_checkpoint_damaged(server: LiveServer, job_id: str) -> Non
         90,
         f"{job_id}: progress and a checkpoint",
     )
-    generation = server.job(job_id)["events"][-1]["generation"]
-    worker = rank0_worker_pid(server.state_dir, job_id, generation)
+    found: list[int] = []
+
+    def running_worker() -> bool:
+        # The newest generation's worker, once its wrapper has one: a job resized as
+        # the other job arrives is between generations for a moment.
+        generation = server.job(job_id)["events"][-1]["generation"]
+        try:
+            found.append(rank0_worker_pid(server.state_dir, job_id, generation))
+        except (IndexError, OSError, ValueError):
+            return False
+        return True
+
+    wait_for(running_worker, 60, f"{job_id}: a running rank 0 worker")
+    worker = found[-1]
     os.kill(worker, signal.SIGSTOP)
     try:
         files = list(checkpoints.glob("ckpt-*.rlck"))

@@ -117,9 +117,28 @@ class ProgressReader:
         self.offset = offset
         self.bad = 0
         """Lines skipped as bad since this reader was made (``ringleader.job.records``)."""
+        self._moved: ProgressReader | None = None
+        """The file the last ``rotate`` moved away, read on until the next rotation: a
+        writer that opened it just before the move appends its record there after."""
 
     def read_new(self) -> list[dict[str, Any]]:
         """Up to ``MAX_READ`` bytes of complete new lines; the rest at the next call."""
+        late = self._drain_moved()
+        return late + self._read_own() if late else self._read_own()
+
+    def _drain_moved(self) -> list[dict[str, Any]]:
+        moved = self._moved
+        if moved is None:
+            return []
+        records: list[dict[str, Any]] = []
+        while True:
+            before, bad = moved.offset, moved.bad
+            records += moved.read_new()
+            self.bad += moved.bad - bad
+            if moved.offset == before:
+                return records
+
+    def _read_own(self) -> list[dict[str, Any]]:
         chunk = read_regular(self.path, self.offset, MAX_READ)
         if chunk is None:
             return []
@@ -146,19 +165,14 @@ class ProgressReader:
         """
         if cap <= 0 or _size(self.path) <= cap:
             return []
+        records = self._drain_moved()  # the last word of the file moved before, as it goes
         old = self.path.with_name(self.path.name + ".1")
         try:
             os.replace(self.path, old)
         except OSError:
-            return []
-        rest = ProgressReader(old, self.offset)
-        records: list[dict[str, Any]] = []
-        while True:
-            before = rest.offset
-            records += rest.read_new()
-            if rest.offset == before:
-                break
-        self.bad += rest.bad
+            return records
+        self._moved = ProgressReader(old, self.offset)
+        records += self._drain_moved()
         self.offset = 0
         return records
 
