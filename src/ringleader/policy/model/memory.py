@@ -15,7 +15,7 @@ hold is a mutable object, and says so.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Generic, TypeVar
 
 Kept = TypeVar("Kept")
 
@@ -40,23 +40,8 @@ class Memory(Generic[Kept]):
         return f"Memory({type(self.kept).__name__})"
 
 
-class Remembers(Protocol):
-    """A stage (or policy) that keeps state between decisions, in ``memory``."""
-
-    @property
-    def memory(self) -> Memory[Any]: ...
-
-
 def memory_of(make: Callable[[], Kept]) -> Callable[[], Memory[Kept]]:
     """The ``default_factory`` of a stage's ``memory`` field: one ``Memory`` per stage
     object, kept by ``make``. The field is not part of what the stage is: declare it
     ``field(default_factory=memory_of(...), init=False, repr=False, compare=False)``."""
     return lambda: Memory(make)
-
-
-def forget_all(*parts: object) -> None:
-    """Forget the memory of each of ``parts`` that has one."""
-    for part in parts:
-        memory = getattr(part, "memory", None)
-        if isinstance(memory, Memory):
-            memory.forget()
