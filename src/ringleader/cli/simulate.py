@@ -37,6 +37,23 @@ TraceFlag = Annotated[
     str | None,
     typer.Option(help="A trace file, or a bundled one: itp:cluster07, gavel:0e4a51, ..."),
 ]
+PolluxFlag = Annotated[
+    str | None,
+    typer.Option(
+        "--pollux",
+        help="A Pollux workload CSV (name,time,application,num_replicas,batch_size), played "
+        "on Pollux's testbed (16 x 4 GPUs, 60 s rounds, 30 s restarts), or a bundled one: "
+        "pollux:workload-1 .. pollux:workload-8, pollux:workload-1:1.5 for another load "
+        "(0.5, 1.5, 2.0), printed beside the JCT Pollux's simulator published.",
+    ),
+]
+ProfilesFlag = Annotated[
+    Path | None,
+    typer.Option(
+        help="--pollux: the profiles folder, one subfolder per application (placements.csv, "
+        "scalability.csv, validation-<batch>.csv); default: Pollux's, bundled."
+    ),
+]
 FormatFlag = Annotated[
     str | None, typer.Option("--format", help="itp | itp-elasticflow | gavel (guessed).")
 ]
@@ -123,15 +140,20 @@ def simulate(
     gpu_types: GpuTypesFlag = None,
     type_agnostic: TypeAgnosticFlag = False,
     tick_s: TickFlag = None,
+    pollux_workload: PolluxFlag = None,
+    profiles: ProfilesFlag = None,
 ) -> None:
     """Run the simulator: the same policy core the runtime uses, on a virtual clock.
 
     Either --scenario NAME (for example `table3`, the ring-allreduce paper's
     Table 3: six strategies × three loads × --seeds arrival seeds, printed beside
-    the paper's numbers) or --workload FILE --policy NAME.
+    the paper's numbers), --workload FILE --policy NAME, --trace TRACE --policy
+    NAME, or --pollux CSV --policy NAME (Pollux's workloads and profiles).
     """
-    if sum(x is not None for x in (scenario, workload, trace)) != 1:
-        fail("give exactly one of --scenario NAME, --workload FILE or --trace TRACE")
+    if sum(x is not None for x in (scenario, workload, trace, pollux_workload)) != 1:
+        fail("give exactly one of --scenario NAME, --workload FILE, --trace TRACE or --pollux CSV")
+    if profiles is not None and pollux_workload is None:
+        fail("--profiles applies to --pollux (a workload file holds its own models)")
     if json_path is not None:
         check_output_file("--json", json_path)
     if plot is not None:
@@ -139,6 +161,17 @@ def simulate(
     if seeds is None:
         seeds = 3 if scenario in ("tensorlights", "heterogeneity") else 10
     _check_flags(seeds, processes, scenario, trace, gpu_types, type_agnostic, tick_s)
+    if pollux_workload is not None:
+        if policy is None:
+            fail(f"--pollux needs --policy NAME; choose one of: {', '.join(POLICY_NAMES)}")
+        if tick_s is not None or type_agnostic:
+            fail("--tick-s and --type-agnostic do not apply to --pollux: it decides every 60 s")
+        from ringleader.cli.simulate_pollux import play_pollux
+
+        play_pollux(
+            pollux_workload, profiles, policy, quantum_s, tiresias_thresholds, json_path, plot
+        )
+        return
     if trace is not None:
         if policy is None:
             fail(f"--trace needs --policy NAME; choose one of: {', '.join(POLICY_NAMES)}")
@@ -161,14 +194,7 @@ def simulate(
                 "--policy, --quantum-s and --tiresias-thresholds apply to --workload and "
                 "--trace; a scenario runs its own strategies"
             )
-        from ringleader.cli.scenarios import SCENARIOS, ScenarioRequest
-
-        chosen_scenario = SCENARIOS.get(scenario)
-        if chosen_scenario is None:
-            fail(
-                f"--scenario: unknown scenario {scenario!r}; choose one of: {', '.join(SCENARIOS)}"
-            )
-        chosen_scenario.run(ScenarioRequest(seeds, json_path, plot, processes, fifo_model))
+        _run_scenario(scenario, seeds, json_path, plot, processes, fifo_model)
         return
     assert workload is not None
     if policy is None:
@@ -176,6 +202,22 @@ def simulate(
     play_workload(
         workload, policy, quantum_s, tiresias_thresholds, json_path, plot, type_agnostic, tick_s
     )
+
+
+def _run_scenario(
+    scenario: str,
+    seeds: int,
+    json_path: Path | None,
+    plot: Path | None,
+    processes: int | None,
+    fifo_model: str,
+) -> None:
+    from ringleader.cli.scenarios import SCENARIOS, ScenarioRequest
+
+    chosen = SCENARIOS.get(scenario)
+    if chosen is None:
+        fail(f"--scenario: unknown scenario {scenario!r}; choose one of: {', '.join(SCENARIOS)}")
+    chosen.run(ScenarioRequest(seeds, json_path, plot, processes, fifo_model))
 
 
 def _check_flags(

@@ -67,3 +67,22 @@ def print_users(result: Any, capacity: int, weights: dict[str, float]) -> list[d
         style="dim",
     )
     return out
+
+
+def job_rows(result: SimResult) -> list[dict[str, Any]]:
+    """Each job's times for ``--json``: when it came, started and ended, and why it waited."""
+    return [
+        {
+            "id": r.id,
+            "submitted_at": r.submitted_at,
+            "started_at": r.started_at,
+            "finished_at": r.finished_at,
+            "jct_s": r.jct,
+            "resizes": r.resizes,
+            "waited_s": {
+                code: round(seconds, 3)
+                for code, seconds in sorted(result.waits.get(r.id, {}).items())
+            },
+        }
+        for r in result.records
+    ]

@@ -7,7 +7,7 @@ from pathlib import Path
 from ringleader.cli.errors import fail, write_json
 from ringleader.cli.reporting import console, progress_bar, write_plot
 from ringleader.cli.simulate_policy import policy_for
-from ringleader.cli.simulate_report import print_summary, print_users
+from ringleader.cli.simulate_report import job_rows, print_summary, print_users
 from ringleader.policy.catalog import with_types
 from ringleader.policy.profile.sources import PolicyInputError
 from ringleader.sim.engine import Simulator
@@ -69,21 +69,7 @@ def play_workload(
                 "wall_s": round(result.wall_s, 3),
                 "users": users,
                 "quotas": workload.spec.quotas(),
-                "jobs": [
-                    {
-                        "id": r.id,
-                        "submitted_at": r.submitted_at,
-                        "started_at": r.started_at,
-                        "finished_at": r.finished_at,
-                        "jct_s": r.jct,
-                        "resizes": r.resizes,
-                        "waited_s": {
-                            code: round(seconds, 3)
-                            for code, seconds in sorted(result.waits.get(r.id, {}).items())
-                        },
-                    }
-                    for r in result.records
-                ],
+                "jobs": job_rows(result),
             },
         )
         console.print(f"wrote {json_path}")

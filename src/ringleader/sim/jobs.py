@@ -187,7 +187,12 @@ class JobState:
 
     def rate(self) -> float:
         """Fraction of the job completed per second of productive time."""
-        alone = 1.0 / (self.job.work_scale * self.job.profile.seconds_alone(self.workers))
+        profile = self.job.profile
+        if profile.placed:
+            seconds = profile.seconds_on(self.placement())
+        else:
+            seconds = profile.seconds_alone(self.workers)
+        alone = 1.0 / (self.job.work_scale * seconds)
         return alone * self.factor
 
     def step_time(self) -> float:
@@ -196,7 +201,17 @@ class JobState:
             return math.inf
         if self.job.minibatches is not None:
             return 1.0 / (self.rate() * self.job.minibatches)
-        return self.job.profile.step_time(self.workers) / self.factor
+        profile = self.job.profile
+        if profile.placed:
+            return profile.step_time_on(self.placement()) / self.factor
+        return profile.step_time(self.workers) / self.factor
+
+    def placement(self) -> tuple[int, ...]:
+        """GPUs the job runs on per node, nodes in the order its devices name them."""
+        counts: dict[str, int] = {}
+        for d in self.devices[: self.workers]:
+            counts[d.node] = counts.get(d.node, 0) + 1
+        return tuple(counts.values())
 
     def pace(self) -> None:
         """Fix ``speed``, ``step`` and ``batch`` for the GPUs and sharing just worked out:

@@ -34,6 +34,9 @@ class TrueProfile:
     fitted: SpeedModel | None = field(default=None, compare=False, repr=False)
     """The NNLS fit of ``step_times``, when it is known already (see ``RESNET110_FIT``)."""
     _finish: dict[int, float] = field(default_factory=dict, compare=False, repr=False)
+    placed: bool = field(default=False, compare=False)
+    """The speed depends on how the GPUs spread over nodes (``seconds_on``), not only
+    on how many there are."""
 
     def fit(self) -> SpeedModel:
         """The NNLS fit of the step times, made now."""
@@ -75,6 +78,15 @@ class TrueProfile:
             cached = self.epochs.at(workers) * self.epoch_seconds(workers)
             self._finish[workers] = cached
         return cached
+
+    def seconds_on(self, placement: tuple[int, ...]) -> float:
+        """Wall time to train the whole job on ``placement`` (GPUs on each node): where
+        the profile is not ``placed``, its GPU count's."""
+        return self.seconds_alone(sum(placement))
+
+    def step_time_on(self, placement: tuple[int, ...]) -> float:
+        """Seconds per minibatch on ``placement``; where not ``placed``, its count's."""
+        return self.step_time(sum(placement))
 
 
 # SPEC A7, Table 1 (ResNet-110, CIFAR-10, 128 images per GPU, K40m), seconds.

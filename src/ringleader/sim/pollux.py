@@ -1,0 +1,185 @@
+"""Pollux's published workloads and profiles, played as they are (OSDI'21, §5.1).
+
+A Pollux workload CSV names, per job, its arrival, its application and the
+GPUs and global batch a user tuned for it (``name,time,application,
+num_replicas,batch_size``); each application's profile is a folder of
+measurements (``perf.measured``). Played on Pollux's testbed: 16 nodes of 4
+GPUs, a decision every 60 s, 30 s lost at every (re)start.
+
+Pollux's simulator sets a few things in code rather than in its files; they
+are here, from its ``applications.py`` and ``simulator.py`` (artifact branch
+``osdi21-artifact``): the epochs each application trains for, yolov3's
+largest per-GPU batch, and ncf held to one GPU. A profile folder of another
+name trains for every epoch of its shortest validation run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ringleader.perf.efficiency import read_efficiency
+from ringleader.perf.measured import MeasuredJob, read_measured_job
+from ringleader.perf.profile_files import ProfileError, csv_rows, number
+from ringleader.policy.model.views import ClusterView
+from ringleader.sim.jobs import SimJob
+from ringleader.sim.tabled import TabledProfile, tabled_profile
+
+NODES = 16
+GPUS_PER_NODE = 4
+ROUND_S = 60.0
+RESTART_S = 30.0
+DATA = Path(__file__).resolve().parents[1] / "data" / "pollux"
+"""The Pollux data shipped with ringleader (``data/pollux/SOURCE.md``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Application:
+    """What Pollux's simulator fixes in code for one application."""
+
+    epochs: int | None = None
+    """Epochs to train (None: every epoch of the shortest validation run)."""
+    max_micro_batch: int | None = None
+    """Largest per-GPU batch (None: the largest in its step-time table)."""
+    max_gpus: int | None = None
+    """GPUs a job may hold at most (None: as many as its global batch spreads over)."""
+
+
+APPLICATIONS: Mapping[str, Application] = {
+    "bert": Application(epochs=2),
+    "cifar10": Application(epochs=100),
+    "ncf": Application(epochs=10, max_gpus=1),
+    "imagenet": Application(epochs=90),
+    "deepspeech2": Application(epochs=80),
+    "yolov3": Application(epochs=50, max_micro_batch=8),
+}
+
+
+def cluster() -> ClusterView:
+    """Pollux's testbed: 16 nodes of 4 GPUs."""
+    return ClusterView.uniform(NODES, GPUS_PER_NODE)
+
+
+def read_profiles(folder: Path, names: Sequence[str]) -> dict[str, MeasuredJob]:
+    """The profiles of the applications ``names`` from ``folder/<name>/``."""
+    if not folder.is_dir():
+        raise ProfileError(f"{folder}: no such profiles folder (give Pollux's traces/ folder)")
+    found = {}
+    for name in dict.fromkeys(names):
+        app = APPLICATIONS.get(name, Application())
+        where = folder / name
+        if not where.is_dir():
+            raise ProfileError(
+                f"{where}: no profile for application {name!r}; the folder holds "
+                f"{', '.join(sorted(p.name for p in folder.iterdir() if p.is_dir())) or 'none'}"
+            )
+        epochs = app.epochs
+        if epochs is None:
+            epochs = _shortest_run(where)
+        found[name] = read_measured_job(where, epochs=epochs, max_micro_batch=app.max_micro_batch)
+    return found
+
+
+def _shortest_run(folder: Path) -> int:
+    runs = read_efficiency(folder, 1).runs
+    return min(len(r.progress) for r in runs.values())
+
+
+@dataclass(frozen=True, slots=True)
+class PolluxRow:
+    """One job of a Pollux workload file."""
+
+    name: str
+    time: float
+    application: str
+    gpus: int
+    batch: int
+
+
+def read_workload(path: Path) -> list[PolluxRow]:
+    """The rows of a Pollux workload CSV; ``ProfileError`` names the line and field."""
+    rows = []
+    seen: set[str] = set()
+    fields = ("name", "time", "application", "num_replicas", "batch_size")
+    for line, row in csv_rows(path, fields):
+        name = (row.get("name") or "").strip()
+        if not name:
+            raise ProfileError(f"{path}:{line}: name is empty; give each job a name")
+        if name in seen:
+            raise ProfileError(f"{path}:{line}: name {name!r} is used twice; names are unique")
+        seen.add(name)
+        time = number(path, line, row, "time")
+        if time < 0:
+            raise ProfileError(f"{path}:{line}: time {time:g} must be seconds >= 0")
+        app = (row.get("application") or "").strip()
+        if not app or "/" in app or app.startswith("."):
+            raise ProfileError(
+                f"{path}:{line}: application {app!r} must name a profile folder (e.g. cifar10)"
+            )
+        gpus, batch = (_whole(path, line, row, f) for f in ("num_replicas", "batch_size"))
+        rows.append(PolluxRow(name, time, app, gpus, batch))
+    if not rows:
+        raise ProfileError(f"{path}: no jobs (a header and no rows)")
+    return rows
+
+
+def _whole(path: Path, line: int, row: dict[str, str], name: str) -> int:
+    value = number(path, line, row, name)
+    if value < 1 or value != int(value):
+        raise ProfileError(f"{path}:{line}: {name} {row[name]!r} must be a whole number >= 1")
+    return int(value)
+
+
+def pollux_jobs(workload: Path, profiles: Path) -> list[SimJob]:
+    """A Pollux workload as simulated jobs, each at the GPUs and batch its row gives.
+
+    A job asks for its row's GPUs (what a fixed-size policy gives it) and may hold up
+    to as many as its global batch spreads over at the smallest per-GPU batch measured
+    (what an elastic one may give it), within the cluster.
+    """
+    rows = read_workload(workload)
+    if not profiles.is_dir():
+        raise ProfileError(f"{profiles}: no such profiles folder (give Pollux's traces/ folder)")
+    for line, row in enumerate(rows, start=2):
+        if not (profiles / row.application).is_dir():
+            held = sorted(p.name for p in profiles.iterdir() if p.is_dir())
+            raise ProfileError(
+                f"{workload}:{line}: application {row.application!r} has no profile in "
+                f"{profiles} (it holds {', '.join(held) or 'none'})"
+            )
+    models = read_profiles(profiles, [r.application for r in rows])
+    capacity = NODES * GPUS_PER_NODE
+    made: dict[tuple[str, int, int], TabledProfile] = {}
+    jobs = []
+    for line, row in enumerate(rows, start=2):
+        model = models[row.application]
+        limit = APPLICATIONS.get(row.application, Application()).max_gpus
+        widest = row.batch // model.min_micro_batch if limit is None else limit
+        most = max(row.gpus, min(capacity, widest))
+        if row.gpus > capacity:
+            raise ProfileError(
+                f"{workload}:{line}: num_replicas {row.gpus} is more than the cluster's "
+                f"{capacity} GPUs"
+            )
+        key = (row.application, row.batch, most)
+        profile = made.get(key)
+        if profile is None:
+            try:
+                profile = tabled_profile(model, row.batch, max_gpus=most, per_node=GPUS_PER_NODE)
+            except ProfileError as err:
+                raise ProfileError(f"{workload}:{line}: batch_size: {err}") from None
+            made[key] = profile
+        jobs.append(
+            SimJob(
+                id=row.name,
+                submitted_at=row.time,
+                profile=profile,
+                max_gpus=max(row.gpus, min(most, max(profile.step_times))),
+                min_gpus=1,
+                requested_gpus=row.gpus,
+                startup_s=RESTART_S,
+                restart_s=RESTART_S,
+            )
+        )
+    return jobs

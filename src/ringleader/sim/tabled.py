@@ -1,0 +1,150 @@
+"""Ground truth from a measured table: a job that keeps its global batch, played as measured.
+
+``tabled_profile`` turns a ``MeasuredJob`` (``perf.measured``) and the global
+batch a job keeps into the simulator's ``TrueProfile``. The job's speed is read
+from the table for the placement it holds (GPUs per node), with the steps it
+needs at the batch its GPUs make of the global one: as the measurement says,
+not as a fitted curve says. What a policy is told, where it may know the truth
+(``Needs.true_model``), is the same table at the most compact placement of each
+size, nodes filled first, the way its placer would lay the job out.
+
+A job that changes size keeps the fraction of its work done; where the new
+split rounds the global batch differently (6 GPUs make 2,052 of 2,048), that
+fraction is read in the new batch's steps: the one approximation of this
+module, under 0.3% of any job's steps on Pollux's profiles.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from ringleader.perf.allreduce import Algorithm
+from ringleader.perf.epochs import EpochsToConverge
+from ringleader.perf.errors import ModelFitError
+from ringleader.perf.measured import MeasuredJob
+from ringleader.perf.placements import Placement
+from ringleader.perf.speed import (
+    MeasuredSpeed,
+    SpeedModel,
+    StepSample,
+    fit_speed_model,
+    with_measurements,
+)
+from ringleader.policy.model.views import JobShape
+from ringleader.sim.profiles import TrueProfile
+
+NOMINAL_GRAD_BYTES = 1e6
+"""A tabled job's gradient size is not measured: the table answers, and a fit beyond it
+only needs a positive scale for its communication terms."""
+
+
+def compact(gpus: int, per_node: int) -> Placement:
+    """``gpus`` GPUs on as few nodes of ``per_node`` as hold them: full nodes, then the rest."""
+    full, rest = divmod(gpus, per_node)
+    return (per_node,) * full + ((rest,) if rest else ())
+
+
+@dataclass(frozen=True)
+class TabledProfile(TrueProfile):
+    """A ``TrueProfile`` whose speed is a ``MeasuredJob``'s at one global batch."""
+
+    measured: MeasuredJob | None = field(default=None, compare=False, repr=False)
+    global_batch: int = 0
+    _on: dict[Placement, tuple[float, float]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
+
+    def _times(self, placement: Placement) -> tuple[float, float]:
+        """(whole job's seconds, seconds per iteration) on ``placement``."""
+        found = self._on.get(placement)
+        if found is None:
+            assert self.measured is not None
+            m, batch = self.measured, self.global_batch
+            found = (m.seconds(placement, batch), m.iteration_s(placement, batch))
+            self._on[placement] = found
+        return found
+
+    def seconds_on(self, placement: tuple[int, ...]) -> float:
+        return self._times(placement)[0]
+
+    def step_time_on(self, placement: tuple[int, ...]) -> float:
+        return self._times(placement)[1]
+
+    @cached_property
+    def speed_model(self) -> SpeedModel:
+        """The table at each size's compact placement; the NNLS fit only beyond it."""
+        return _told(self)
+
+
+def tabled_profile(
+    measured: MeasuredJob, global_batch: int, *, max_gpus: int, per_node: int
+) -> TabledProfile:
+    """The ground truth of a job of ``measured`` that keeps ``global_batch``, for 1 to
+    ``max_gpus`` GPUs on nodes of ``per_node``. Raises ``ProfileError`` where the batch
+    is outside what was validated."""
+    measured.check_batch(global_batch)
+    bounds = measured.efficiency.bounds()
+    # An "epoch" for the policy: the examples the first validated epoch covered.
+    examples = max(1, round(measured.smallest_batch * bounds[1]))
+    shape = JobShape(
+        examples_per_epoch=examples,
+        batch_per_worker=measured.split(1, global_batch).micro_batch,
+        grad_bytes=NOMINAL_GRAD_BYTES,
+        algorithm=Algorithm.RING,
+        global_batch=global_batch,
+    )
+    steps, epochs = {}, {}
+    measured.table.prepare(
+        [
+            (compact(g, per_node), measured.split(g, global_batch).micro_batch)
+            for g in range(1, max_gpus + 1)
+            if measured.split(g, global_batch).micro_batch >= measured.min_micro_batch
+        ]
+    )
+    for gpus in range(1, max_gpus + 1):
+        placement = compact(gpus, per_node)
+        split = measured.split(gpus, global_batch)
+        if split.micro_batch < measured.min_micro_batch:
+            break  # the global batch spreads thinner than anything measured
+        steps[gpus] = measured.iteration_s(placement, global_batch)
+        needed = measured.efficiency.steps_to_finish(split.global_batch)
+        epochs[gpus] = needed * global_batch / examples
+    return TabledProfile(
+        f"{measured.name}-b{global_batch}",
+        shape,
+        steps,
+        EpochsToConverge.from_mapping(epochs),
+        placed=True,
+        measured=measured,
+        global_batch=global_batch,
+    )
+
+
+def _told(profile: TabledProfile) -> MeasuredSpeed:
+    """The step times at compact placements, and the NNLS fit to them beyond (where the
+    five coefficients cannot hold the curve, its last measured step time)."""
+    shape = profile.shape
+    samples = [StepSample(w, t, shape.batch_at(w)) for w, t in profile.step_times.items()]
+    fitted: SpeedModel
+    try:
+        fitted = fit_speed_model(
+            samples,
+            algorithm=shape.algorithm,
+            grad_bytes=shape.grad_bytes,
+            examples_per_epoch=shape.examples_per_epoch,
+            batch_per_worker=shape.batch_per_worker,
+            global_batch=shape.global_batch,
+        )
+    except ModelFitError:
+        last = profile.step_times[max(profile.step_times)]
+        fitted = SpeedModel(
+            theta=(0.0, 0.0, 0.0, 0.0, last),
+            algorithm=shape.algorithm,
+            grad_bytes=shape.grad_bytes,
+            batch_per_worker=shape.batch_per_worker,
+            examples_per_epoch=shape.examples_per_epoch,
+            rank=1,
+            global_batch=shape.global_batch,
+        )
+    return with_measurements(fitted, dict(profile.step_times))
