@@ -9,10 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from ringleader.cli.simulate_pollux import TIRESIAS_THRESHOLDS, published_avg
 from ringleader.policy.catalog import policy_from_config
 from ringleader.sim import pollux
-from ringleader.sim.engine import Simulator
 from ringleader.sim.result import SimResult
 
 WORKLOAD_1 = pollux.DATA / "workloads" / "workload-1.csv"
@@ -20,15 +18,8 @@ WORKLOAD_1 = pollux.DATA / "workloads" / "workload-1.csv"
 
 def _play(policy: str, workload: Path = WORKLOAD_1) -> SimResult:
     jobs = pollux.pollux_jobs(workload, pollux.DATA / "traces")
-    thresholds = (float(TIRESIAS_THRESHOLDS),) if policy == "tiresias" else None
-    return Simulator(
-        policy_from_config(policy, thresholds_gpu_s=thresholds),
-        pollux.cluster(),
-        jobs,
-        restart_delay_s=pollux.RESTART_S,
-        round_s=pollux.ROUND_S,
-        tick_s=pollux.ROUND_S,
-    ).run()
+    thresholds = pollux.TIRESIAS_THRESHOLDS_GPU_S if policy == "tiresias" else None
+    return pollux.play(jobs, policy_from_config(policy, thresholds_gpu_s=thresholds))
 
 
 def test_the_bundled_workloads_load_unchanged_with_their_profiles() -> None:
@@ -47,7 +38,7 @@ def test_the_bundled_workloads_load_unchanged_with_their_profiles() -> None:
 def test_tiresias_and_optimus_are_within_5_percent_of_pollux_on_workload_1(policy: str) -> None:
     result = _play(policy)
     assert result.summary.finished == 160
-    published = published_avg(policy, "workload-1", "1.0")
+    published = pollux.published_avg(policy, "workload-1", "1.0")
     assert published is not None
     assert result.summary.avg_jct_s == pytest.approx(published, rel=0.05)
 

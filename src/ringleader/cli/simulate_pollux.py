@@ -9,7 +9,6 @@ published one for the policy.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from ringleader.cli.errors import fail, write_json
@@ -20,13 +19,9 @@ from ringleader.perf.placements import OutsideMeasurements
 from ringleader.perf.profile_files import ProfileError
 from ringleader.policy.profile.sources import PolicyInputError
 from ringleader.sim import pollux
-from ringleader.sim.engine import Simulator
 from ringleader.sim.errors import SimulationStalled
 
-LOADS = ("0.5", "1.0", "1.5", "2.0")
-"""The job loads Pollux published workloads for (its Figure 8b)."""
-TIRESIAS_THRESHOLDS = "57600"
-"""Pollux's Tiresias baseline: two queues, split at 16 GPU-hours (its ``tiresias.py``)."""
+TIRESIAS_THRESHOLDS = ",".join(f"{t:g}" for t in pollux.TIRESIAS_THRESHOLDS_GPU_S)
 
 
 def bundled(spec: str) -> tuple[Path, str, str] | None:
@@ -35,23 +30,13 @@ def bundled(spec: str) -> tuple[Path, str, str] | None:
         return None
     name, _, load = spec.removeprefix("pollux:").partition(":")
     load = load or "1.0"
-    if load not in LOADS:
-        fail(f"--pollux {spec}: load {load!r} is not one of {', '.join(LOADS)}")
-    folder = pollux.DATA / ("workloads" if load == "1.0" else f"workloads-{load}")
-    path = folder / f"{name}.csv"
+    if load not in pollux.LOADS:
+        fail(f"--pollux {spec}: load {load!r} is not one of {', '.join(pollux.LOADS)}")
+    path = pollux.bundled_workload(name, load)
     if not path.is_file():
-        names = sorted(p.stem for p in folder.glob("*.csv"))
+        names = sorted(p.stem for p in path.parent.glob("*.csv"))
         fail(f"--pollux {spec}: no bundled workload {name!r}; choose one of: {', '.join(names)}")
     return path, name, load
-
-
-def published_avg(policy: str, name: str, load: str) -> float | None:
-    """Pollux's simulator's average JCT for a bundled workload, if it published one."""
-    summary = pollux.DATA / "results-jobload" / f"{policy}-{load}" / "summary.json"
-    if not summary.is_file():
-        return None
-    avg = json.loads(summary.read_text())["avgs"].get(name)
-    return None if avg is None else float(avg)
 
 
 def play_pollux(
@@ -81,20 +66,16 @@ def play_pollux(
     with progress_bar() as bar:
         task = bar.add_task(f"{policy_name}: simulating", total=len(jobs))
         try:
-            result = Simulator(
-                chosen,
-                cluster,
+            result = pollux.play(
                 jobs,
-                restart_delay_s=pollux.RESTART_S,
-                round_s=pollux.ROUND_S,
-                tick_s=pollux.ROUND_S,
+                chosen,
                 on_finish=lambda done, _: bar.update(task, completed=done),
                 explain=json_path is not None,
-            ).run()
+            )
         except (SimulationStalled, PolicyInputError, OutsideMeasurements) as err:
             fail(f"{path}: {err}")
     print_summary(result, cluster.capacity)
-    reference = None if found is None else published_avg(policy_name, found[1], found[2])
+    reference = None if found is None else pollux.published_avg(policy_name, found[1], found[2])
     if reference is not None and found is not None:
         ours = result.summary.avg_jct_s
         console.print(

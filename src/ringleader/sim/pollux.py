@@ -15,15 +15,19 @@ name trains for every epoch of its shortest validation run.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import json
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from ringleader.perf.efficiency import read_efficiency
 from ringleader.perf.measured import MeasuredJob, read_measured_job
 from ringleader.perf.profile_files import ProfileError, csv_rows, number
+from ringleader.policy.model.plan import Decider
 from ringleader.policy.model.views import ClusterView
+from ringleader.sim.engine import Simulator
 from ringleader.sim.jobs import SimJob
+from ringleader.sim.result import SimResult
 from ringleader.sim.tabled import TabledProfile, tabled_profile
 
 NODES = 16
@@ -32,6 +36,10 @@ ROUND_S = 60.0
 RESTART_S = 30.0
 DATA = Path(__file__).resolve().parents[1] / "data" / "pollux"
 """The Pollux data shipped with ringleader (``data/pollux/SOURCE.md``)."""
+TIRESIAS_THRESHOLDS_GPU_S = (57_600.0,)
+"""Pollux's Tiresias baseline: two queues, split at 16 GPU-hours (its ``tiresias.py``)."""
+LOADS = ("0.5", "1.0", "1.5", "2.0")
+"""The job loads Pollux published workloads and results for (its Figure 8b)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,12 +139,15 @@ def _whole(path: Path, line: int, row: dict[str, str], name: str) -> int:
     return int(value)
 
 
-def pollux_jobs(workload: Path, profiles: Path) -> list[SimJob]:
+def pollux_jobs(
+    workload: Path, profiles: Path, models: Mapping[str, MeasuredJob] | None = None
+) -> list[SimJob]:
     """A Pollux workload as simulated jobs, each at the GPUs and batch its row gives.
 
     A job asks for its row's GPUs (what a fixed-size policy gives it) and may hold up
     to as many as its global batch spreads over at the smallest per-GPU batch measured
-    (what an elastic one may give it), within the cluster.
+    (what an elastic one may give it), within the cluster. ``models``: the profiles
+    read already (``read_profiles``), to play many workloads without reading them again.
     """
     rows = read_workload(workload)
     if not profiles.is_dir():
@@ -148,7 +159,8 @@ def pollux_jobs(workload: Path, profiles: Path) -> list[SimJob]:
                 f"{workload}:{line}: application {row.application!r} has no profile in "
                 f"{profiles} (it holds {', '.join(held) or 'none'})"
             )
-    models = read_profiles(profiles, [r.application for r in rows])
+    if models is None or not {r.application for r in rows} <= models.keys():
+        models = read_profiles(profiles, [r.application for r in rows])
     capacity = NODES * GPUS_PER_NODE
     made: dict[tuple[str, int, int], TabledProfile] = {}
     jobs = []
@@ -183,3 +195,38 @@ def pollux_jobs(workload: Path, profiles: Path) -> list[SimJob]:
             )
         )
     return jobs
+
+
+def bundled_workload(name: str, load: str = "1.0") -> Path:
+    """The bundled workload ``name`` (``workload-3``) at ``load`` (one of ``LOADS``)."""
+    return DATA / ("workloads" if load == "1.0" else f"workloads-{load}") / f"{name}.csv"
+
+
+def published_avg(policy: str, name: str, load: str = "1.0") -> float | None:
+    """The average JCT Pollux's own simulator published for a bundled workload under
+    ``policy`` (``pollux``, ``tiresias``, ``optimus``), if it published one."""
+    summary = DATA / "results-jobload" / f"{policy}-{load}" / "summary.json"
+    if not summary.is_file():
+        return None
+    avg = json.loads(summary.read_text())["avgs"].get(name)
+    return None if avg is None else float(avg)
+
+
+def play(
+    jobs: Sequence[SimJob],
+    policy: Decider,
+    *,
+    on_finish: Callable[[int, int], None] | None = None,
+    explain: bool = False,
+) -> SimResult:
+    """``jobs`` under ``policy`` on Pollux's testbed, deciding every 60 s as it does."""
+    return Simulator(
+        policy,
+        cluster(),
+        jobs,
+        restart_delay_s=RESTART_S,
+        round_s=ROUND_S,
+        tick_s=ROUND_S,
+        on_finish=on_finish,
+        explain=explain,
+    ).run()
