@@ -72,7 +72,7 @@ def test_a_larger_batch_is_worth_more_steps_but_fewer_than_its_size_says() -> No
         gain = eff.gain(8 * m0, epoch)
         assert 1.0 < gain < 8.0
     # At the smallest batch, the steps to finish are the progress target itself.
-    assert eff.steps_to_finish(m0) == pytest.approx(eff.bounds()[-1])
+    assert eff.steps_to_finish(m0) == pytest.approx(eff.bounds[-1])
     assert eff.steps_to_finish(8 * m0) < eff.steps_to_finish(m0)
 
 

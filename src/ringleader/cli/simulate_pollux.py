@@ -58,8 +58,11 @@ def play_pollux(
         thresholds = TIRESIAS_THRESHOLDS
         console.print("tiresias: queues split at 16 GPU-hours, as Pollux ran it", style="dim")
     chosen = policy_for(policy_name, quantum_s, thresholds, None)
+    adaptive = policy_name in pollux.ADAPTIVE_POLICIES
+    if adaptive:
+        console.print("jobs pick their own batch as they train, as in Pollux's runs", style="dim")
     try:
-        jobs = pollux.pollux_jobs(path, profiles or pollux.DATA / "traces")
+        jobs = pollux.pollux_jobs(path, profiles or pollux.DATA / "traces", adaptive=adaptive)
     except ProfileError as err:
         fail(str(err))
     cluster = pollux.cluster()

@@ -20,6 +20,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -64,15 +65,19 @@ class Efficiency:
     def largest_batch(self) -> int:
         return max(self.runs)
 
-    def bounds(self) -> list[float]:
+    @cached_property
+    def _sizes(self) -> tuple[int, ...]:
+        return tuple(self.runs)
+
+    @cached_property
+    def bounds(self) -> tuple[float, ...]:
         """Progress at the start of each epoch, and at the end of the last (``epochs + 1``)."""
-        return [0.0] + [
-            min(float(r.progress[e]) for r in self.runs.values()) for e in range(self.epochs)
-        ]
+        ends = (min(float(r.progress[e]) for r in self.runs.values()) for e in range(self.epochs))
+        return (0.0, *ends)
 
     def stats(self, batch: float, epoch: int) -> tuple[float, float]:
         """(grad_sqr, grad_var) in ``epoch`` at global ``batch``, between measured batches."""
-        sizes = list(self.runs)
+        sizes = self._sizes
         if not sizes[0] <= batch <= sizes[-1]:
             raise ProfileError(
                 f"global batch {batch:g} is outside the validated batches {sizes[0]}-{sizes[-1]}"
@@ -95,12 +100,22 @@ class Efficiency:
         denominator = var / scale + sqr
         return (var + sqr) / denominator if denominator > 0 else 1.0
 
+    def gains(self, batches: np.ndarray, epoch: int) -> np.ndarray:
+        """``gain`` for many global batches (each within the validated ones) in ``epoch``."""
+        sizes = np.asarray(self._sizes, dtype=float)
+        sqr = np.interp(batches, sizes, [r.grad_sqr[epoch] for r in self.runs.values()])
+        var = np.interp(batches, sizes, [r.grad_var[epoch] for r in self.runs.values()])
+        scale = batches / self.smallest_batch
+        denominator = var / scale + sqr
+        safe = np.where(denominator > 0, denominator, 1.0)
+        return np.where(denominator > 0, (var + sqr) / safe, 1.0)
+
     def steps_to_finish(self, batch: float) -> float:
         """Steps at a constant global ``batch`` from the start to done."""
         key = round(batch * 1000)
         found = self._finish.get(key)
         if found is None:
-            bounds = self.bounds()
+            bounds = self.bounds
             found = sum(
                 (bounds[e + 1] - bounds[e]) / self.gain(batch, e) for e in range(self.epochs)
             )

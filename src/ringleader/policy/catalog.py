@@ -18,6 +18,7 @@ from ringleader.policy.profile.sources import Exploratory, Online, Precompute
 from ringleader.policy.share.packing import Packing
 from ringleader.policy.share.timeslice import TimeSlice
 from ringleader.policy.size.allocators import Doubling, FixedSize, OptimusGreedy
+from ringleader.policy.size.fitness import PowerMeanSpeedup
 from ringleader.policy.traffic import Priorities, TrafficPolicy
 
 STARVE_AFTER_S = 7 * 86_400.0
@@ -55,6 +56,11 @@ _BUILDERS: dict[str, tuple[str, Callable[[], Decider]]] = {
     "optimus": (
         "Optimus greedy (+1 GPU at a time), speed models known on arrival",
         lambda: Policy("optimus", OptimusGreedy(), Precompute()),
+    ),
+    "pollux": (
+        "Pollux (OSDI'21): GPU counts maximising the harmonic mean of goodput speed-ups "
+        "over a fair share, jobs picking their own batch; speed models known on arrival",
+        lambda: Policy("pollux", PowerMeanSpeedup(), Precompute()),
     ),
     "fifo": (
         "every job gets exactly the GPUs it requests, first come first served",

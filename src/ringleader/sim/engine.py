@@ -43,7 +43,7 @@ from ringleader.sim.occupancy import Occupancy
 from ringleader.sim.pacing import Contention, Pacing
 from ringleader.sim.playing import Playing
 from ringleader.sim.result import RunLog, SimResult
-from ringleader.sim.ticks import Finishes, advance, tick_at_or_after
+from ringleader.sim.ticks import Finishes, advance, repace, tick_at_or_after
 from ringleader.spine.effects import carry_out, unchanged
 from ringleader.spine.needs import SIMULATOR, serve_policy
 from ringleader.spine.round import decide_round
@@ -141,6 +141,8 @@ class Simulator:
         """Give each decision's reasons (``spine.reasons``) and count each job's waits by
         them (``SimResult.waits``); off, a decision costs the policy's time alone."""
         self._playing = Playing(restart_delay_s, switch_delay_s)
+        self._phased = any(j.profile.phased for j in jobs)
+        """Some job's speed moves on at each epoch's end (``ticks.repace``)."""
         self._owner: dict[str, str] = {}
         """Each job's user, where quotas or reasons need it (set as a run starts)."""
 
@@ -172,10 +174,7 @@ class Simulator:
         """The run; ``freezing``: it froze the collector's objects, and so freezes each
         decision's (``run``)."""
         started = time.perf_counter()
-        occupancy = self._occupancy = Occupancy()
-        self._playing = Playing(self.restart_delay_s, self.switch_delay_s)
-        pending = self.jobs
-        self._owner = {j.id: j.user for j in pending} if self.quotas or self.explain else {}
+        occupancy, pending = self._fresh(), self.jobs
         nxt = frozen = 0
         active: dict[str, JobState] = {}
         now = pending[0].submitted_at if pending else 0.0
@@ -236,6 +235,8 @@ class Simulator:
                 finished, caught_up = finishes.ended(now, running)
                 if caught_up:
                     since = now
+            if self._phased:
+                repace(running)  # a job at an epoch's end: its new speed
             changed = False  # ticking: a job that shared a GPU or host ended
             if finished:
                 running, since, changed = self._finished(finished, running, active, log, now, since)
@@ -248,6 +249,14 @@ class Simulator:
         if since < now:
             advance(running, since, now)
         return log.result(self.policy.name, self.cluster.capacity, now, active, started)
+
+    def _fresh(self) -> Occupancy:
+        """What a run keeps of its own, made anew: GPUs in use, plays, jobs' owners."""
+        occupancy = self._occupancy = Occupancy()
+        self._playing = Playing(self.restart_delay_s, self.switch_delay_s)
+        owners = self.quotas or self.explain
+        self._owner = {j.id: j.user for j in self.jobs} if owners else {}
+        return occupancy
 
     def _steer(self, active: dict[str, JobState], now: float) -> bool:
         """Give the driver each job's progress and take its new priorities; False where

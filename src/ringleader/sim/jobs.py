@@ -95,6 +95,11 @@ class JobState:
     one job moves, and most of them come out as they were."""
     type_factor: float = 1.0
     """The part of ``factor`` that is the speed of the job's slowest GPU type."""
+    phase: int = 0
+    """The profile's stretch of training that ``speed`` was worked out for (``phased``
+    profiles: the epoch, whose gradient statistics set the batch the job takes)."""
+    phased: bool = field(init=False)
+    """The profile's speed moves on as the job trains (``TrueProfile.phased``)."""
     first_at: float | None = None
     """When the job finished its first ``FIRST_MINIBATCHES`` minibatches."""
     priority: int = 0
@@ -114,6 +119,7 @@ class JobState:
         job = self.job
         self.epochs = job.profile.epochs.scaled(job.work_scale)
         self.priority = job.priority
+        self.phased = job.profile.phased
         self.submitted = Submitted(
             job.id,
             job.submitted_at,
@@ -189,7 +195,7 @@ class JobState:
         """Fraction of the job completed per second of productive time."""
         profile = self.job.profile
         if profile.placed:
-            seconds = profile.seconds_on(self.placement())
+            seconds = profile.seconds_on(self.placement(), 1.0 - self.remaining)
         else:
             seconds = profile.seconds_alone(self.workers)
         alone = 1.0 / (self.job.work_scale * seconds)
@@ -203,7 +209,7 @@ class JobState:
             return 1.0 / (self.rate() * self.job.minibatches)
         profile = self.job.profile
         if profile.placed:
-            return profile.step_time_on(self.placement()) / self.factor
+            return profile.step_time_on(self.placement(), 1.0 - self.remaining) / self.factor
         return profile.step_time(self.workers) / self.factor
 
     def placement(self) -> tuple[int, ...]:
@@ -218,9 +224,11 @@ class JobState:
         a running job advances at every event, and these change only with its size or
         its sharing, so they are worked out again only when those did."""
         paced_for = (self.workers, self.factor, self.type_factor)
-        if paced_for == self.paced_for:
+        phase = self.job.profile.phase(1.0 - self.remaining) if self.phased else 0
+        if paced_for == self.paced_for and phase == self.phase:
             return
         self.paced_for = paced_for
+        self.phase = phase
         self.speed = self.rate()
         step = self.step_time()
         if 0 < self.type_factor < 1 or self.type_factor > 1:
@@ -229,9 +237,15 @@ class JobState:
         self.batch = self.job.profile.shape.batch_at(self.workers)
 
     def finish_time(self, now: float) -> float:
+        """When the job ends at its speed now; a ``phased`` profile's, when its speed
+        next changes (the end of its epoch), where that is sooner: the engine stops it
+        there to work its speed out again."""
         if not self.running or self.factor <= 0:
             return math.inf
-        return max(now, self.ready_at) + self.remaining / self.speed
+        left = self.remaining
+        if self.phased:
+            left = min(left, self.job.profile.phase_end(1.0 - left) - (1.0 - left))
+        return max(now, self.ready_at) + left / self.speed
 
     def advance(self, start: float, end: float) -> None:
         if not self.running:
@@ -275,7 +289,7 @@ def arrived(job: SimJob, now: float) -> JobState:
 
     Made empty and each field stored, as the class's defaults say (``test_simulator``
     checks the two field by field): the dataclass's ``__init__`` is the dataclass
-    module's, interpreted even compiled, and sets its 30 fields through Python's
+    module's, interpreted even compiled, and sets its 31 fields through Python's
     attribute protocol, where stores from here are plain stores (docs/scale.md, "Views
     the bodies keep, and the memo on each view").
     """
@@ -303,11 +317,12 @@ def arrived(job: SimJob, now: float) -> JobState:
     state.batch = 0.0
     state.paced_for = (0, 0.0, 0.0)
     state.type_factor = 1.0
+    state.phase = 0
     state.first_at = None
     state.priority = 0
     state.seen = None
     state.progressed = False
     state.target = WAIT
     state.holding = Held()
-    state.__post_init__()  # epochs, priority, submitted
+    state.__post_init__()  # epochs, priority, phased, submitted
     return state

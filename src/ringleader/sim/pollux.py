@@ -28,7 +28,7 @@ from ringleader.policy.model.views import ClusterView
 from ringleader.sim.engine import Simulator
 from ringleader.sim.jobs import SimJob
 from ringleader.sim.result import SimResult
-from ringleader.sim.tabled import TabledProfile, tabled_profile
+from ringleader.sim.tabled import TabledProfile, adaptive_profile, tabled_profile
 
 NODES = 16
 GPUS_PER_NODE = 4
@@ -38,6 +38,9 @@ DATA = Path(__file__).resolve().parents[1] / "data" / "pollux"
 """The Pollux data shipped with ringleader (``data/pollux/SOURCE.md``)."""
 TIRESIAS_THRESHOLDS_GPU_S = (57_600.0,)
 """Pollux's Tiresias baseline: two queues, split at 16 GPU-hours (its ``tiresias.py``)."""
+ADAPTIVE_POLICIES = frozenset({"pollux"})
+"""Policies whose jobs pick their own batch (Pollux's runs); the others play each job at
+the GPUs and batch its row gives, tuned by hand (Pollux's "TunedJobs" baselines)."""
 LOADS = ("0.5", "1.0", "1.5", "2.0")
 """The job loads Pollux published workloads and results for (its Figure 8b)."""
 
@@ -52,12 +55,14 @@ class Application:
     """Largest per-GPU batch (None: the largest in its step-time table)."""
     max_gpus: int | None = None
     """GPUs a job may hold at most (None: as many as its global batch spreads over)."""
+    adapts: bool = True
+    """A job of it picks its own batch where jobs adapt (ncf: Pollux fixes its batch)."""
 
 
 APPLICATIONS: Mapping[str, Application] = {
     "bert": Application(epochs=2),
     "cifar10": Application(epochs=100),
-    "ncf": Application(epochs=10, max_gpus=1),
+    "ncf": Application(epochs=10, max_gpus=1, adapts=False),
     "imagenet": Application(epochs=90),
     "deepspeech2": Application(epochs=80),
     "yolov3": Application(epochs=50, max_micro_batch=8),
@@ -140,7 +145,11 @@ def _whole(path: Path, line: int, row: dict[str, str], name: str) -> int:
 
 
 def pollux_jobs(
-    workload: Path, profiles: Path, models: Mapping[str, MeasuredJob] | None = None
+    workload: Path,
+    profiles: Path,
+    models: Mapping[str, MeasuredJob] | None = None,
+    *,
+    adaptive: bool = False,
 ) -> list[SimJob]:
     """A Pollux workload as simulated jobs, each at the GPUs and batch its row gives.
 
@@ -148,6 +157,8 @@ def pollux_jobs(
     to as many as its global batch spreads over at the smallest per-GPU batch measured
     (what an elastic one may give it), within the cluster. ``models``: the profiles
     read already (``read_profiles``), to play many workloads without reading them again.
+    ``adaptive``: jobs pick their own batch as they train (Pollux's own runs), and may
+    hold as many GPUs as the largest validated batch spreads over.
     """
     rows = read_workload(workload)
     if not profiles.is_dir():
@@ -162,23 +173,26 @@ def pollux_jobs(
     if models is None or not {r.application for r in rows} <= models.keys():
         models = read_profiles(profiles, [r.application for r in rows])
     capacity = NODES * GPUS_PER_NODE
-    made: dict[tuple[str, int, int], TabledProfile] = {}
+    made: dict[tuple[str, int, int, bool], TabledProfile] = {}
     jobs = []
     for line, row in enumerate(rows, start=2):
         model = models[row.application]
-        limit = APPLICATIONS.get(row.application, Application()).max_gpus
-        widest = row.batch // model.min_micro_batch if limit is None else limit
+        app = APPLICATIONS.get(row.application, Application())
+        adapts = adaptive and app.adapts
+        spread = model.largest_batch if adapts else row.batch
+        widest = spread // model.min_micro_batch if app.max_gpus is None else app.max_gpus
         most = max(row.gpus, min(capacity, widest))
         if row.gpus > capacity:
             raise ProfileError(
                 f"{workload}:{line}: num_replicas {row.gpus} is more than the cluster's "
                 f"{capacity} GPUs"
             )
-        key = (row.application, row.batch, most)
+        key = (row.application, row.batch, most, adapts)
         profile = made.get(key)
         if profile is None:
+            build = adaptive_profile if adapts else tabled_profile
             try:
-                profile = tabled_profile(model, row.batch, max_gpus=most, per_node=GPUS_PER_NODE)
+                profile = build(model, row.batch, max_gpus=most, per_node=GPUS_PER_NODE)
             except ProfileError as err:
                 raise ProfileError(f"{workload}:{line}: batch_size: {err}") from None
             made[key] = profile
@@ -218,8 +232,10 @@ def play(
     *,
     on_finish: Callable[[int, int], None] | None = None,
     explain: bool = False,
+    until: float | None = None,
 ) -> SimResult:
-    """``jobs`` under ``policy`` on Pollux's testbed, deciding every 60 s as it does."""
+    """``jobs`` under ``policy`` on Pollux's testbed, deciding every 60 s as it does
+    (``until``: stop the clock there)."""
     return Simulator(
         policy,
         cluster(),
@@ -229,4 +245,5 @@ def play(
         tick_s=ROUND_S,
         on_finish=on_finish,
         explain=explain,
+        until=until,
     ).run()

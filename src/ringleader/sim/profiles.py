@@ -37,6 +37,9 @@ class TrueProfile:
     placed: bool = field(default=False, compare=False)
     """The speed depends on how the GPUs spread over nodes (``seconds_on``), not only
     on how many there are."""
+    phased: bool = field(default=False, compare=False)
+    """The speed changes as training goes on (``phase``): a job that adapts its batch
+    to each epoch's gradient statistics."""
 
     def fit(self) -> SpeedModel:
         """The NNLS fit of the step times, made now."""
@@ -79,14 +82,23 @@ class TrueProfile:
             self._finish[workers] = cached
         return cached
 
-    def seconds_on(self, placement: tuple[int, ...]) -> float:
-        """Wall time to train the whole job on ``placement`` (GPUs on each node): where
-        the profile is not ``placed``, its GPU count's."""
+    def seconds_on(self, placement: tuple[int, ...], done: float = 0.0) -> float:
+        """Wall time to train the whole job on ``placement`` (GPUs on each node) at the
+        speed it has with ``done`` of it done: where the profile is not ``placed``, its
+        GPU count's (and where not ``phased``, the same however far it got)."""
         return self.seconds_alone(sum(placement))
 
-    def step_time_on(self, placement: tuple[int, ...]) -> float:
+    def step_time_on(self, placement: tuple[int, ...], done: float = 0.0) -> float:
         """Seconds per minibatch on ``placement``; where not ``placed``, its count's."""
         return self.step_time(sum(placement))
+
+    def phase(self, done: float) -> int:
+        """Which stretch of training ``done`` falls in, where the speed is constant."""
+        return 0
+
+    def phase_end(self, done: float) -> float:
+        """Where the stretch of training ``done`` falls in ends (1.0: at the end)."""
+        return 1.0
 
 
 # SPEC A7, Table 1 (ResNet-110, CIFAR-10, 128 images per GPU, K40m), seconds.

@@ -16,14 +16,16 @@ module, under 0.3% of any job's steps on Pollux's profiles.
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass, field
 from functools import cached_property
 
 from ringleader.perf.allreduce import Algorithm
 from ringleader.perf.epochs import EpochsToConverge
 from ringleader.perf.errors import ModelFitError
-from ringleader.perf.measured import MeasuredJob
-from ringleader.perf.placements import Placement
+from ringleader.perf.goodput import GoodputSpeed, best_split
+from ringleader.perf.measured import BatchSplit, MeasuredJob
+from ringleader.perf.placements import OutsideMeasurements, Placement
 from ringleader.perf.speed import (
     MeasuredSpeed,
     SpeedModel,
@@ -34,6 +36,8 @@ from ringleader.perf.speed import (
 from ringleader.policy.model.views import JobShape
 from ringleader.sim.profiles import TrueProfile
 
+PHASE_SLACK = 1e-12
+"""Of the whole job: closer than this to an epoch's end is at it (float rounding)."""
 NOMINAL_GRAD_BYTES = 1e6
 """A tabled job's gradient size is not measured: the table answers, and a fit beyond it
 only needs a positive scale for its communication terms."""
@@ -65,10 +69,10 @@ class TabledProfile(TrueProfile):
             self._on[placement] = found
         return found
 
-    def seconds_on(self, placement: tuple[int, ...]) -> float:
+    def seconds_on(self, placement: tuple[int, ...], done: float = 0.0) -> float:
         return self._times(placement)[0]
 
-    def step_time_on(self, placement: tuple[int, ...]) -> float:
+    def step_time_on(self, placement: tuple[int, ...], done: float = 0.0) -> float:
         return self._times(placement)[1]
 
     @cached_property
@@ -84,7 +88,7 @@ def tabled_profile(
     ``max_gpus`` GPUs on nodes of ``per_node``. Raises ``ProfileError`` where the batch
     is outside what was validated."""
     measured.check_batch(global_batch)
-    bounds = measured.efficiency.bounds()
+    bounds = measured.efficiency.bounds
     # An "epoch" for the policy: the examples the first validated epoch covered.
     examples = max(1, round(measured.smallest_batch * bounds[1]))
     shape = JobShape(
@@ -148,3 +152,95 @@ def _told(profile: TabledProfile) -> MeasuredSpeed:
             global_batch=shape.global_batch,
         )
     return with_measurements(fitted, dict(profile.step_times))
+
+
+@dataclass(frozen=True)
+class AdaptiveProfile(TabledProfile):
+    """A tabled job that picks its own batch: on each placement and in each epoch, the one
+    with the best goodput (``perf.goodput``), as Pollux's jobs do.
+
+    Its work is progress in steps at the smallest batch (``Efficiency.bounds``'s last);
+    its speed, that epoch's best goodput over it. A fixed-batch policy is told the
+    table at the job's submitted batch (``TabledProfile``); the speed a policy that
+    weighs goodput reads is ``best``.
+    """
+
+    per_node: int = 1
+    """GPUs per node of the cluster: how ``speed_model`` lays out each size, compactly."""
+    _best: dict[tuple[Placement, int], tuple[float, BatchSplit]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
+
+    @cached_property
+    def speed_model(self) -> SpeedModel:
+        """The fixed-batch table (``TabledProfile``), and the best goodput at each size."""
+        told = _told(self)
+        return GoodputSpeed(
+            theta=told.theta,
+            algorithm=told.algorithm,
+            grad_bytes=told.grad_bytes,
+            batch_per_worker=told.batch_per_worker,
+            examples_per_epoch=told.examples_per_epoch,
+            rank=told.rank,
+            global_batch=told.global_batch,
+            measured=told.measured,
+            best_at=self._best_at,
+        )
+
+    def _best_at(self, gpus: int, done: float) -> float:
+        try:
+            return self.best(compact(gpus, self.per_node), self.phase(done))[0]
+        except OutsideMeasurements:
+            return 0.0  # no batch it may take was measured there: worth nothing
+
+    def phase(self, done: float) -> int:
+        """The epoch a job ``done`` of the way through is in (one a rounding short of its
+        end counts as the next: the engine stops a job at the end to move it on)."""
+        assert self.measured is not None
+        bounds = self.measured.efficiency.bounds
+        progress = (done + PHASE_SLACK) * bounds[-1]
+        return min(bisect.bisect_right(bounds, progress) - 1, len(bounds) - 2)
+
+    def phase_end(self, done: float) -> float:
+        """The fraction done where the epoch ``done`` is in ends."""
+        assert self.measured is not None
+        bounds = self.measured.efficiency.bounds
+        return bounds[self.phase(done) + 1] / bounds[-1]
+
+    def best(self, placement: Placement, epoch: int) -> tuple[float, BatchSplit]:
+        """(progress per second, batch split) at the best batch on ``placement``."""
+        key = (placement, epoch)
+        found = self._best.get(key)
+        if found is None:
+            assert self.measured is not None
+            found = self._best[key] = best_split(self.measured, placement, epoch)
+        return found
+
+    def seconds_on(self, placement: tuple[int, ...], done: float = 0.0) -> float:
+        assert self.measured is not None
+        rate, _ = self.best(placement, self.phase(done))
+        return self.measured.efficiency.bounds[-1] / rate
+
+    def step_time_on(self, placement: tuple[int, ...], done: float = 0.0) -> float:
+        assert self.measured is not None
+        _, split = self.best(placement, self.phase(done))
+        step, sync = self.measured.table.times(placement, split.micro_batch)
+        return step + split.accumulation * (step - sync)
+
+
+def adaptive_profile(
+    measured: MeasuredJob, global_batch: int, *, max_gpus: int, per_node: int
+) -> AdaptiveProfile:
+    """``tabled_profile``'s job, picking its own batch as it trains (``AdaptiveProfile``)."""
+    fixed = tabled_profile(measured, global_batch, max_gpus=max_gpus, per_node=per_node)
+    return AdaptiveProfile(
+        f"{fixed.name}-adaptive",
+        fixed.shape,
+        fixed.step_times,
+        fixed.epochs,
+        placed=True,
+        phased=True,
+        measured=measured,
+        global_batch=global_batch,
+        per_node=per_node,
+    )

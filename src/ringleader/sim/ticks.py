@@ -81,3 +81,11 @@ def advance(running: Sequence[JobState], start: float, end: float) -> None:
     """Move every running job on from ``start`` to ``end`` at its speed."""
     for state in running:
         state.advance(start, end)
+
+
+def repace(running: Sequence[JobState]) -> None:
+    """Work out again the speed of each running job whose epoch changed: at an epoch's end
+    (where a ``phased`` profile's ``finish_time`` stops it), its new batch and gradient
+    statistics set it (``JobState.pace``; the others keep theirs)."""
+    for state in running:
+        state.pace()

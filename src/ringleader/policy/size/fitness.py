@@ -1,0 +1,109 @@
+"""Pollux's allocation (OSDI'21 §4.2): the GPU counts that maximise the p-mean of speed-ups.
+
+Each job's speed-up on ``k`` GPUs is its best goodput there over its best goodput
+on a fair share of the cluster (``ceil(GPUs / jobs)``), where its speed model
+tells goodput (``perf.goodput.GoodputSpeed``: a job that picks its own batch);
+otherwise its throughput, from the predicted time of the whole job. The cluster's
+fitness is ``((1/J) · Σ speedup_j ^ p) ^ (1/p)``; with ``p < 0`` a job left with
+nothing drags it down hard, so every job is served before any is served well.
+
+Pollux searches allocations with a genetic algorithm; for GPU counts the fitness
+is a sum over jobs of ``(speedup + ε) ^ p`` under one capacity, which dynamic
+programming over jobs and GPUs solves exactly (``J · C · K`` steps, vectorised
+per job). Placement is the place stage's, on the fewest nodes; speed-ups are
+weighed at the most compact layout of each count, as that stage lays it out.
+
+Two rules of Pollux's kept: a job is not given more than twice the most GPUs it
+was measured on (its model is not trusted further out), and a job whose count
+changes is discounted by ``age / (age + δ)`` for the restart ``δ`` it costs,
+``age`` here the time it has run at its present size (Pollux: since submission,
+less its restarts; a view does not carry either).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ringleader.perf.goodput import GoodputSpeed
+from ringleader.policy.model.objective import Candidate
+from ringleader.policy.size.growth import Counts
+from ringleader.policy.size.steps import Growth
+
+EPSILON = 4e-3
+"""Added to each speed-up before the power mean: Pollux's 1e-3, on speed-ups it scales
+by a node's share of the cluster (a quarter, on its 4-GPU nodes)."""
+
+
+@dataclass(frozen=True, slots=True)
+class PowerMeanSpeedup:
+    """Pollux's allocation: see the module docstring. ``p``: the fairness knob (-1)."""
+
+    name: str = "pollux"
+    p: float = -1.0
+    needs_speed: bool = True
+    needs_true_remaining: bool = False
+
+    def base(self, jobs: Sequence[Candidate], capacity: int) -> Counts:
+        return {}  # no job is owed GPUs: the fitness decides every count
+
+    def grow(self, jobs: Sequence[Candidate], counts: Counts, free: int) -> Growth:
+        given = dict(counts)
+        rest = [c for c in jobs if c.job.id not in given and c.speed is not None]
+        if not rest or free <= 0:
+            return Growth(given, {})
+        fair = max(1, math.ceil(free / len(rest)))
+        costs = [self._costs(c, free, fair) for c in rest]
+        for c, k in zip(rest, _cheapest(costs, free), strict=True):
+            if k > 0:
+                given[c.job.id] = k
+        return Growth(given, {})
+
+    def _costs(self, c: Candidate, free: int, fair: int) -> np.ndarray:
+        """``(speedup(k) + ε) ^ p`` for ``k`` = 0 .. the most the job may take."""
+        job = c.job
+        most = min(job.max_gpus, free, max(2 * max(job.observations, default=0), 1))
+        most = max(most, min(job.workers, job.max_gpus, free))  # it may keep what it has
+        speed = self._speedups(c, most, fair)
+        if job.workers and job.restart_s > 0:
+            age = job.attained_gpu_s / job.workers
+            discount = age / (age + job.restart_s)
+            speed = [s if k == job.workers else s * discount for k, s in enumerate(speed)]
+        return (np.asarray(speed) + EPSILON) ** self.p
+
+    @staticmethod
+    def _speedups(c: Candidate, most: int, fair: int) -> list[float]:
+        done = 1.0 - c.job.remaining_fraction
+        speed = c.speed
+        if isinstance(speed, GoodputSpeed) and speed.best_at is not None:
+            rates = [0.0] + [speed.goodput(k, done) for k in range(1, most + 1)]
+            base = speed.goodput(min(fair, c.job.max_gpus), done)
+        else:
+            rates = [0.0] + [1.0 / c.whole_seconds(k) for k in range(1, most + 1)]
+            base = 1.0 / c.whole_seconds(min(fair, c.job.max_gpus))
+        return [r / base if base > 0 else 0.0 for r in rates]
+
+
+def _cheapest(costs: Sequence[np.ndarray], capacity: int) -> list[int]:
+    """Each job's count, minimising the sum of its ``costs[j][k]`` over ``Σ k ≤ capacity``."""
+    inf = math.inf
+    best = np.zeros(capacity + 1)
+    choices = []
+    for cost in costs:
+        options = len(cost)
+        table = np.full((options, capacity + 1), inf)
+        for k in range(min(options, capacity + 1)):
+            table[k, k:] = best[: capacity + 1 - k] + cost[k]
+        pick = np.argmin(table, axis=0)
+        best = table[pick, np.arange(capacity + 1)]
+        choices.append(pick)
+    left = int(np.argmin(best))
+    counts = []
+    for pick in reversed(choices):
+        k = int(pick[left])
+        counts.append(k)
+        left -= k
+    return counts[::-1]

@@ -1,0 +1,91 @@
+"""Goodput: jobs that pick their own batch, and Pollux's allocation over them (issue 57)."""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+import numpy as np
+import pytest
+
+from ringleader.perf.goodput import GoodputSpeed, best_split
+from ringleader.perf.measured import BatchSplit, read_measured_job
+from ringleader.policy.catalog import policy_from_config
+from ringleader.policy.size.fitness import _cheapest
+from ringleader.sim import pollux
+from ringleader.sim.jobs import SimJob
+from ringleader.sim.tabled import adaptive_profile
+
+CIFAR10 = read_measured_job(pollux.DATA / "traces" / "cifar10", epochs=100)
+
+
+def _rate(split: BatchSplit, placement: tuple[int, ...], epoch: int) -> float:
+    step, sync = CIFAR10.table.times(placement, split.micro_batch)
+    seconds = step + split.accumulation * (step - sync)
+    return CIFAR10.efficiency.gain(split.global_batch, epoch) / seconds
+
+
+def test_the_best_batch_beats_every_other_the_job_may_take_and_grows_as_it_trains() -> None:
+    placement = (4, 4)
+    early, early_split = best_split(CIFAR10, placement, 0)
+    late, late_split = best_split(CIFAR10, placement, 99)
+    assert early == pytest.approx(_rate(early_split, placement, 0))
+    for micro in (32, 64, 128, 256, 512):
+        assert _rate(BatchSplit(8, micro, 0), placement, 0) <= early * 1.0001
+    # Gradient noise grows as training goes on, so larger batches pay more later.
+    assert late_split.global_batch > 2 * early_split.global_batch
+    assert late > early
+
+
+def test_an_adaptive_job_goes_faster_late_in_training_and_tells_its_goodput() -> None:
+    profile = adaptive_profile(CIFAR10, 256, max_gpus=16, per_node=4)
+    assert profile.phase(0.0) == 0 and profile.phase(1.0) == 99
+    assert profile.seconds_on((4, 4), 0.9) < profile.seconds_on((4, 4), 0.0)
+    told = profile.speed_model
+    assert isinstance(told, GoodputSpeed)
+    assert told.goodput(8, 0.0) == profile.best((4, 4), 0)[0]
+
+
+def test_an_adaptive_job_alone_finishes_when_its_epochs_goodputs_say() -> None:
+    profile = adaptive_profile(CIFAR10, 256, max_gpus=4, per_node=4)
+    job = SimJob("solo", 0.0, profile, max_gpus=4, min_gpus=4, requested_gpus=4)
+    result = pollux.play([job], policy_from_config("fifo"))
+    bounds = CIFAR10.efficiency.bounds
+    expected = pollux.RESTART_S + sum(
+        (bounds[e + 1] - bounds[e]) / profile.best((4,), e)[0] for e in range(100)
+    )
+    assert result.records[0].jct == pytest.approx(expected, rel=1e-6)
+
+
+def test_the_allocation_is_the_cheapest_over_every_split_of_the_gpus() -> None:
+    rng = random.Random(7)
+    for _ in range(30):
+        jobs, gpus = rng.randint(1, 4), rng.randint(0, 6)
+        costs = [np.asarray([rng.uniform(0, 10) for _ in range(rng.randint(1, 5))])]
+        costs += [np.asarray([rng.uniform(0, 10) for _ in range(rng.randint(1, 5))])]
+        costs = costs[:jobs] + [np.asarray([rng.uniform(0, 10)]) for _ in range(jobs - 2)]
+        got = _cheapest(costs, gpus)
+        assert sum(got) <= gpus
+        best = min(
+            sum(c[k] for c, k in zip(costs, ks, strict=True))
+            for ks in itertools.product(*(range(len(c)) for c in costs))
+            if sum(ks) <= gpus
+        )
+        assert sum(c[k] for c, k in zip(costs, got, strict=True)) == pytest.approx(best)
+
+
+def test_pollux_serves_every_job_before_it_serves_any_well() -> None:
+    profile = adaptive_profile(CIFAR10, 256, max_gpus=16, per_node=4)
+    jobs = [SimJob(f"j{i}", 0.0, profile, max_gpus=16, min_gpus=1) for i in range(6)]
+    result = pollux.play(jobs, policy_from_config("pollux"), until=120.0)
+    assert len(result.progress) == 6
+    assert all(p.done_fraction > 0 for p in result.progress)
+
+
+def test_pollux_is_within_10_percent_of_its_own_simulator_on_a_light_workload() -> None:
+    where = pollux.bundled_workload("workload-5", "0.5")
+    jobs = pollux.pollux_jobs(where, pollux.DATA / "traces", adaptive=True)
+    result = pollux.play(jobs, policy_from_config("pollux"))
+    published = pollux.published_avg("pollux", "workload-5", "0.5")
+    assert published is not None
+    assert result.summary.avg_jct_s == pytest.approx(published, rel=0.10)
