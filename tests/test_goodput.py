@@ -11,7 +11,7 @@ import pytest
 from ringleader.perf.goodput import GoodputSpeed, best_split
 from ringleader.perf.measured import BatchSplit, read_measured_job
 from ringleader.policy.catalog import policy_from_config
-from ringleader.policy.size.fitness import _cheapest
+from ringleader.policy.size.fitness import _cheapest, _greedy
 from ringleader.sim import pollux
 from ringleader.sim.jobs import SimJob
 from ringleader.sim.tabled import adaptive_profile
@@ -72,6 +72,20 @@ def test_the_allocation_is_the_cheapest_over_every_split_of_the_gpus() -> None:
             if sum(ks) <= gpus
         )
         assert sum(c[k] for c, k in zip(costs, got, strict=True)) == pytest.approx(best)
+
+
+def test_the_greedy_for_large_clusters_stays_within_capacity_and_near_the_best() -> None:
+    rng = random.Random(11)
+    for _ in range(30):
+        costs = [
+            (np.linspace(1.0, 0.1, rng.randint(2, 9)) + rng.uniform(0, 0.5)) ** 2
+            for _ in range(rng.randint(1, 6))
+        ]
+        gpus = rng.randint(0, 20)
+        greedy, exact = _greedy(costs, gpus), _cheapest(costs, gpus)
+        assert sum(greedy) <= gpus
+        total = [sum(c[k] for c, k in zip(costs, ks, strict=True)) for ks in (greedy, exact)]
+        assert total[0] <= total[1] * 1.05  # convex costs: the greedy is all but exact
 
 
 def test_pollux_serves_every_job_before_it_serves_any_well() -> None:
