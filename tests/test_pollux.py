@@ -90,3 +90,54 @@ def test_a_bad_pollux_workload_exits_2_naming_the_row_and_field(
     assert "Traceback" not in done.stderr
     assert expected in " ".join(done.stderr.split())
     assert str(path.name) in done.stderr
+
+
+def test_an_imported_pollux_workload_plays_as_the_pollux_flag_does(tmp_path: Path) -> None:
+    out = tmp_path / "w1.yaml"
+    command = ["import", "pollux", "pollux:workload-1", "-o", str(out)]
+    done = subprocess.run(
+        [sys.executable, "-m", "ringleader", *command],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    from ringleader.sim.workload_file import load_workload
+
+    workload = load_workload(out)
+    assert workload.spec.simulation.tiresias_thresholds_gpu_s == [57_600.0]
+    played = pollux.play(workload.jobs, policy_from_config("optimus"))
+    assert played.summary.avg_jct_s == pytest.approx(_play("optimus").summary.avg_jct_s)
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        ({"jobs": [{"name": "a", "model": "c10"}]}, "jobs[0].global_batch: model 'c10' is"),
+        ({"cluster": {"types": {"v100": {"nodes": 1, "gpus_per_node": 4}}}}, "per GPU type"),
+        ({"measured_models": {"c10": {"profile": "nowhere"}}}, "measured_models.c10.profile"),
+        (
+            {"jobs": [{"name": "a", "model": "c10", "global_batch": 10**8}]},
+            "jobs[0].global_batch: cifar10: global batch 100000000 is outside",
+        ),
+    ],
+)
+def test_a_bad_measured_model_in_a_workload_file_names_the_field(
+    tmp_path: Path, change: dict[str, object], expected: str
+) -> None:
+    import yaml
+
+    from ringleader.sim.workload_file import load_workload
+    from ringleader.sim.workload_spec import WorkloadFileError
+
+    data: dict[str, object] = {
+        "cluster": {"nodes": 2, "gpus_per_node": 4},
+        "measured_models": {"c10": {"profile": str(pollux.DATA / "traces" / "cifar10")}},
+        "jobs": [{"name": "a", "model": "c10", "gpus": 2, "global_batch": 512}],
+        **change,
+    }
+    path = tmp_path / "w.yaml"
+    path.write_text(yaml.safe_dump(data))
+    with pytest.raises(WorkloadFileError) as err:
+        load_workload(path)
+    assert expected in str(err.value)

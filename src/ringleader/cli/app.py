@@ -33,10 +33,12 @@ COMMANDS: dict[str, str] = {
     "netlab": "ringleader.cli.netlab",
     "sweep": "ringleader.cli.sweep",
     "automl": "ringleader.cli.automl",
+    "import": "ringleader.cli.importing:importing",
     "policies": "ringleader.cli.app",
     "version": "ringleader.cli.app",
 }
-"""Each command's name and the module that defines the function of that name, in help order."""
+"""Each command's name and the module that defines the function of that name (or
+``module:attribute``, for a name Python keeps to itself), in help order."""
 
 HELP = (
     "ringleader schedules deep-learning training jobs on shared GPU clusters: elastic "
@@ -103,7 +105,8 @@ def build(names: list[str] | None = None) -> typer.Typer:
 
     root.__doc__ = HELP
     for name in names if names is not None else list(COMMANDS):
-        command = getattr(importlib.import_module(COMMANDS[name]), name)
+        module, _, attribute = COMMANDS[name].partition(":")
+        command = getattr(importlib.import_module(module), attribute or name)
         if isinstance(command, typer.Typer):  # a group of subcommands: `ringleader users add`
             app.add_typer(command, name=name)
         else:

@@ -19,6 +19,7 @@ from ringleader.policy.model.views import JobShape
 from ringleader.sim.arrivals import poisson_arrivals
 from ringleader.sim.jobs import SimJob
 from ringleader.sim.profiles import PROFILES, TrueProfile
+from ringleader.sim.workload_measured import Measured
 from ringleader.sim.workload_spec import (
     JobFields,
     ModelSpec,
@@ -64,29 +65,40 @@ def _profile(name: str, spec: ModelSpec) -> TrueProfile:
 class Workload:
     """A validated workload: the cluster, the jobs, the simulation settings."""
 
-    def __init__(self, spec: WorkloadSpec) -> None:
+    def __init__(self, spec: WorkloadSpec, folder: Path = Path()) -> None:
+        """``folder``: where the file is, which a measured model's relative path starts at."""
         self.spec = spec
         profiles: dict[str, TrueProfile] = dict(PROFILES)
         for name, model in spec.models.items():
             profiles[name] = _fitted(name, model)
         self.cluster = spec.cluster.view()
         capacity = self.cluster.capacity
+        measured = Measured(spec, folder)
         types = spec.cluster.type_names
         speeds = {name: _type_speeds(name, m, types) for name, m in spec.models.items()}
         for kind, entries in (("jobs", spec.jobs), ("poisson", spec.poisson)):
             for i, entry in enumerate(entries):
                 widest = entry.widest(capacity)
+                if entry.model in spec.measured_models:
+                    continue  # the batch spreads as far as its table was measured
                 if entry.global_batch is not None and entry.global_batch < widest:
                     raise WorkloadFileError(
                         f"{kind}[{i}].global_batch: {entry.global_batch} examples cannot be "
                         f"shared by up to {widest} workers (max_gpus): give each at least one"
                     )
-        jobs = [_sim_job(j.name, j.submit_s, j, profiles, capacity, speeds) for j in spec.jobs]
-        for g in spec.poisson:
+        jobs = [
+            measured.job(j.name, j.submit_s, j, f"jobs[{i}]")
+            if j.model in spec.measured_models
+            else _sim_job(j.name, j.submit_s, j, profiles, capacity, speeds)
+            for i, j in enumerate(spec.jobs)
+        ]
+        for n, g in enumerate(spec.poisson):
             times = poisson_arrivals(g.count, g.mean_gap_s, g.seed, g.start_s)
             width = len(str(g.count - 1))
             jobs += [
-                _sim_job(f"{g.name_prefix}{i:0{width}d}", t, g, profiles, capacity, speeds)
+                measured.job(f"{g.name_prefix}{i:0{width}d}", t, g, f"poisson[{n}]")
+                if g.model in spec.measured_models
+                else _sim_job(f"{g.name_prefix}{i:0{width}d}", t, g, profiles, capacity, speeds)
                 for i, t in enumerate(times)
             ]
         ids = [j.id for j in jobs]
@@ -158,6 +170,6 @@ def load_workload(path: Path) -> Workload:
         top="'cluster' and 'jobs' or 'poisson'",
     )
     try:
-        return Workload(spec)
+        return Workload(spec, path.parent)
     except WorkloadFileError as err:
         raise WorkloadFileError(f"{path}: {err}") from None

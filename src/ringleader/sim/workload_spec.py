@@ -136,6 +136,24 @@ class ModelSpec(_Strict):
     allreduce: Algorithm = Algorithm.BINARY_BLOCKS
 
 
+class MeasuredModelSpec(_Strict):
+    """A job model that is a measurement: a folder of measured tables (Pollux's layout).
+
+    ``profile`` holds ``placements.csv`` (step and sync seconds per placement and
+    per-GPU batch), optionally ``scalability.csv``, and ``validation-<batch>.csv``
+    (per-epoch progress and gradient statistics); a relative path is read from the
+    workload file's folder. Its jobs give ``global_batch``: the batch they keep.
+    """
+
+    profile: str = Field(min_length=1, max_length=4096)
+    epochs: Annotated[int, Field(gt=0, le=100_000)] | None = None
+    """Epochs to train (None: every epoch of the shortest validation run)."""
+    max_micro_batch: Annotated[int, Field(gt=0, le=10**6)] | None = None
+    """Largest per-GPU batch a step may take (None: the largest measured)."""
+    adaptive: bool = False
+    """Jobs pick their own batch by goodput as they train (Pollux's jobs)."""
+
+
 class JobFields(_Strict):
     model: str
     gpus: Workers = 1
@@ -190,15 +208,17 @@ class WorkloadSpec(_Strict):
     cluster: ClusterSpec
     simulation: SimulationSpec = SimulationSpec()
     models: dict[str, ModelSpec] = {}
+    measured_models: dict[str, MeasuredModelSpec] = Field({}, max_length=1000)
     jobs: list[JobSpec] = []
     poisson: list[PoissonSpec] = []
     users: dict[UserName, UserSpec] = Field({}, max_length=10_000)
 
     @model_validator(mode="after")
     def _check(self) -> WorkloadSpec:
-        known = set(PROFILES) | set(self.models)
+        known = set(PROFILES) | set(self.models) | set(self.measured_models)
         cluster = self.cluster.view()
         types = self.cluster.type_names
+        self._check_measured(types)
         for name, model in self.models.items():
             for t in model.types:
                 if t not in types:
@@ -236,6 +256,28 @@ class WorkloadSpec(_Strict):
             raise ValueError("no jobs: add a 'jobs' list or a 'poisson' generator")
         self._check_quotas()
         return self
+
+    def _check_measured(self, types: tuple[str, ...]) -> None:
+        """Measured models on a cluster of one type, their names their own, and every job
+        of one giving the global batch it keeps."""
+        if not self.measured_models:
+            return
+        clash = sorted((set(self.models) | set(PROFILES)) & set(self.measured_models))
+        if clash:
+            raise ValueError(f"measured_models.{clash[0]}: the name is a model already; rename it")
+        if types:
+            name = next(iter(self.measured_models))
+            raise ValueError(
+                f"measured_models.{name}: measured tables per GPU type are not supported yet; "
+                "give the cluster as nodes and gpus_per_node"
+            )
+        for kind, entries in (("jobs", self.jobs), ("poisson", self.poisson)):
+            for i, entry in enumerate(entries):
+                if entry.model in self.measured_models and entry.global_batch is None:
+                    raise ValueError(
+                        f"{kind}[{i}].global_batch: model {entry.model!r} is measured; give "
+                        "the global batch the job keeps (within its validated batches)"
+                    )
 
     def _check_quotas(self) -> None:
         """Every user named has jobs, and every job fits its user's quota at its least."""
