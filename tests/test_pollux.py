@@ -106,8 +106,9 @@ def test_an_imported_pollux_workload_plays_as_the_pollux_flag_does(tmp_path: Pat
 
     workload = load_workload(out)
     assert workload.spec.simulation.tiresias_thresholds_gpu_s == [57_600.0]
-    played = pollux.play(workload.jobs, policy_from_config("optimus"))
-    assert played.summary.avg_jct_s == pytest.approx(_play("optimus").summary.avg_jct_s)
+    levels = tuple(workload.spec.simulation.tiresias_thresholds_gpu_s or ())
+    played = pollux.play(workload.jobs, policy_from_config("tiresias", thresholds_gpu_s=levels))
+    assert played.summary.avg_jct_s == pytest.approx(_play("tiresias").summary.avg_jct_s)
 
 
 @pytest.mark.parametrize(
