@@ -142,3 +142,18 @@ def test_a_bad_measured_model_in_a_workload_file_names_the_field(
     with pytest.raises(WorkloadFileError) as err:
         load_workload(path)
     assert expected in str(err.value)
+
+
+def test_a_table_too_thin_to_interpolate_exits_2_and_says_what_to_measure(tmp_path: Path) -> None:
+    app = tmp_path / "traces" / "tiny"
+    app.mkdir(parents=True)
+    (app / "placements.csv").write_text(
+        "placement,local_bsz,step_time,sync_time\n4,32,0.1,0.01\n4,64,0.2,0.01\n"
+    )
+    (app / "validation-64.csv").write_text("progress,grad_sqr,grad_var\n100,1,1\n200,1,1\n")
+    path = tmp_path / "w.csv"
+    path.write_text("name,time,application,num_replicas,batch_size\na,0,tiny,2,64\n")
+    done = _cli("--pollux", str(path), "--profiles", str(tmp_path / "traces"), "--policy", "fifo")
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr and "Qhull" not in done.stdout + done.stderr
+    assert "w.csv:2: tiny: no size from 1 to 2 GPUs" in " ".join(done.stderr.split())

@@ -15,7 +15,6 @@ from ringleader.cli.errors import fail, write_json
 from ringleader.cli.reporting import console, progress_bar, write_plot
 from ringleader.cli.simulate_policy import policy_for
 from ringleader.cli.simulate_report import job_rows, print_summary
-from ringleader.perf.placements import OutsideMeasurements
 from ringleader.perf.profile_files import ProfileError
 from ringleader.policy.profile.sources import PolicyInputError
 from ringleader.sim import pollux
@@ -75,7 +74,7 @@ def play_pollux(
                 on_finish=lambda done, _: bar.update(task, completed=done),
                 explain=json_path is not None,
             )
-        except (SimulationStalled, PolicyInputError, OutsideMeasurements) as err:
+        except (SimulationStalled, PolicyInputError, ProfileError) as err:
             fail(f"{path}: {err}")
     print_summary(result, cluster.capacity)
     reference = None if found is None else pollux.published_avg(policy_name, found[1], found[2])

@@ -8,6 +8,7 @@ from ringleader.cli.errors import fail, write_json
 from ringleader.cli.reporting import console, progress_bar, write_plot
 from ringleader.cli.simulate_policy import policy_for
 from ringleader.cli.simulate_report import job_rows, print_summary, print_users
+from ringleader.perf.profile_files import ProfileError
 from ringleader.policy.catalog import with_types
 from ringleader.policy.profile.sources import PolicyInputError
 from ringleader.sim.engine import Simulator
@@ -50,7 +51,7 @@ def play_workload(
                 quotas=workload.spec.quotas(),
                 explain=json_path is not None,  # each job's waits by reason, for the JSON
             ).run()
-        except (SimulationStalled, PolicyInputError) as err:
+        except (SimulationStalled, PolicyInputError, ProfileError) as err:
             fail(f"{path}: {err}")
     print_summary(result, workload.cluster.capacity)
     users = print_users(result, workload.cluster.capacity, settings.user_weights)

@@ -32,7 +32,7 @@ NODE_CAP = 16
 """Pollux's measurements span at most 16 nodes; a wider placement is read as 16 nodes."""
 
 
-class OutsideMeasurements(ValueError):
+class OutsideMeasurements(ProfileError):
     """A step time asked for where the table has no measurements around it."""
 
 
@@ -122,7 +122,11 @@ class StepTable:
         if not across:
             return
         points = [[min(len(k), NODE_CAP), sum(k), b] for k, b in across]
-        for (key, batch), (step, sync) in zip(across, self._interpolator()(points), strict=True):
+        try:
+            answers = self._interpolator()(points)
+        except OutsideMeasurements:
+            return  # each query says so itself, where it is asked
+        for (key, batch), (step, sync) in zip(across, answers, strict=True):
             if math.isfinite(step) and math.isfinite(sync):
                 self._memo[(key, batch)] = (float(step), float(sync))
 
@@ -136,12 +140,20 @@ class StepTable:
         """
         if not self._spread:
             from scipy.interpolate import LinearNDInterpolator  # only an unmeasured placement
+            from scipy.spatial import QhullError
             from threadpoolctl import threadpool_limits
 
             points, values = self._points()
-            with threadpool_limits(1):
-                interpolator = LinearNDInterpolator(points, values)
-                _ = interpolator.tri.transform
+            try:
+                with threadpool_limits(1):
+                    interpolator = LinearNDInterpolator(points, values)
+                    _ = interpolator.tri.transform
+            except (QhullError, ValueError):
+                raise OutsideMeasurements(
+                    f"the {len(points)} measured (nodes, GPUs, per-GPU batch) points span no "
+                    "volume to interpolate an unmeasured placement in: measure more "
+                    f"placements, or use only the measured ones ({self._measured()})"
+                ) from None
             self._spread.append(interpolator)
         return self._spread[0]
 
@@ -156,6 +168,12 @@ class StepTable:
                 f"{batch:g} examples per GPU (measured: per-GPU batch {lo:g} to {hi:g})"
             )
         return float(step), float(sync)
+
+    def _measured(self) -> str:
+        shown = sorted(self.by_placement)[:8]
+        more = len(self.by_placement) - len(shown)
+        names = ", ".join("".join(map(str, p)) for p in shown)
+        return names + (f" and {more} more" if more > 0 else "")
 
     def _points(self) -> tuple[np.ndarray, np.ndarray]:
         """Each measured (nodes, GPUs, batch) once, its times averaged over placements."""

@@ -192,9 +192,13 @@ def pollux_jobs(
         if profile is None:
             build = adaptive_profile if adapts else tabled_profile
             try:
-                profile = build(model, row.batch, max_gpus=most, per_node=GPUS_PER_NODE)
+                model.check_batch(row.batch)
             except ProfileError as err:
                 raise ProfileError(f"{workload}:{line}: batch_size: {err}") from None
+            try:
+                profile = build(model, row.batch, max_gpus=most, per_node=GPUS_PER_NODE)
+            except ProfileError as err:
+                raise ProfileError(f"{workload}:{line}: {err}") from None
             made[key] = profile
         jobs.append(
             SimJob(

@@ -26,6 +26,7 @@ from ringleader.perf.errors import ModelFitError
 from ringleader.perf.goodput import GoodputSpeed, best_split
 from ringleader.perf.measured import BatchSplit, MeasuredJob
 from ringleader.perf.placements import OutsideMeasurements, Placement
+from ringleader.perf.profile_files import ProfileError
 from ringleader.perf.speed import (
     MeasuredSpeed,
     SpeedModel,
@@ -111,9 +112,18 @@ def tabled_profile(
         split = measured.split(gpus, global_batch)
         if split.micro_batch < measured.min_micro_batch:
             break  # the global batch spreads thinner than anything measured
-        steps[gpus] = measured.iteration_s(placement, global_batch)
+        try:
+            steps[gpus] = measured.iteration_s(placement, global_batch)
+        except OutsideMeasurements:
+            continue  # a size the table cannot answer is not one a policy is told of
         needed = measured.efficiency.steps_to_finish(split.global_batch)
         epochs[gpus] = needed * global_batch / examples
+    if not steps:
+        raise ProfileError(
+            f"{measured.name}: no size from 1 to {max_gpus} GPUs, laid out on nodes of "
+            f"{per_node}, was measured (or lies between measurements) at global batch "
+            f"{global_batch}"
+        )
     return TabledProfile(
         f"{measured.name}-b{global_batch}",
         shape,
