@@ -9,6 +9,7 @@ from typing import Any
 from ringleader.policy.gandiva.sharing import Sharing
 from ringleader.policy.model.plan import Decider
 from ringleader.policy.order.fairshare import FairShare
+from ringleader.policy.order.finish_time import FinishTimeFair
 from ringleader.policy.order.queues import LeastAttained, Prioritised, ShortestRemaining
 from ringleader.policy.order.stage import Order
 from ringleader.policy.pipeline import Policy
@@ -61,6 +62,12 @@ _BUILDERS: dict[str, tuple[str, Callable[[], Decider]]] = {
         "Pollux (OSDI'21): GPU counts maximising the harmonic mean of goodput speed-ups "
         "over a fair share, jobs picking their own batch; speed models known on arrival",
         lambda: Policy("pollux", PowerMeanSpeedup(), Precompute()),
+    ),
+    "ftf": (
+        "ORACLE: finish-time fairness (Themis; as Gavel runs it): each job's share of time "
+        "minimises the worst shared-over-isolated finish time; jobs at their requested "
+        "GPUs, furthest below their share first",
+        lambda: Policy("ftf", FixedSize(None, backfill=True), Precompute(), order=FinishTimeFair()),
     ),
     "fifo": (
         "every job gets exactly the GPUs it requests, first come first served",
