@@ -37,6 +37,8 @@ os.environ["RINGLEADER_PURE"] = "1"
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "bench" / "results" / "regress.json"
+AGAIN_AFTER_S = 5.0
+"""How long a check found slower waits before it is measured once more (``_again``)."""
 LIMIT = 2.0
 RUNS = 3
 
@@ -142,6 +144,25 @@ def measure(names: list[str]) -> dict[str, Any]:
     }
 
 
+def _again(names: list[str], committed: dict[str, Any]) -> list[str]:
+    """The checks of ``names`` still slower when measured once more, a few seconds on.
+
+    Right after ``make test``'s suites, a process they left shutting down can hold a
+    core for a while: one check came out 2.28x, and 0.80x when run again at once.
+    A real slowdown is slower both times.
+    """
+    time.sleep(AGAIN_AFTER_S)
+    print(f"measuring {', '.join(names)} again after {AGAIN_AFTER_S:g} s:")
+    still = []
+    for name, got in measure(names)["checks"].items():
+        slower = got["ratio"] / committed[name]["ratio"]
+        verdict = "ok" if slower <= LIMIT else "SLOWER"
+        print(f"  {verdict:6} {name}: {got['ratio']:.2f} calibration loops ({slower:.2f}x)")
+        if slower > LIMIT:
+            still.append(name)
+    return still
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--record", action="store_true", help="rewrite the committed figures")
@@ -183,6 +204,8 @@ def main() -> int:
         )
         if slower > LIMIT:
             failed.append(name)
+    if failed:
+        failed = _again(failed, committed)
     if failed:
         print(
             f"bench/regress.py: {', '.join(failed)} slowed down more than {LIMIT}x against "
