@@ -123,8 +123,9 @@ class Efficiency:
         return found
 
 
-def read_efficiency(folder: Path, epochs: int) -> Efficiency:
-    """The ``validation-<batch>.csv`` files of one application's profile.
+def read_efficiency(folder: Path, epochs: int | None) -> Efficiency:
+    """The ``validation-<batch>.csv`` files of one application's profile, trained for
+    ``epochs`` (None: every epoch of the shortest run).
 
     Raises ``ProfileError`` naming the file, the row and the field that is wrong.
     """
@@ -141,6 +142,8 @@ def read_efficiency(folder: Path, epochs: int) -> Efficiency:
             f"{folder}: no validation-<global batch>.csv files (per-epoch progress and "
             "gradient statistics)"
         )
+    if epochs is None:
+        epochs = min(len(r.progress) for r in runs.values())
     return Efficiency(dict(sorted(runs.items())), epochs)
 
 

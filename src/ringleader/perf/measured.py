@@ -96,10 +96,11 @@ class MeasuredJob:
 
 
 def read_measured_job(
-    folder: Path, *, epochs: int, max_micro_batch: int | None = None
+    folder: Path, *, epochs: int | None, max_micro_batch: int | None = None
 ) -> MeasuredJob:
     """One application's profile folder (Pollux's layout: ``placements.csv``,
-    ``scalability.csv``, ``validation-<batch>.csv``), trained for ``epochs``."""
+    ``scalability.csv``, ``validation-<batch>.csv``), trained for ``epochs`` (None:
+    every epoch of the shortest validation run)."""
     if not folder.is_dir():
         raise ProfileError(f"{folder}: no such profile folder")
     table = read_step_table(folder)

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from ringleader.perf.profile_files import ProfileError, csv_rows, number
+from ringleader.perf.profile_files import ProfileError, csv_rows, number, whole
 
 Placement = tuple[int, ...]
 """GPUs used on each node the job spans, in any order: ``(4, 2)`` is six GPUs on two nodes."""
@@ -212,8 +212,8 @@ def read_step_table(folder: Path) -> StepTable:
         fields = ("num_nodes", "num_replicas", "local_bsz", "step_time", "sync_time")
         found = []
         for line, row in csv_rows(scale, fields):
-            nodes = _count(scale, line, row, "num_nodes")
-            gpus = _count(scale, line, row, "num_replicas")
+            nodes = whole(scale, line, row, "num_nodes")
+            gpus = whole(scale, line, row, "num_replicas")
             if gpus < nodes:
                 raise ProfileError(
                     f"{scale}:{line}: num_replicas {gpus} is fewer than num_nodes {nodes}; "
@@ -240,13 +240,6 @@ def _times(path: Path, line: int, row: dict[str, str]) -> tuple[float, float, fl
             "(it is the part of the step spent synchronising gradients)"
         )
     return batch, step, sync
-
-
-def _count(path: Path, line: int, row: dict[str, str], name: str) -> int:
-    value = number(path, line, row, name)
-    if value < 1 or value != int(value):
-        raise ProfileError(f"{path}:{line}: {name} {row[name]!r} must be a whole number >= 1")
-    return int(value)
 
 
 def _placement(path: Path, line: int, raw: str) -> Placement:

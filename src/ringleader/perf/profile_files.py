@@ -37,3 +37,11 @@ def number(path: Path, line: int, row: dict[str, str], name: str) -> float:
     if not math.isfinite(value):
         raise ProfileError(f"{path}:{line}: {name} is {raw!r}; give a finite number")
     return value
+
+
+def whole(path: Path, line: int, row: dict[str, str], name: str) -> int:
+    """``row[name]`` as a whole number >= 1, or a ``ProfileError`` that names the cell."""
+    value = number(path, line, row, name)
+    if value < 1 or value != int(value):
+        raise ProfileError(f"{path}:{line}: {name} {row[name]!r} must be a whole number >= 1")
+    return int(value)

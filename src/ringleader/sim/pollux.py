@@ -20,15 +20,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ringleader.perf.efficiency import read_efficiency
 from ringleader.perf.measured import MeasuredJob, read_measured_job
-from ringleader.perf.profile_files import ProfileError, csv_rows, number
+from ringleader.perf.profile_files import ProfileError, csv_rows, number, whole
 from ringleader.policy.model.plan import Decider
 from ringleader.policy.model.views import ClusterView
 from ringleader.sim.engine import Simulator
 from ringleader.sim.jobs import SimJob
 from ringleader.sim.result import SimResult
-from ringleader.sim.tabled import TabledProfile, adaptive_profile, tabled_profile
+from ringleader.sim.tabled import TabledProfile, job_profile, spread_over
 
 NODES = 16
 GPUS_PER_NODE = 4
@@ -87,16 +86,10 @@ def read_profiles(folder: Path, names: Sequence[str]) -> dict[str, MeasuredJob]:
                 f"{where}: no profile for application {name!r}; the folder holds "
                 f"{', '.join(sorted(p.name for p in folder.iterdir() if p.is_dir())) or 'none'}"
             )
-        epochs = app.epochs
-        if epochs is None:
-            epochs = _shortest_run(where)
-        found[name] = read_measured_job(where, epochs=epochs, max_micro_batch=app.max_micro_batch)
+        found[name] = read_measured_job(
+            where, epochs=app.epochs, max_micro_batch=app.max_micro_batch
+        )
     return found
-
-
-def _shortest_run(folder: Path) -> int:
-    runs = read_efficiency(folder, 1).runs
-    return min(len(r.progress) for r in runs.values())
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,18 +123,11 @@ def read_workload(path: Path) -> list[PolluxRow]:
             raise ProfileError(
                 f"{path}:{line}: application {app!r} must name a profile folder (e.g. cifar10)"
             )
-        gpus, batch = (_whole(path, line, row, f) for f in ("num_replicas", "batch_size"))
+        gpus, batch = (whole(path, line, row, f) for f in ("num_replicas", "batch_size"))
         rows.append(PolluxRow(name, time, app, gpus, batch))
     if not rows:
         raise ProfileError(f"{path}: no jobs (a header and no rows)")
     return rows
-
-
-def _whole(path: Path, line: int, row: dict[str, str], name: str) -> int:
-    value = number(path, line, row, name)
-    if value < 1 or value != int(value):
-        raise ProfileError(f"{path}:{line}: {name} {row[name]!r} must be a whole number >= 1")
-    return int(value)
 
 
 def pollux_jobs(
@@ -179,8 +165,8 @@ def pollux_jobs(
         model = models[row.application]
         app = APPLICATIONS.get(row.application, Application())
         adapts = adaptive and app.adapts
-        spread = model.largest_batch if adapts else row.batch
-        widest = spread // model.min_micro_batch if app.max_gpus is None else app.max_gpus
+        widest = spread_over(model, row.batch, adaptive=adapts)
+        widest = widest if app.max_gpus is None else app.max_gpus
         most = max(row.gpus, min(capacity, widest))
         if row.gpus > capacity:
             raise ProfileError(
@@ -190,13 +176,14 @@ def pollux_jobs(
         key = (row.application, row.batch, most, adapts)
         profile = made.get(key)
         if profile is None:
-            build = adaptive_profile if adapts else tabled_profile
             try:
                 model.check_batch(row.batch)
             except ProfileError as err:
                 raise ProfileError(f"{workload}:{line}: batch_size: {err}") from None
             try:
-                profile = build(model, row.batch, max_gpus=most, per_node=GPUS_PER_NODE)
+                profile = job_profile(
+                    model, row.batch, adaptive=adapts, max_gpus=most, per_node=GPUS_PER_NODE
+                )
             except ProfileError as err:
                 raise ProfileError(f"{workload}:{line}: {err}") from None
             made[key] = profile

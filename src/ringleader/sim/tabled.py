@@ -254,3 +254,18 @@ def adaptive_profile(
         global_batch=global_batch,
         per_node=per_node,
     )
+
+
+def spread_over(measured: MeasuredJob, global_batch: int, *, adaptive: bool) -> int:
+    """The most GPUs a job's batch spreads over at the smallest per-GPU batch measured:
+    its own global batch, or (``adaptive``) the largest one validated."""
+    spread = measured.largest_batch if adaptive else global_batch
+    return spread // measured.min_micro_batch
+
+
+def job_profile(
+    measured: MeasuredJob, global_batch: int, *, adaptive: bool, max_gpus: int, per_node: int
+) -> TabledProfile:
+    """``adaptive_profile`` or ``tabled_profile``, as the job adapts its batch or not."""
+    build = adaptive_profile if adaptive else tabled_profile
+    return build(measured, global_batch, max_gpus=max_gpus, per_node=per_node)

@@ -10,11 +10,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ringleader.perf.efficiency import read_efficiency
 from ringleader.perf.measured import MeasuredJob, read_measured_job
 from ringleader.perf.profile_files import ProfileError
 from ringleader.sim.jobs import SimJob
-from ringleader.sim.tabled import TabledProfile, adaptive_profile, tabled_profile
+from ringleader.sim.tabled import TabledProfile, job_profile, spread_over
 from ringleader.sim.workload_spec import JobFields, WorkloadFileError, WorkloadSpec
 
 
@@ -26,6 +25,8 @@ class Measured:
         self.folder = folder
         self._models: dict[str, MeasuredJob] = {}
         self._profiles: dict[tuple[str, int, int], TabledProfile] = {}
+        self._capacity = spec.cluster.view().capacity
+        self._per_node = spec.cluster.gpus_per_node or 1
 
     def model(self, name: str) -> MeasuredJob:
         found = self._models.get(name)
@@ -33,11 +34,8 @@ class Measured:
             spec = self.spec.measured_models[name]
             where = self.folder / spec.profile
             try:
-                epochs = spec.epochs
-                if epochs is None:
-                    epochs = min(len(r.progress) for r in read_efficiency(where, 1).runs.values())
                 found = read_measured_job(
-                    where, epochs=epochs, max_micro_batch=spec.max_micro_batch
+                    where, epochs=spec.epochs, max_micro_batch=spec.max_micro_batch
                 )
             except ProfileError as err:
                 raise WorkloadFileError(f"measured_models.{name}.profile: {err}") from None
@@ -48,18 +46,17 @@ class Measured:
         """The job ``name`` of a measured model, submitted ``at``; ``where`` names its entry."""
         assert f.global_batch is not None  # the spec checks it
         model = self.model(f.model)
-        capacity = self.spec.cluster.view().capacity
-        per_node = self.spec.cluster.gpus_per_node or 1
         adaptive = self.spec.measured_models[f.model].adaptive
         batch = f.global_batch
-        spread = model.largest_batch if adaptive else batch
-        widest = max(f.gpus, min(f.widest(capacity), spread // model.min_micro_batch))
+        spread = spread_over(model, batch, adaptive=adaptive)
+        widest = max(f.gpus, min(f.widest(self._capacity), spread))
         key = (f.model, batch, widest)
         profile = self._profiles.get(key)
         if profile is None:
-            build = adaptive_profile if adaptive else tabled_profile
             try:
-                profile = build(model, batch, max_gpus=widest, per_node=per_node)
+                profile = job_profile(
+                    model, batch, adaptive=adaptive, max_gpus=widest, per_node=self._per_node
+                )
             except ProfileError as err:
                 raise WorkloadFileError(f"{where}.global_batch: {err}") from None
             self._profiles[key] = profile
