@@ -8,9 +8,9 @@ import pytest
 
 from ringleader.perf.epochs import EpochsToConverge
 from ringleader.policy import JobShape, JobView
-from ringleader.policy._incremental.assigning import LastAssignments
 from ringleader.policy.model.plan import WAIT, Assignment
 from ringleader.policy.model.views import Device
+from ringleader.policy.pipeline._incremental.assigning import LastAssignments
 
 SHAPE = JobShape(50_000, 128, 1e7)
 DEVICES = [tuple(Device(f"n{n}", i) for i in range(k)) for n in range(3) for k in (1, 2, 4)]

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ringleader.policy._incremental.assigning import LastAssignments
 from ringleader.policy.gandiva._incremental.regroup import LastGroups
+from ringleader.policy.pipeline._incremental.assigning import LastAssignments
 from ringleader.policy.place._incremental.free import Blank
 
 

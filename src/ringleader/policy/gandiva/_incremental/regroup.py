@@ -22,7 +22,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ringleader.policy._incremental.beside import SKIPS, ahead
 from ringleader.policy.gandiva._incremental.openings import Changes
 from ringleader.policy.gandiva.groups import (
     Group,
@@ -32,6 +31,7 @@ from ringleader.policy.gandiva.groups import (
     resides_before,
     without,
 )
+from ringleader.policy.model._incremental.beside import SKIPS, ahead
 from ringleader.policy.model.views import Device, JobView
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from typing import cast
 
-from ringleader.policy._incremental.beside import ahead
+from ringleader.policy.model._incremental.beside import ahead
 from ringleader.policy.model.views import ClusterView, Device, JobView, memo_of
 from ringleader.policy.place._incremental.free import FreeGPUs
 

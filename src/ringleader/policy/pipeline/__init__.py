@@ -41,7 +41,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ringleader.policy._incremental.assigning import LastAssignments
 from ringleader.policy.model.arrival import fifo
 from ringleader.policy.model.memory import Memory, memory_of
 from ringleader.policy.model.needs import Needs
@@ -51,6 +50,7 @@ from ringleader.policy.model.views import ClusterView, Device, JobView
 from ringleader.policy.order.fairshare import claim
 from ringleader.policy.order.queues import Fifo
 from ringleader.policy.order.stage import Order, user_shares
+from ringleader.policy.pipeline._incremental.assigning import LastAssignments
 from ringleader.policy.place.fewest_nodes import FewestNodes
 from ringleader.policy.place.stage import Place
 from ringleader.policy.profile.sources import Precompute
