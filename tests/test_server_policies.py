@@ -26,12 +26,13 @@ COLD = ("--no-warm-start",)
 while their one job starts: the test took 69 s with them and 56 s without on two
 cores. Warm starts are the executor's, not the policy's; ``tests/test_warm.py``
 runs them."""
-NOT_LIVE = ("one", "four", "eight", "time-slicing")
+NOT_LIVE = ("one", "four", "eight", "time-slicing", "gavel-mmf-agnostic")
 """Served, but not run live here: each is another live policy with one number or flag
 changed (checked below). ``one``, ``four`` and ``eight`` are ``two``'s stage with another
 size (``FixedSize``): ``two`` runs the multi-rank fixed path, and their 13 more ranks,
 each a torch process, were a third of the test's time on two cores. ``time-slicing``
-is ``gandiva`` without packing, which a server with one job never tries."""
+is ``gandiva`` without packing, which a server with one job never tries;
+``gavel-mmf-agnostic`` is ``gavel-mmf`` with the type speeds read as one."""
 LIVE = [name for name in SERVED if name not in NOT_LIVE]
 
 

@@ -6,6 +6,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
+from ringleader.policy.allot.deciding import Allotting
+from ringleader.policy.allot.max_min import MaxMinFair
+from ringleader.policy.allot.sia import Sia
 from ringleader.policy.gandiva.sharing import Sharing
 from ringleader.policy.model.plan import Decider
 from ringleader.policy.order.fairshare import FairShare
@@ -68,6 +71,20 @@ _BUILDERS: dict[str, tuple[str, Callable[[], Decider]]] = {
         "minimises the worst shared-over-isolated finish time; jobs at their requested "
         "GPUs, furthest below their share first",
         lambda: Policy("ftf", FixedSize(None, backfill=True), Precompute(), order=FinishTimeFair()),
+    ),
+    "sia": (
+        "Sia (SOSP'23): each round an ILP picks every job's GPU type and count by "
+        "goodput speed-ups (p = -0.5), restarts discounted; speed models known on arrival",
+        lambda: Allotting("sia", Sia()),
+    ),
+    "gavel-mmf": (
+        "Gavel (OSDI'20) max-min fairness: an LP over each job's time on each GPU type "
+        "at its requested GPUs, weighing its speed there; 6-minute rounds",
+        lambda: Allotting("gavel-mmf", MaxMinFair()),
+    ),
+    "gavel-mmf-agnostic": (
+        "Gavel's max-min fairness blind to GPU types: equal time on any type",
+        lambda: Allotting("gavel-mmf-agnostic", MaxMinFair(aware=False)),
     ),
     "fifo": (
         "every job gets exactly the GPUs it requests, first come first served",
@@ -227,7 +244,11 @@ AGNOSTIC_SUFFIX = "-agnostic"
 def with_types(policy: Decider, aware: bool) -> Decider:
     """``policy`` placing by GPU type (``TypeAware``) and counting least-attained service
     in each job's best type's terms, or blind to types (``FewestNodes``, GPU-seconds;
-    named ``NAME-agnostic``). A policy with no place stage (``gandiva``) is returned as is."""
+    named ``NAME-agnostic``). Gavel's max-min fairness turns to its agnostic twin or back;
+    another policy with no place stage (``gandiva``, ``sia``) is returned as is."""
+    if isinstance(policy, Allotting) and isinstance(policy.allot, MaxMinFair):
+        allot = replace(policy.allot, aware=aware)
+        return replace(policy, name=allot.name, allot=allot)
     if not isinstance(policy, Policy):
         return policy
     base = policy.name.removesuffix(AGNOSTIC_SUFFIX)

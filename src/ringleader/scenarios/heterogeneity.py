@@ -44,7 +44,6 @@ from ringleader.perf.gpu_types import GAVEL_TYPES, gavel_job_types, gavel_type_s
 from ringleader.policy.catalog import policy_named, with_types
 from ringleader.policy.model.plan import Decider
 from ringleader.policy.model.views import ClusterView
-from ringleader.policy.pipeline import Policy
 from ringleader.sim.engine import Simulator
 from ringleader.sim.jobs import SimJob
 from ringleader.sim.profiles import RESNET110_K40
@@ -90,9 +89,10 @@ class Run:
 def variant(name: str, type_aware: bool) -> Decider:
     """Policy ``name`` with the type-aware place stage, or with the type-agnostic one."""
     policy = policy_named(name)
-    if not isinstance(policy, Policy):
-        raise ValueError(f"policy {name!r} has no place stage to make type-aware")
-    return with_types(policy, type_aware)
+    twin = with_types(policy, type_aware)
+    if twin is policy and not type_aware:
+        raise ValueError(f"policy {name!r} has no type-agnostic variant")
+    return twin
 
 
 def _scale(rng: np.random.Generator, distributed: frozenset[str], job_type: str) -> int:

@@ -81,8 +81,9 @@ def measured(policy: Decider, window_s: float = MEASURED_WINDOW_S) -> Decider:
     if isinstance(policy, Policy) and isinstance(policy.profiling, Precompute):
         return replace(policy, profiling=Exploratory(MEASURED_PROBE_SIZES, window_s))
     raise PolicyNotServed(
-        f"policy {policy.name!r} needs speed models on arrival and has no profiling stage "
-        "to measure them with"
+        f"policy {policy.name!r} needs speed models on arrival, which only a simulator's "
+        "oracle has, and no profiling stage to measure them with here (use it in "
+        "`ringleader simulate`, or run 'pollux' or 'ringleader' here)"
     )
 
 

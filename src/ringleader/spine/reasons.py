@@ -187,6 +187,11 @@ def _sized(s: Sizing, v: JobView, others: str) -> Reason:
             f"more than the {v.requested_gpus} it asked for, grown onto idle GPUs while "
             "no job waits; it shrinks back when one does"
         )
+    elif s.stop == sizes.ALLOTTED:
+        why = (
+            "the policy's allocation over GPU types and counts, solved for the whole "
+            "cluster each round, gives it these"
+        )
     elif s.stop == sizes.AT_MAX:
         if s.limit is not None and s.limit < v.max_gpus:
             why = f"the policy may give it at most {s.limit} (its owner's quota)"

@@ -104,6 +104,8 @@ PROBING = "probing"
 """Exploratory profiling: running a probe size before the policy sizes it."""
 GROWN_IDLE = "grown_idle"
 """Grown past its request onto idle GPUs while no job waits (grow-shrink)."""
+ALLOTTED = "allotted"
+"""Given its GPU type and count by an allocation solved over the whole cluster (Sia)."""
 
 
 class Sizing(NamedTuple):

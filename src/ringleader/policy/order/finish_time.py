@@ -30,6 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ringleader.policy.model.objective import Candidate
+from ringleader.policy.model.views import JobView
 
 ROUND_S = 360.0
 """Gavel's round: the order is worked out as of each round's start, so within a round
@@ -68,8 +69,8 @@ class FinishTimeFair:
             return list(jobs)
         start = math.floor(now / self.round_s) * self.round_s
         fractions = self.fractions(jobs, start, capacity)
-        received = [_received(c, now, start) for c in jobs]
-        keys = [x / max(r, 1e-9) for x, r in zip(fractions, received, strict=True)]
+        got = [received(c.job, now, start) for c in jobs]
+        keys = [x / max(r, 1e-9) for x, r in zip(fractions, got, strict=True)]
         ranked = sorted(range(len(jobs)), key=lambda i: (-keys[i], jobs[i].job.submitted_at))
         return [jobs[i] for i in ranked]
 
@@ -99,10 +100,10 @@ class FinishTimeFair:
         return [float(v) for v in need]
 
 
-def _received(c: Candidate, now: float, start: float) -> float:
+def received(job: JobView, now: float, start: float) -> float:
     """The share of its time in the system a job had run at its size when the round
-    began at ``start`` (its GPU-seconds since then taken back off)."""
-    job = c.job
+    began at ``start`` (its GPU-seconds since then taken back off): what Gavel's rounds
+    weigh a job's share against (also ``allot.max_min``)."""
     age = start - job.submitted_at
     if age <= 0:
         return 0.0

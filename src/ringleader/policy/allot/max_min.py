@@ -1,0 +1,196 @@
+"""Gavel's max-min fairness (Narayanan et al., OSDI'20, §4.1 "LAS"), and its agnostic twin.
+
+Gavel writes an allocation as ``X[j][t]``, the fraction of time job ``j`` runs
+on GPUs of type ``t``, at the GPUs it asked for (``g_j``). Its throughput is
+``Σ_t T[j][t] · X[j][t]``, ``T`` its measured speed on each type; Gavel weighs
+it against the throughput the job would have on an equal share of every type,
+``X_eq[j][t] = C_t / Σ C · min(1, Σ C / Σ_k g_k)``. It then solves
+
+    maximise  min_j  Σ_t T[j][t] X[j][t] / Σ_t T[j][t] X_eq[j][t]
+    s.t.      X ≥ 0,  Σ_t X[j][t] ≤ 1,  Σ_j g_j X[j][t] ≤ C_t,
+
+with an LP solver (here HiGHS, ``scipy.optimize.linprog``). The heterogeneity-
+agnostic twin solves the same with ``T = 1`` on every type a job may use: an
+equal share of time, whatever each type does for the job. Only the speeds'
+ratios between types matter (``JobView.type_speed``), so neither needs a speed
+model or a duration.
+
+A max-min optimum leaves every job but the worst-off free to take less than
+it could; a second LP keeps the minimum and maximises the sum of normalised
+throughputs, so no GPU is left idle that some job could use (Gavel's
+water-filling variant goes further, raising each next-worst job in turn).
+
+Rounds (Gavel §5): every six minutes jobs are served in decreasing priority
+``Σ_t X[j][t] / received_j``, ``received_j`` the share of its time in the
+system it has run (as of the round's start, as ``order.finish_time`` reads it),
+each on the type of its largest fraction that has room for it, then any type
+it may use that has. Gavel counts time received per type, and so rotates a job
+between the types its ``X`` splits it over; a view carries only a job's total
+service, so here it runs on its largest fraction's type while that has room.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy import sparse
+from scipy.optimize import linprog
+
+from ringleader.policy.allot.stage import Allotment, Allotted
+from ringleader.policy.model.memory import Memory, memory_of
+from ringleader.policy.model.objective import Candidate
+from ringleader.policy.model.views import ClusterView, JobView
+from ringleader.policy.order.finish_time import received
+
+ROUND_S = 360.0
+"""Gavel's round."""
+KEEP_MIN = 1.0 - 1e-6
+"""The second LP keeps the first one's minimum to within this (the solver's tolerance)."""
+_SLOW = 1e-9
+"""A speed at or below this on a type: the job cannot run there (Gavel measured 0)."""
+
+
+@dataclass(frozen=True, slots=True)
+class MaxMinFair:
+    """Gavel's max-min fairness: see the module docstring. ``aware``: weigh each job's
+    speed on each type (False: the agnostic twin, equal time on any type)."""
+
+    aware: bool = True
+    round_s: float = ROUND_S
+    needs_speed: bool = False
+    needs_true_remaining: bool = False
+    memory: Memory[LastFractions] = field(
+        default_factory=memory_of(lambda: LastFractions()),
+        init=False,
+        repr=False,
+        compare=False,
+    )
+    """The last LP's fractions and what they were solved for: the same jobs, GPUs and
+    speeds give the same fractions, so a round with no arrival or end solves nothing."""
+
+    @property
+    def name(self) -> str:
+        return "gavel-mmf" if self.aware else "gavel-mmf-agnostic"
+
+    def allot(self, jobs: Sequence[Candidate], cluster: ClusterView, now: float) -> Allotted:
+        views = [c.job for c in jobs]
+        types = cluster.types
+        capacity = np.asarray([cluster.capacity_of(t) for t in types], dtype=float)
+        gpus = np.asarray([_gpus(j) for j in views], dtype=float)
+        speeds = np.asarray([[self._speed(j, t) for t in types] for j in views])
+        speeds[gpus[:, None] > capacity[None, :]] = 0.0  # a type too small for the job
+        runnable = speeds.max(axis=1, initial=0.0) > _SLOW
+        fractions = self.memory.kept.fractions(views, speeds, gpus, capacity, runnable)
+        start = math.floor(now / self.round_s) * self.round_s
+        keys = [
+            float(fractions[i].sum()) / max(received(j, now, start), 1e-9)
+            for i, j in enumerate(views)
+        ]
+        ranked = sorted(
+            (i for i in range(len(views)) if runnable[i]),
+            key=lambda i: (-keys[i], views[i].submitted_at, views[i].id),
+        )
+        left = dict(zip(types, capacity.astype(int).tolist(), strict=True))
+        allotments: dict[str, Allotment] = {}
+        waiting = []
+        for i in ranked:
+            want = int(gpus[i])
+            by_share = sorted(
+                (t for k, t in enumerate(types) if fractions[i, k] > 1e-9),
+                key=lambda t: -fractions[i, types.index(t)],
+            )
+            chosen = next((t for t in by_share if left[t] >= want), None)
+            if chosen is None:
+                waiting.append(i)
+                continue
+            left[chosen] -= want
+            allotments[views[i].id] = Allotment(chosen, want)
+        for i in waiting:  # GPUs no fraction claimed: to anyone who can use them
+            want = int(gpus[i])
+            usable = [t for k, t in enumerate(types) if speeds[i, k] > _SLOW]
+            usable.sort(key=lambda t: -speeds[i, types.index(t)])
+            chosen = next((t for t in usable if left[t] >= want), None)
+            if chosen is not None:
+                left[chosen] -= want
+                allotments[views[i].id] = Allotment(chosen, want)
+        return Allotted(allotments, {})
+
+    def _speed(self, job: JobView, gpu_type: str) -> float:
+        if not job.allows(gpu_type):
+            return 0.0
+        speed = job.type_speed.get(gpu_type, 1.0)
+        if speed <= _SLOW:
+            return 0.0
+        return speed if self.aware else 1.0
+
+
+class LastFractions:
+    """The fractions last solved, by the jobs, GPUs, speeds and capacity they are for."""
+
+    __slots__ = ("key", "value")
+
+    def __init__(self) -> None:
+        self.key: tuple[object, ...] | None = None
+        self.value: np.ndarray = np.zeros((0, 0))
+
+    def fractions(
+        self,
+        views: Sequence[JobView],
+        speeds: np.ndarray,
+        gpus: np.ndarray,
+        capacity: np.ndarray,
+        runnable: np.ndarray,
+    ) -> np.ndarray:
+        key = (tuple(j.id for j in views), speeds.tobytes(), gpus.tobytes(), capacity.tobytes())
+        if key != self.key:
+            value = np.zeros_like(speeds)
+            if runnable.any():
+                value[runnable] = fair_fractions(speeds[runnable], gpus[runnable], capacity)
+            self.key, self.value = key, value
+        return self.value
+
+
+def _gpus(job: JobView) -> int:
+    """The GPUs Gavel runs a job on: the number it asked for, within its bounds."""
+    return max(1, min(max(job.requested_gpus, job.min_gpus), job.max_gpus))
+
+
+def fair_fractions(speeds: np.ndarray, gpus: np.ndarray, capacity: np.ndarray) -> np.ndarray:
+    """``X[j][t]`` maximising the least normalised throughput, then their sum (the
+    module docstring): ``speeds[j][t]`` each job's speed on each type (0: it may not
+    run there), ``gpus[j]`` its GPUs, ``capacity[t]`` each type's GPUs."""
+    jobs, types = speeds.shape
+    scale = min(1.0, float(capacity.sum()) / float(gpus.sum()))
+    equal = capacity / capacity.sum() * scale
+    norm = speeds / (speeds @ equal)[:, None]
+    n = jobs * types
+    rows = np.repeat(np.arange(jobs), types)
+    cols = np.arange(n)
+    # z - Σ_t norm[j][t] X[j][t] ≤ 0, for every job
+    worst = sparse.hstack(
+        [sparse.csr_matrix((-norm.ravel(), (rows, cols)), shape=(jobs, n)), np.ones((jobs, 1))]
+    )
+    # Σ_t X[j][t] ≤ 1: a job runs on one type at a time
+    once = sparse.csr_matrix((np.ones(n), (rows, cols)), shape=(jobs, n + 1))
+    # Σ_j g_j X[j][t] ≤ C_t
+    per_type = sparse.csr_matrix(
+        (np.repeat(gpus, types), (np.tile(np.arange(types), jobs), cols)), shape=(types, n + 1)
+    )
+    a_ub = sparse.vstack([worst, once, per_type]).tocsr()
+    b_ub = np.concatenate([np.zeros(jobs), np.ones(jobs), capacity])
+    bounds = [(0.0, 1.0 if s > 0 else 0.0) for s in speeds.ravel()] + [(0.0, None)]
+    first = linprog(
+        np.concatenate([np.zeros(n), [-1.0]]), A_ub=a_ub, b_ub=b_ub, bounds=bounds, method="highs"
+    )
+    if first.status != 0:
+        raise RuntimeError(f"Gavel's max-min LP failed: {first.message}")
+    bounds[-1] = (float(first.x[-1]) * KEEP_MIN, None)
+    second = linprog(
+        np.concatenate([-norm.ravel(), [0.0]]), A_ub=a_ub, b_ub=b_ub, bounds=bounds, method="highs"
+    )
+    x: np.ndarray = second.x if second.status == 0 else first.x
+    fractions: np.ndarray = np.clip(x[:n].reshape(jobs, types), 0.0, 1.0)
+    return fractions

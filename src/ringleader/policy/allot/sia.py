@@ -1,0 +1,243 @@
+"""Sia (Jayaram Subramanya et al., SOSP'23, §3): GPU type and count by goodput, one ILP a round.
+
+Each round, for every job and every *configuration* a GPU type offers (1, 2, 4
+… GPUs on one node, then whole nodes, as Sia's simulator enumerates them), Sia
+estimates the job's goodput there: here its speed on the type
+(``JobView.type_speed``) times its goodput at that count (``GoodputSpeed``, a
+job that picks its own batch), or its throughput where it keeps its batch. A
+job's goodputs are divided by the least of them, so each is a speed-up ``s ≥ 1``
+over the job's poorest configuration; a running job's every configuration but
+its own is discounted by Pollux's restart factor ``age / (age + δ)`` (``δ`` its
+restart, ``age`` its time since submission; none while it is younger than ``δ``).
+
+With ``A = s^p`` (``p = -0.5``: fairness over raw goodput) Sia solves
+
+    minimise  Σ_jc A[j][c] X[j][c] + λ_n · (J − Σ_jc X[j][c])
+    s.t.      X ∈ {0, 1},  Σ_c X[j][c] ≤ 1,  Σ_jc gpus_t(c) X[j][c] ≤ C_t,
+
+``λ_n = 1.1`` the cost of a job left with nothing: more than any ``A``, so
+giving a job its poorest configuration always lowers the cost, yet a job may
+be left out where the GPUs speed others up more (four jobs of speed-ups 1, 1.7
+and 2.9 at 1, 2 and 4 GPUs, on 4 GPUs: two on 2 each cost 2·0.77 + 2·1.1 = 3.74,
+under the 4·1.0 of one each). A running job's present configuration costs
+``λ_a = 0.01`` less (Sia's "penalty for change of alloc"): without it, jobs of
+equal speed-ups trade places every round, each trade a restart.
+
+The ILP is solved with HiGHS (``scipy.optimize.milp``), to Sia's relative gap
+of 1e-4, every minute. A job that is not elastic has one count, its request,
+on any type it may use. ``A`` is rounded to two decimals, as Sia rounds it; so
+a round whose jobs' speed-ups moved less than that poses the problem of the
+round before, whose answer is kept (``LastSolution``) rather than solved again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy import sparse
+from scipy.optimize import Bounds, LinearConstraint, milp
+
+from ringleader.perf.goodput import GoodputSpeed
+from ringleader.policy.allot.stage import Allotment, Allotted
+from ringleader.policy.model.memory import Memory, memory_of
+from ringleader.policy.model.objective import Candidate
+from ringleader.policy.model.plan import ALLOTTED, note
+from ringleader.policy.model.views import ClusterView, JobView
+
+ROUND_S = 60.0
+"""Sia's scheduling interval."""
+P = -0.5
+LAMBDA_NO_ALLOC = 1.1
+LAMBDA_CHANGE = 0.01
+CLIP = 3000.0
+"""Speed-ups past this are clipped, as Sia does (a job whose poorest configuration
+barely moves)."""
+MIP_GAP = 1e-4
+TIME_LIMIT_S = 5.0
+"""HiGHS stops here with the best allocation found; Sia's rounds are a minute."""
+_SLOW = 1e-9
+
+
+@dataclass(frozen=True, slots=True)
+class Sia:
+    """Sia's allocation: see the module docstring."""
+
+    p: float = P
+    round_s: float = ROUND_S
+    name: str = "sia"
+    needs_speed: bool = True
+    needs_true_remaining: bool = False
+    memory: Memory[LastSolution] = field(
+        default_factory=memory_of(lambda: LastSolution()),
+        init=False,
+        repr=False,
+        compare=False,
+    )
+    """The last ILP and its answer: the same problem has the same answer."""
+
+    def allot(self, jobs: Sequence[Candidate], cluster: ClusterView, now: float) -> Allotted:
+        offered = configurations(cluster)
+        rows: list[Row] = []
+        for c in jobs:
+            options, gains = self._speedups(c, offered, cluster, now)
+            if options:
+                here = _current(c.job, cluster) if c.job.workers else None
+                at = next((k for k, i in enumerate(options) if offered[i] == here), None)
+                rows.append((c, options, gains, at))
+        if not rows:
+            return Allotted({}, {})
+        chosen = self.memory.kept.solve(rows, offered, cluster, self.p)
+        allotments: dict[str, Allotment] = {}
+        notes = {}
+        for (c, *_), pick in zip(rows, chosen, strict=True):
+            if pick is not None:
+                allotments[c.job.id] = offered[pick]
+                notes[c.job.id] = note(ALLOTTED, offered[pick].gpus)
+        return Allotted(allotments, notes)
+
+    def _speedups(
+        self, c: Candidate, offered: Sequence[Allotment], cluster: ClusterView, now: float
+    ) -> tuple[list[int], np.ndarray]:
+        """The configurations ``c`` may take, and its speed-up on each (restart-discounted)."""
+        job = c.job
+        counts: dict[int, float] = {}
+        options, goodputs = [], []
+        for i, (gpu_type, gpus) in enumerate(offered):
+            if not _may_take(job, gpu_type, gpus):
+                continue
+            speed = job.type_speed.get(gpu_type, 1.0)
+            if speed <= _SLOW:
+                continue
+            rate = counts.get(gpus)
+            if rate is None:
+                rate = counts[gpus] = _rate(c, gpus)
+            if rate > 0:
+                options.append(i)
+                goodputs.append(speed * rate)
+        if not options:
+            return [], np.zeros(0)
+        gains = np.minimum(np.asarray(goodputs) / min(goodputs), CLIP)
+        if job.workers and job.restart_s > 0:
+            age = max(0.0, now - job.submitted_at)
+            if age >= job.restart_s:
+                factor = age / (age + job.restart_s)
+                here = _current(job, cluster)
+                gains = np.where([offered[i] != here for i in options], gains * factor, gains)
+        return options, gains
+
+
+def configurations(cluster: ClusterView) -> list[Allotment]:
+    """Sia's configurations of each type: 1, 2, 4 … GPUs up to a node, then whole nodes."""
+    offered: list[Allotment] = []
+    for gpu_type in cluster.types:
+        nodes = [n for n in cluster.nodes if n.gpu_type == gpu_type]
+        per_node = max(n.gpus for n in nodes)
+        sizes, k = [], 1
+        while k < per_node:
+            sizes.append(k)
+            k *= 2
+        sizes.append(per_node)
+        sizes += [per_node * m for m in range(2, len(nodes) + 1)]
+        total = cluster.capacity_of(gpu_type)
+        offered += [Allotment(gpu_type, s) for s in sizes if s <= total]
+    return offered
+
+
+def _may_take(job: JobView, gpu_type: str, gpus: int) -> bool:
+    if not job.allows(gpu_type):
+        return False
+    if not job.elastic:
+        return gpus == job.requested_gpus
+    return job.min_gpus <= gpus <= job.max_gpus
+
+
+def _rate(c: Candidate, gpus: int) -> float:
+    """Progress per second on ``gpus`` GPUs: goodput where the job picks its own batch."""
+    speed = c.speed
+    if isinstance(speed, GoodputSpeed) and speed.best_at is not None:
+        return speed.goodput(gpus, 1.0 - c.job.remaining_fraction)
+    if speed is None:
+        return 1.0 / gpus if gpus == c.job.requested_gpus else 0.0
+    seconds = c.whole_seconds(gpus)
+    return 1.0 / seconds if seconds > 0 else 0.0
+
+
+def _current(job: JobView, cluster: ClusterView) -> Allotment | None:
+    """The configuration a running job holds (None: it spans types)."""
+    types = {cluster.type_of(d.node) for d in job.devices[: job.workers]}
+    return Allotment(types.pop(), job.workers) if len(types) == 1 else None
+
+
+Row = tuple[Candidate, list[int], np.ndarray, int | None]
+"""A job, the configurations it may take (indices into the offered ones), its speed-up
+on each, and which of them it holds (None: none)."""
+Rows = Sequence[Row]
+
+
+class LastSolution:
+    """The last ILP Sia posed, and its answer (see ``Sia.memory``)."""
+
+    __slots__ = ("answer", "key")
+
+    def __init__(self) -> None:
+        self.key: tuple[object, ...] | None = None
+        self.answer: list[int | None] = []
+
+    def solve(
+        self, rows: Rows, offered: Sequence[Allotment], cluster: ClusterView, p: float
+    ) -> list[int | None]:
+        """``_solve``'s answer, the one kept where the problem is the one it answered."""
+        costs = []
+        for _, _, gains, at in rows:
+            cost = np.round(gains**p, 2)
+            if at is not None:
+                cost[at] -= LAMBDA_CHANGE
+            costs.append(cost)
+        key = (
+            tuple(offered),
+            tuple(row[0].job.id for row in rows),
+            tuple(tuple(row[1]) for row in rows),
+            np.concatenate(costs).tobytes(),
+        )
+        if key != self.key:
+            self.key, self.answer = key, _solve(rows, costs, offered, cluster)
+        return self.answer
+
+
+def _solve(
+    rows: Rows, costs: Sequence[np.ndarray], offered: Sequence[Allotment], cluster: ClusterView
+) -> list[int | None]:
+    """Each row's chosen configuration (an index into ``offered``; None: nothing), where
+    ``costs`` are each row's ``A``."""
+    job_of: list[int] = []
+    config_of: list[int] = []
+    for j, (_, options, *_) in enumerate(rows):
+        job_of += [j] * len(options)
+        config_of += options
+    cost = np.concatenate(costs) - LAMBDA_NO_ALLOC
+    n = len(cost)
+    columns = np.arange(n)
+    once = sparse.csr_matrix((np.ones(n), (job_of, columns)), shape=(len(rows), n))
+    types = cluster.types
+    type_row = [types.index(offered[i].gpu_type) for i in config_of]
+    width = [offered[i].gpus for i in config_of]
+    per_type = sparse.csr_matrix((width, (type_row, columns)), shape=(len(types), n))
+    capacity = np.asarray([cluster.capacity_of(t) for t in types], dtype=float)
+    result = milp(
+        cost,
+        integrality=np.ones(n),
+        bounds=Bounds(0, 1),
+        constraints=[
+            LinearConstraint(once, -np.inf, np.ones(len(rows))),
+            LinearConstraint(per_type, -np.inf, capacity),
+        ],
+        options={"mip_rel_gap": MIP_GAP, "time_limit": TIME_LIMIT_S},
+    )
+    if result.x is None:
+        raise RuntimeError(f"Sia's ILP found no allocation: {result.message}")
+    picks: list[int | None] = [None] * len(rows)
+    for k in np.flatnonzero(result.x > 0.5):
+        picks[job_of[k]] = config_of[k]
+    return picks
