@@ -233,7 +233,9 @@ def _solve(
             LinearConstraint(once, -np.inf, np.ones(len(rows))),
             LinearConstraint(per_type, -np.inf, capacity),
         ],
-        options={"mip_rel_gap": MIP_GAP, "time_limit": TIME_LIMIT_S},
+        # Without presolve: no slower on these problems, and scipy's HiGHS prints a stray
+        # line to stdout where a presolved solution needs repair (HiGHS issue 2783).
+        options={"mip_rel_gap": MIP_GAP, "time_limit": TIME_LIMIT_S, "presolve": False},
     )
     if result.x is None:
         raise RuntimeError(f"Sia's ILP found no allocation: {result.message}")
