@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -152,3 +154,15 @@ def test_sia_leaves_a_job_out_where_the_gpus_speed_others_up_more() -> None:
     for r in result.records:
         if r.id in first:
             assert r.finished_at == pytest.approx(solo_2 + RESTART_S, rel=0.01)
+
+
+def test_what_the_solver_writes_to_stdout_does_not_reach_it(
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    from ringleader.policy.allot.sia import _quiet_stdout
+
+    print("before", flush=True)
+    with _quiet_stdout():
+        os.write(1, b"HighsMipSolverData::transformNewIntegerFeasibleSolution\n")
+    print("after", flush=True)
+    assert capfd.readouterr().out == "before\nafter\n"
