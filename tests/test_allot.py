@@ -166,3 +166,9 @@ def test_what_the_solver_writes_to_stdout_does_not_reach_it(
         os.write(1, b"HighsMipSolverData::transformNewIntegerFeasibleSolution\n")
     print("after", flush=True)
     assert capfd.readouterr().out == "before\nafter\n"
+
+
+@pytest.mark.parametrize("name", ["gavel-mmf", "gavel-mmf-agnostic", "sia"])
+def test_a_decision_with_no_jobs_plans_nothing(name: str) -> None:
+    plan = policy_named(name).decide([], TWO_TYPES, 0.0)
+    assert dict(plan.assignments) == {}

@@ -77,6 +77,8 @@ class MaxMinFair:
 
     def allot(self, jobs: Sequence[Candidate], cluster: ClusterView, now: float) -> Allotted:
         views = [c.job for c in jobs]
+        if not views:
+            return Allotted({}, {})
         types = cluster.types
         capacity = np.asarray([cluster.capacity_of(t) for t in types], dtype=float)
         gpus = np.asarray([_gpus(j) for j in views], dtype=float)
