@@ -7,6 +7,7 @@ import os
 import numpy as np
 import pytest
 
+from ringleader.perf.highs import quiet_stdout
 from ringleader.policy.allot.max_min import fair_fractions
 from ringleader.policy.allot.sia import configurations
 from ringleader.policy.allot.stage import Allotment
@@ -159,10 +160,8 @@ def test_sia_leaves_a_job_out_where_the_gpus_speed_others_up_more() -> None:
 def test_what_the_solver_writes_to_stdout_does_not_reach_it(
     capfd: pytest.CaptureFixture[str],
 ) -> None:
-    from ringleader.policy.allot.sia import _quiet_stdout
-
     print("before", flush=True)
-    with _quiet_stdout():
+    with quiet_stdout():
         os.write(1, b"HighsMipSolverData::transformNewIntegerFeasibleSolution\n")
     print("after", flush=True)
     assert capfd.readouterr().out == "before\nafter\n"

@@ -59,9 +59,9 @@ def test_a_source_changed_since_the_build_is_named(tmp_path: Path) -> None:
 
 def test_a_module_left_unbuilt_makes_the_build_stale(tmp_path: Path) -> None:
     _tree(tmp_path)
-    source = hotpath.source_of("ringleader.policy.pipeline", tmp_path)
+    source = hotpath.source_of("ringleader.policy.pipeline.deciding", tmp_path)
     source.with_name(source.stem + SUFFIX).unlink()
-    assert hotpath.stale(tmp_path) == ["ringleader.policy.pipeline"]
+    assert hotpath.stale(tmp_path) == ["ringleader.policy.pipeline.deciding"]
 
 
 def test_an_unlisted_module_built_long_ago_makes_the_build_stale(tmp_path: Path) -> None:

@@ -240,7 +240,7 @@ def test_kept_candidates_of_jobs_that_left_go_with_their_views() -> None:
 def test_fifo_is_submission_order_then_id_whatever_order_jobs_come_in() -> None:
     import random
 
-    from ringleader.policy.pipeline import fifo
+    from ringleader.policy.model.arrival import fifo
     from tests.helpers import resnet_job
 
     rng = random.Random(3)

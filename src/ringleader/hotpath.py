@@ -57,7 +57,7 @@ MODULES: tuple[str, ...] = (
     "ringleader.policy.order.fairshare",
     "ringleader.policy.order.queues",
     "ringleader.policy.order.stage",
-    "ringleader.policy.pipeline",
+    "ringleader.policy.pipeline.deciding",
     "ringleader.policy.place._incremental.free",
     "ringleader.policy.place._incremental.keeping",
     "ringleader.policy.place.fewest_nodes",

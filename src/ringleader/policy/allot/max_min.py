@@ -36,9 +36,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy import sparse
-from scipy.optimize import linprog
 
+from ringleader.perf.highs import linprog
 from ringleader.policy.allot.stage import Allotment, Allotted
 from ringleader.policy.model.memory import Memory, memory_of
 from ringleader.policy.model.objective import Candidate
@@ -164,6 +163,8 @@ def fair_fractions(speeds: np.ndarray, gpus: np.ndarray, capacity: np.ndarray) -
     """``X[j][t]`` maximising the least normalised throughput, then their sum (the
     module docstring): ``speeds[j][t]`` each job's speed on each type (0: it may not
     run there), ``gpus[j]`` its GPUs, ``capacity[t]`` each type's GPUs."""
+    from scipy import sparse  # here: importing scipy costs every command that lists policies
+
     jobs, types = speeds.shape
     scale = min(1.0, float(capacity.sum()) / float(gpus.sum()))
     equal = capacity / capacity.sum() * scale
@@ -184,15 +185,11 @@ def fair_fractions(speeds: np.ndarray, gpus: np.ndarray, capacity: np.ndarray) -
     a_ub = sparse.vstack([worst, once, per_type]).tocsr()
     b_ub = np.concatenate([np.zeros(jobs), np.ones(jobs), capacity])
     bounds = [(0.0, 1.0 if s > 0 else 0.0) for s in speeds.ravel()] + [(0.0, None)]
-    first = linprog(
-        np.concatenate([np.zeros(n), [-1.0]]), A_ub=a_ub, b_ub=b_ub, bounds=bounds, method="highs"
-    )
+    first = linprog(np.concatenate([np.zeros(n), [-1.0]]), A_ub=a_ub, b_ub=b_ub, bounds=bounds)
     if first.status != 0:
         raise RuntimeError(f"Gavel's max-min LP failed: {first.message}")
     bounds[-1] = (float(first.x[-1]) * KEEP_MIN, None)
-    second = linprog(
-        np.concatenate([-norm.ravel(), [0.0]]), A_ub=a_ub, b_ub=b_ub, bounds=bounds, method="highs"
-    )
+    second = linprog(np.concatenate([-norm.ravel(), [0.0]]), A_ub=a_ub, b_ub=b_ub, bounds=bounds)
     x: np.ndarray = second.x if second.status == 0 else first.x
     fractions: np.ndarray = np.clip(x[:n].reshape(jobs, types), 0.0, 1.0)
     return fractions

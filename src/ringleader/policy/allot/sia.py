@@ -32,17 +32,13 @@ round before, whose answer is kept (``LastSolution``) rather than solved again.
 
 from __future__ import annotations
 
-import os
-import sys
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy import sparse
-from scipy.optimize import Bounds, LinearConstraint, milp
 
 from ringleader.perf.goodput import GoodputSpeed
+from ringleader.perf.highs import milp
 from ringleader.policy.allot.stage import Allotment, Allotted
 from ringleader.policy.model.memory import Memory, memory_of
 from ringleader.policy.model.objective import Candidate
@@ -214,6 +210,8 @@ def _solve(
 ) -> list[int | None]:
     """Each row's chosen configuration (an index into ``offered``; None: nothing), where
     ``costs`` are each row's ``A``."""
+    from scipy import sparse  # here: importing scipy costs every command that lists policies
+
     job_of: list[int] = []
     config_of: list[int] = []
     for j, (_, options, *_) in enumerate(rows):
@@ -228,37 +226,19 @@ def _solve(
     width = [offered[i].gpus for i in config_of]
     per_type = sparse.csr_matrix((width, (type_row, columns)), shape=(len(types), n))
     capacity = np.asarray([cluster.capacity_of(t) for t in types], dtype=float)
-    with _quiet_stdout():
-        result = milp(
-            cost,
-            integrality=np.ones(n),
-            bounds=Bounds(0, 1),
-            constraints=[
-                LinearConstraint(once, -np.inf, np.ones(len(rows))),
-                LinearConstraint(per_type, -np.inf, capacity),
-            ],
-            options={"mip_rel_gap": MIP_GAP, "time_limit": TIME_LIMIT_S},
-        )
+    result = milp(
+        cost,
+        integrality=np.ones(n),
+        bounds=(0, 1),
+        constraints=[
+            (once, -np.inf, np.ones(len(rows))),
+            (per_type, -np.inf, capacity),
+        ],
+        options={"mip_rel_gap": MIP_GAP, "time_limit": TIME_LIMIT_S},
+    )
     if result.x is None:
         raise RuntimeError(f"Sia's ILP found no allocation: {result.message}")
     picks: list[int | None] = [None] * len(rows)
     for k in np.flatnonzero(result.x > 0.5):
         picks[job_of[k]] = config_of[k]
     return picks
-
-
-@contextmanager
-def _quiet_stdout() -> Iterator[None]:
-    """File descriptor 1 pointed at the null device while HiGHS runs: where it repairs an
-    integer solution it writes a line to stdout, whatever its options say (HiGHS issue
-    2783; 22 lines in one run of ``bench/published.py``), into a simulation's output."""
-    sys.stdout.flush()
-    saved = os.dup(1)
-    null = os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(null, 1)
-        yield
-    finally:
-        os.dup2(saved, 1)
-        os.close(saved)
-        os.close(null)
