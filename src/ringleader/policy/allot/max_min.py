@@ -42,14 +42,13 @@ from ringleader.policy.allot.stage import Allotment, Allotted
 from ringleader.policy.model.memory import Memory, memory_of
 from ringleader.policy.model.objective import Candidate
 from ringleader.policy.model.views import ClusterView, JobView
-from ringleader.policy.order.finish_time import received
+from ringleader.policy.order.finish_time import most_owed
+from ringleader.policy.place.type_aware import usable_types
 
 ROUND_S = 360.0
 """Gavel's round."""
 KEEP_MIN = 1.0 - 1e-6
 """The second LP keeps the first one's minimum to within this (the solver's tolerance)."""
-_SLOW = 1e-9
-"""A speed at or below this on a type: the job cannot run there (Gavel measured 0)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,51 +80,44 @@ class MaxMinFair:
         types = cluster.types
         capacity = np.asarray([cluster.capacity_of(t) for t in types], dtype=float)
         gpus = np.asarray([_gpus(j) for j in views], dtype=float)
-        speeds = np.asarray([[self._speed(j, t) for t in types] for j in views])
+        speeds = np.asarray([self._speeds(j, cluster) for j in views])
         speeds[gpus[:, None] > capacity[None, :]] = 0.0  # a type too small for the job
-        runnable = speeds.max(axis=1, initial=0.0) > _SLOW
+        runnable = speeds.max(axis=1, initial=0.0) > 0
         fractions = self.memory.kept.fractions(views, speeds, gpus, capacity, runnable)
         start = math.floor(now / self.round_s) * self.round_s
-        keys = [
-            float(fractions[i].sum()) / max(received(j, now, start), 1e-9)
-            for i, j in enumerate(views)
-        ]
-        ranked = sorted(
-            (i for i in range(len(views)) if runnable[i]),
-            key=lambda i: (-keys[i], views[i].submitted_at, views[i].id),
-        )
-        left = dict(zip(types, capacity.astype(int).tolist(), strict=True))
+        ranked = [i for i in most_owed(views, fractions.sum(axis=1), now, start) if runnable[i]]
+        left = capacity.astype(int).tolist()
         allotments: dict[str, Allotment] = {}
         waiting = []
         for i in ranked:
-            want = int(gpus[i])
-            by_share = sorted(
-                (t for k, t in enumerate(types) if fractions[i, k] > 1e-9),
-                key=lambda t: -fractions[i, types.index(t)],
-            )
-            chosen = next((t for t in by_share if left[t] >= want), None)
-            if chosen is None:
+            k = _roomiest(fractions[i], int(gpus[i]), left)
+            if k is None:
                 waiting.append(i)
-                continue
-            left[chosen] -= want
-            allotments[views[i].id] = Allotment(chosen, want)
+            else:
+                allotments[views[i].id] = Allotment(types[k], int(gpus[i]))
         for i in waiting:  # GPUs no fraction claimed: to anyone who can use them
-            want = int(gpus[i])
-            usable = [t for k, t in enumerate(types) if speeds[i, k] > _SLOW]
-            usable.sort(key=lambda t: -speeds[i, types.index(t)])
-            chosen = next((t for t in usable if left[t] >= want), None)
-            if chosen is not None:
-                left[chosen] -= want
-                allotments[views[i].id] = Allotment(chosen, want)
+            k = _roomiest(speeds[i], int(gpus[i]), left)
+            if k is not None:
+                allotments[views[i].id] = Allotment(types[k], int(gpus[i]))
         return Allotted(allotments, {})
 
-    def _speed(self, job: JobView, gpu_type: str) -> float:
-        if not job.allows(gpu_type):
-            return 0.0
-        speed = job.type_speed.get(gpu_type, 1.0)
-        if speed <= _SLOW:
-            return 0.0
-        return speed if self.aware else 1.0
+    def _speeds(self, job: JobView, cluster: ClusterView) -> list[float]:
+        """The job's speed on each of the cluster's types (0: it may not run there)."""
+        usable = usable_types(job, cluster)
+        return [
+            (job.type_speed.get(t, 1.0) if self.aware else 1.0) if t in usable else 0.0
+            for t in cluster.types
+        ]
+
+
+def _roomiest(weights: np.ndarray, want: int, left: list[int]) -> int | None:
+    """The type of the largest positive weight with ``want`` GPUs left, taken from
+    ``left``; None where none has room."""
+    for k in sorted(np.flatnonzero(weights > 1e-9), key=lambda k: -weights[k]):
+        if left[k] >= want:
+            left[k] -= want
+            return int(k)
+    return None
 
 
 class LastFractions:

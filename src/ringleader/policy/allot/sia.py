@@ -44,6 +44,7 @@ from ringleader.policy.model.memory import Memory, memory_of
 from ringleader.policy.model.objective import Candidate
 from ringleader.policy.model.plan import ALLOTTED, note
 from ringleader.policy.model.views import ClusterView, JobView
+from ringleader.policy.place.type_aware import usable_types
 
 ROUND_S = 60.0
 """Sia's scheduling interval."""
@@ -56,7 +57,6 @@ barely moves)."""
 MIP_GAP = 1e-4
 TIME_LIMIT_S = 5.0
 """HiGHS stops here with the best allocation found; Sia's rounds are a minute."""
-_SLOW = 1e-9
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,11 +80,9 @@ class Sia:
         offered = configurations(cluster)
         rows: list[Row] = []
         for c in jobs:
-            options, gains = self._speedups(c, offered, cluster, now)
-            if options:
-                here = _current(c.job, cluster) if c.job.workers else None
-                at = next((k for k, i in enumerate(options) if offered[i] == here), None)
-                rows.append((c, options, gains, at))
+            row = self._row(c, offered, cluster, now)
+            if row is not None:
+                rows.append(row)
         if not rows:
             return Allotted({}, {})
         chosen = self.memory.kept.solve(rows, offered, cluster, self.p)
@@ -96,35 +94,35 @@ class Sia:
                 notes[c.job.id] = note(ALLOTTED, offered[pick].gpus)
         return Allotted(allotments, notes)
 
-    def _speedups(
+    def _row(
         self, c: Candidate, offered: Sequence[Allotment], cluster: ClusterView, now: float
-    ) -> tuple[list[int], np.ndarray]:
-        """The configurations ``c`` may take, and its speed-up on each (restart-discounted)."""
+    ) -> Row | None:
+        """The configurations ``c`` may take, its speed-up on each (restart-discounted)
+        and which it holds; None where it may take none."""
         job = c.job
+        usable = usable_types(job, cluster)
         counts: dict[int, float] = {}
         options, goodputs = [], []
         for i, (gpu_type, gpus) in enumerate(offered):
-            if not _may_take(job, gpu_type, gpus):
-                continue
-            speed = job.type_speed.get(gpu_type, 1.0)
-            if speed <= _SLOW:
+            if gpu_type not in usable or not _may_take(job, gpus):
                 continue
             rate = counts.get(gpus)
             if rate is None:
                 rate = counts[gpus] = _rate(c, gpus)
             if rate > 0:
                 options.append(i)
-                goodputs.append(speed * rate)
+                goodputs.append(job.type_speed.get(gpu_type, 1.0) * rate)
         if not options:
-            return [], np.zeros(0)
+            return None
         gains = np.minimum(np.asarray(goodputs) / min(goodputs), CLIP)
+        here = _current(job, cluster) if job.workers else None
+        at = next((k for k, i in enumerate(options) if offered[i] == here), None)
         if job.workers and job.restart_s > 0:
             age = max(0.0, now - job.submitted_at)
             if age >= job.restart_s:
                 factor = age / (age + job.restart_s)
-                here = _current(job, cluster)
                 gains = np.where([offered[i] != here for i in options], gains * factor, gains)
-        return options, gains
+        return c, options, gains, at
 
 
 def configurations(cluster: ClusterView) -> list[Allotment]:
@@ -144,9 +142,7 @@ def configurations(cluster: ClusterView) -> list[Allotment]:
     return offered
 
 
-def _may_take(job: JobView, gpu_type: str, gpus: int) -> bool:
-    if not job.allows(gpu_type):
-        return False
+def _may_take(job: JobView, gpus: int) -> bool:
     if not job.elastic:
         return gpus == job.requested_gpus
     return job.min_gpus <= gpus <= job.max_gpus
@@ -157,8 +153,6 @@ def _rate(c: Candidate, gpus: int) -> float:
     speed = c.speed
     if isinstance(speed, GoodputSpeed) and speed.best_at is not None:
         return speed.goodput(gpus, 1.0 - c.job.remaining_fraction)
-    if speed is None:
-        return 1.0 / gpus if gpus == c.job.requested_gpus else 0.0
     seconds = c.whole_seconds(gpus)
     return 1.0 / seconds if seconds > 0 else 0.0
 

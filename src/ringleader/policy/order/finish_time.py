@@ -69,10 +69,7 @@ class FinishTimeFair:
             return list(jobs)
         start = math.floor(now / self.round_s) * self.round_s
         fractions = self.fractions(jobs, start, capacity)
-        got = [received(c.job, now, start) for c in jobs]
-        keys = [x / max(r, 1e-9) for x, r in zip(fractions, got, strict=True)]
-        ranked = sorted(range(len(jobs)), key=lambda i: (-keys[i], jobs[i].job.submitted_at))
-        return [jobs[i] for i in ranked]
+        return [jobs[i] for i in most_owed([c.job for c in jobs], fractions, now, start)]
 
     def fractions(self, jobs: Sequence[Candidate], now: float, capacity: int) -> list[float]:
         """Each job's fraction of time to run at its size, minimising the largest ``ρ``
@@ -100,10 +97,20 @@ class FinishTimeFair:
         return [float(v) for v in need]
 
 
+def most_owed(
+    jobs: Sequence[JobView], fractions: Sequence[float], now: float, start: float
+) -> list[int]:
+    """Indices of ``jobs`` furthest below their fraction of time first: Gavel's round
+    priority, each fraction over the share of time ``received`` as of the round's
+    ``start``; ties in submission order (also ``allot.max_min``)."""
+    keys = [x / max(received(j, now, start), 1e-9) for x, j in zip(fractions, jobs, strict=True)]
+    return sorted(range(len(jobs)), key=lambda i: (-keys[i], jobs[i].submitted_at, jobs[i].id))
+
+
 def received(job: JobView, now: float, start: float) -> float:
     """The share of its time in the system a job had run at its size when the round
     began at ``start`` (its GPU-seconds since then taken back off): what Gavel's rounds
-    weigh a job's share against (also ``allot.max_min``)."""
+    weigh a job's share against."""
     age = start - job.submitted_at
     if age <= 0:
         return 0.0
