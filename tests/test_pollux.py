@@ -115,7 +115,17 @@ def test_an_imported_pollux_workload_plays_as_the_pollux_flag_does(tmp_path: Pat
     ("change", "expected"),
     [
         ({"jobs": [{"name": "a", "model": "c10"}]}, "jobs[0].global_batch: model 'c10' is"),
-        ({"cluster": {"types": {"v100": {"nodes": 1, "gpus_per_node": 4}}}}, "per GPU type"),
+        (
+            {
+                "measured_models": {
+                    "c10": {
+                        "profile": str(pollux.DATA / "traces" / "cifar10"),
+                        "types": {"v100": {"placements": "placements.csv"}},
+                    }
+                }
+            },
+            "measured_models.c10.types.v100: the cluster has no v100 GPUs (its GPUs name no type",
+        ),
         ({"measured_models": {"c10": {"profile": "nowhere"}}}, "measured_models.c10.profile"),
         (
             {"jobs": [{"name": "a", "model": "c10", "global_batch": 10**8}]},

@@ -13,7 +13,7 @@ measured compute and sync parts instead of fitted ones).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ringleader.perf.efficiency import Efficiency, read_efficiency
@@ -85,6 +85,13 @@ class MeasuredJob:
         steps = self.efficiency.steps_to_finish(split.global_batch)
         return steps * self.iteration_s(placement, global_batch)
 
+    def on(self, table: StepTable, max_micro_batch: int | None = None) -> MeasuredJob:
+        """The same application measured on other GPUs: ``table``'s step times and batch
+        limits, the same gradient statistics (they are the model's, not the GPU's)."""
+        lo, hi = table.batch_range
+        largest = int(hi) if max_micro_batch is None else max_micro_batch
+        return replace(self, table=table, max_micro_batch=largest, min_micro_batch=int(lo))
+
     def check_batch(self, global_batch: int) -> None:
         """Raise ``ProfileError`` where ``global_batch`` is outside the validated range."""
         lo, hi = self.smallest_batch, self.largest_batch
@@ -96,14 +103,20 @@ class MeasuredJob:
 
 
 def read_measured_job(
-    folder: Path, *, epochs: int | None, max_micro_batch: int | None = None
+    folder: Path,
+    *,
+    epochs: int | None,
+    max_micro_batch: int | None = None,
+    placements: str = "placements.csv",
+    scalability: str | None = None,
 ) -> MeasuredJob:
     """One application's profile folder (Pollux's layout: ``placements.csv``,
     ``scalability.csv``, ``validation-<batch>.csv``), trained for ``epochs`` (None:
-    every epoch of the shortest validation run)."""
+    every epoch of the shortest validation run). ``placements`` and ``scalability``
+    name the step-time files where they are not Pollux's (``read_step_table``)."""
     if not folder.is_dir():
         raise ProfileError(f"{folder}: no such profile folder")
-    table = read_step_table(folder)
+    table = read_step_table(folder, placements, scalability)
     efficiency = read_efficiency(folder, epochs)
     lo, hi = table.batch_range
     largest = int(hi) if max_micro_batch is None else max_micro_batch

@@ -189,12 +189,17 @@ class StepTable:
         return table[:, :3], table[:, 3:]
 
 
-def read_step_table(folder: Path) -> StepTable:
-    """``placements.csv`` (and ``scalability.csv`` if present) of one application's profile.
+def read_step_table(
+    folder: Path, placements: str = "placements.csv", scalability: str | None = None
+) -> StepTable:
+    """``placements`` (and ``scalability.csv`` if present) of one application's profile.
 
-    Raises ``ProfileError`` naming the file, the row and the field that is wrong.
+    ``scalability``: the larger-scale file to read too, which must then exist (None:
+    ``scalability.csv`` where there is one). Sia's profiles keep one pair per GPU type
+    in a folder (``placements-rtx.csv``, ``scalability-rtx.csv``). Raises
+    ``ProfileError`` naming the file, the row and the field that is wrong.
     """
-    path = folder / "placements.csv"
+    path = folder / placements
     rows: dict[Placement, list[tuple[float, float, float]]] = {}
     for line, row in csv_rows(path, ("placement", "local_bsz", "step_time", "sync_time")):
         key = canonical(_placement(path, line, row["placement"]))
@@ -206,7 +211,9 @@ def read_step_table(folder: Path) -> StepTable:
         measured.sort()
         arr = np.asarray(measured, dtype=float)
         by_placement[key] = (arr[:, 0], arr[:, 1], arr[:, 2])
-    scale = folder / "scalability.csv"
+    scale = folder / (scalability or "scalability.csv")
+    if scalability is not None and not scale.is_file():
+        raise ProfileError(f"{scale}: no such file")
     points = np.empty((0, 5))
     if scale.exists():
         fields = ("num_nodes", "num_replicas", "local_bsz", "step_time", "sync_time")

@@ -17,6 +17,7 @@ from ringleader.policy.model.needs import Needs
 from ringleader.policy.model.plan import WAIT, Assignment
 from ringleader.policy.model.views import Device, JobView, Observation
 from ringleader.sim.profiles import TrueProfile
+from ringleader.sim.typed import table_speed
 from ringleader.spine.actions import EventCounts, Held
 from ringleader.spine.observe import fold
 from ringleader.spine.views import Known, Submitted, job_view, placement_view, progress_view
@@ -57,6 +58,10 @@ class SimJob:
     policy is told it (the scenario's measured table, like a workload file's step times)."""
     gpu_types: tuple[str, ...] = ()
     """The GPU types the job may run on (empty: any)."""
+    type_profiles: Mapping[str, TrueProfile] | None = None
+    """The job's true profile on each type it was measured on, ``profile`` the first's:
+    then its speed on a type is that table's at its placement (``sim.typed``), and
+    ``type_speed`` only what a policy is told."""
 
 
 @dataclass(slots=True)
@@ -95,6 +100,8 @@ class JobState:
     one job moves, and most of them come out as they were."""
     type_factor: float = 1.0
     """The part of ``factor`` that is the speed of the job's slowest GPU type."""
+    held_types: tuple[str, ...] = ()
+    """The GPU types the job runs on, where it has a table per type (``type_profiles``)."""
     phase: int = 0
     """The profile's stretch of training that ``speed`` was worked out for (``phased``
     profiles: the epoch, whose gradient statistics set the batch the job takes)."""
@@ -183,8 +190,18 @@ class JobState:
         )
         placed = self.target
         truth = job.profile.speed_model if needs.true_model else None
+        typed = job.type_profiles
         return job_view(
-            self.submitted, known, self.holding, placed, capacity=capacity, needs=needs, truth=truth
+            self.submitted,
+            known,
+            self.holding,
+            placed,
+            capacity=capacity,
+            needs=needs,
+            truth=truth,
+            type_truths=(
+                {t: p.speed_model for t, p in typed.items()} if typed and needs.true_model else None
+            ),
         )
 
     @property
@@ -223,8 +240,10 @@ class JobState:
         """Fix ``speed``, ``step`` and ``batch`` for the GPUs and sharing just worked out:
         a running job advances at every event, and these change only with its size or
         its sharing, so they are worked out again only when those did."""
-        paced_for = (self.workers, self.factor, self.type_factor)
         phase = self.job.profile.phase(1.0 - self.remaining) if self.phased else 0
+        if phase != self.phase and self.held_types:
+            self._retype()  # a new epoch's batch: the ratio between types moves too
+        paced_for = (self.workers, self.factor, self.type_factor)
         if paced_for == self.paced_for and phase == self.phase:
             return
         self.paced_for = paced_for
@@ -235,6 +254,21 @@ class JobState:
             step *= self.type_factor
         self.step = step
         self.batch = self.job.profile.shape.batch_at(self.workers)
+
+    def _retype(self) -> None:
+        """Work ``type_factor``, and ``factor`` with it, out again from the type tables."""
+        before = self.type_factor
+        job = self.job
+        assert job.type_profiles is not None and job.type_speed is not None
+        after = self.type_factor = table_speed(
+            job.profile,
+            job.type_profiles,
+            job.type_speed,
+            self.held_types,
+            self.placement(),
+            1.0 - self.remaining,
+        )
+        self.factor = self.factor / before * after if before > 0 else after
 
     def finish_time(self, now: float) -> float:
         """When the job ends at its speed now; a ``phased`` profile's, when its speed
@@ -317,6 +351,7 @@ def arrived(job: SimJob, now: float) -> JobState:
     state.batch = 0.0
     state.paced_for = (0, 0.0, 0.0)
     state.type_factor = 1.0
+    state.held_types = ()
     state.phase = 0
     state.first_at = None
     state.priority = 0

@@ -4,7 +4,8 @@ The simulator's ground truth, not the policy's belief. A job runs at its profile
 speed for its size, times a factor for what it shares: a partner packed on its
 GPU (``Contention.packed``; half speed where nothing was measured), GPUs on more
 nodes than it needs (``Contention.spread``), the slowest GPU type it holds
-(``SimJob.type_speed``), and the most crowded host resource it uses (``Host``).
+(``SimJob.type_speed``, or its table on that type: ``sim.typed``), and the most
+crowded host resource it uses (``Host``).
 Worked out again whenever who runs where may have changed (``Simulator``).
 """
 
@@ -16,6 +17,7 @@ from typing import Protocol
 from ringleader.policy.model.views import ClusterView
 from ringleader.sim.host import Host
 from ringleader.sim.jobs import JobState
+from ringleader.sim.typed import table_speed
 from ringleader.spine.observe import co_runners
 
 
@@ -63,6 +65,7 @@ class Pacing:
         running = [s for s in active.values() if s.running]
         for state in ran:
             state.partners, state.factor, state.type_factor = (), 1.0, 1.0
+            state.held_types = ()
         partners = (
             co_runners({s.job.id: s.devices[: s.workers] for s in running})
             if shared  # else no GPU runs two jobs: nobody has partners
@@ -99,16 +102,29 @@ class Pacing:
         return running
 
     def _type_speeds(self, running: list[JobState]) -> None:
-        """Each running job's speed on the types it holds: its slowest type's."""
+        """Each running job's speed on the types it holds: its slowest type's (from its
+        tables, where it has one per type: ``sim.typed``)."""
         type_of = self._type_of
         for state in running:
             state.type_factor = 1.0
-            speeds = state.job.type_speed
-            if speeds:
-                state.type_factor = min(
-                    speeds.get(type_of[d.node], 1.0) for d in state.devices[: state.workers]
+            job = state.job
+            speeds = job.type_speed
+            if not speeds:
+                continue
+            held = [type_of[d.node] for d in state.devices[: state.workers]]
+            if job.type_profiles is None:
+                state.type_factor = min(speeds.get(t, 1.0) for t in held)
+            else:
+                state.held_types = tuple(dict.fromkeys(held))
+                state.type_factor = table_speed(
+                    job.profile,
+                    job.type_profiles,
+                    speeds,
+                    state.held_types,
+                    state.placement(),
+                    1.0 - state.remaining,
                 )
-                state.factor = state.type_factor
+            state.factor = state.type_factor
 
     @staticmethod
     def _share_hosts(running: list[JobState], host: Host) -> None:

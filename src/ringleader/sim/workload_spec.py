@@ -136,6 +136,20 @@ class ModelSpec(_Strict):
     allreduce: Algorithm = Algorithm.BINARY_BLOCKS
 
 
+FileName = Annotated[str, Field(min_length=1, max_length=255, pattern=r"^[A-Za-z0-9_.-]+$")]
+"""A file in a profile folder: a name, not a path."""
+
+
+class MeasuredTypeSpec(_Strict):
+    """One GPU type's step times for a measured model: files in its profile folder."""
+
+    placements: FileName
+    """Step and sync seconds per placement and per-GPU batch on this type (as
+    ``placements.csv``; Sia's profiles name theirs ``placements-<cluster>.csv``)."""
+    scalability: FileName | None = None
+    """Its larger-scale rows, where measured (as ``scalability.csv``)."""
+
+
 class MeasuredModelSpec(_Strict):
     """A job model that is a measurement: a folder of measured tables (Pollux's layout).
 
@@ -143,6 +157,8 @@ class MeasuredModelSpec(_Strict):
     per-GPU batch), optionally ``scalability.csv``, and ``validation-<batch>.csv``
     (per-epoch progress and gradient statistics); a relative path is read from the
     workload file's folder. Its jobs give ``global_batch``: the batch they keep.
+    ``types`` gives a table per GPU type instead: its jobs run only on those types,
+    each at its own table's speed; without it, one table holds on every type.
     """
 
     profile: str = Field(min_length=1, max_length=4096)
@@ -152,6 +168,8 @@ class MeasuredModelSpec(_Strict):
     """Largest per-GPU batch a step may take (None: the largest measured)."""
     adaptive: bool = False
     """Jobs pick their own batch by goodput as they train (Pollux's jobs)."""
+    types: dict[TypeName, MeasuredTypeSpec] = Field({}, max_length=64)
+    """Step-time files per GPU type (empty: ``placements.csv`` on every type)."""
 
 
 class JobFields(_Strict):
@@ -240,8 +258,17 @@ class WorkloadSpec(_Strict):
                             f"{kind}[{i}].gpu_type: the cluster has no {', '.join(unknown)} "
                             f"GPUs ({offered(types)})"
                         )
-                    capacity = sum(map(cluster.capacity_of, entry.gpu_type))
-                    of = f" of type {', '.join(entry.gpu_type)}"
+                allowed = self.allowed_types(entry)
+                if allowed is not None and not allowed:
+                    measured = ", ".join(self.measured_models[entry.model].types)
+                    raise ValueError(
+                        f"{kind}[{i}].gpu_type: model {entry.model!r} was measured on "
+                        f"{measured} only; allow one of them, or add the type under "
+                        f"measured_models.{entry.model}.types"
+                    )
+                if allowed is not None:
+                    capacity = sum(map(cluster.capacity_of, allowed))
+                    of = f" of type {', '.join(allowed)}"
                 for field in ("min_gpus", "gpus"):
                     if getattr(entry, field) > capacity:
                         raise ValueError(
@@ -265,12 +292,13 @@ class WorkloadSpec(_Strict):
         clash = sorted((set(self.models) | set(PROFILES)) & set(self.measured_models))
         if clash:
             raise ValueError(f"measured_models.{clash[0]}: the name is a model already; rename it")
-        if types:
-            name = next(iter(self.measured_models))
-            raise ValueError(
-                f"measured_models.{name}: measured tables per GPU type are not supported yet; "
-                "give the cluster as nodes and gpus_per_node"
-            )
+        for name, model in self.measured_models.items():
+            for t in model.types:
+                if t not in types:
+                    raise ValueError(
+                        f"measured_models.{name}.types.{t}: the cluster has no {t} GPUs "
+                        f"({offered(types)})"
+                    )
         for kind, entries in (("jobs", self.jobs), ("poisson", self.poisson)):
             for i, entry in enumerate(entries):
                 if entry.model in self.measured_models and entry.global_batch is None:
@@ -278,6 +306,14 @@ class WorkloadSpec(_Strict):
                         f"{kind}[{i}].global_batch: model {entry.model!r} is measured; give "
                         "the global batch the job keeps (within its validated batches)"
                     )
+
+    def allowed_types(self, entry: JobFields) -> tuple[str, ...] | None:
+        """The GPU types a job may run on: those it names, less those its measured model
+        has no table for (None: any type)."""
+        measured = self.measured_models.get(entry.model)
+        if measured is None or not measured.types:
+            return None if entry.gpu_type is None else tuple(entry.gpu_type)
+        return tuple(t for t in entry.gpu_type or measured.types if t in measured.types)
 
     def _check_quotas(self) -> None:
         """Every user named has jobs, and every job fits its user's quota at its least."""

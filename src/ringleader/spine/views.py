@@ -33,6 +33,7 @@ from ringleader.policy.model.views import Device, JobShape, JobView, Observation
 from ringleader.spine.actions import Held
 
 NO_SPEEDS: Mapping[str, float] = MappingProxyType({})
+NO_MODELS: Mapping[str, SpeedModel] = MappingProxyType({})
 """One shared empty ``type_speed``: most jobs on most clusters have none."""
 
 
@@ -82,14 +83,19 @@ def job_view(
     capacity: int,
     needs: Needs,
     truth: SpeedModel | None = None,
+    type_truths: Mapping[str, SpeedModel] | None = None,
 ) -> JobView:
-    """The ``JobView`` of one job; ``placed`` is its assignment in the last plan carried out."""
+    """The ``JobView`` of one job; ``placed`` is its assignment in the last plan carried out.
+    ``truth`` and ``type_truths`` (per GPU type) reach it where ``needs.true_model``."""
     devices, workers, suspended = _placement(held, placed)
     max_gpus = min(job.max_gpus, capacity)
     speed = truth if needs.true_model else None
+    type_models = (type_truths or NO_MODELS) if needs.true_model else NO_MODELS
     type_speed = known.type_speed or NO_SPEEDS
     if _NATIVE:
-        return _stored(job, known, devices, workers, suspended, max_gpus, speed, type_speed)
+        return _stored(
+            job, known, devices, workers, suspended, max_gpus, speed, type_speed, type_models
+        )
     return JobView(
         id=job.id,
         submitted_at=job.submitted_at,
@@ -115,6 +121,7 @@ def job_view(
         gpu_types=job.gpu_types,
         parameter_server=job.parameter_server,
         type_speed=type_speed,
+        type_models=type_models,
         attained_effective_s=known.attained_effective_s,
     )
 
@@ -128,11 +135,12 @@ def _stored(
     max_gpus: int,
     speed: SpeedModel | None,
     type_speed: Mapping[str, float],
+    type_models: Mapping[str, SpeedModel],
 ) -> JobView:
     """``job_view``'s ``JobView``, compiled: made empty and each field stored.
 
     A frozen dataclass's ``__init__`` is the dataclass module's, interpreted even
-    compiled, and sets each of the 25 fields through ``object.__setattr__``; a store
+    compiled, and sets each of the 26 fields through ``object.__setattr__``; a store
     from this module is a plain store (``_NATIVE``; docs/scale.md, "Views the bodies
     keep, and the memo on each view"). Every field is stored here (``test_spine``
     checks the list against the class).
@@ -162,6 +170,7 @@ def _stored(
     view.gpu_types = job.gpu_types  # type: ignore[misc]
     view.parameter_server = job.parameter_server  # type: ignore[misc]
     view.type_speed = type_speed  # type: ignore[misc]
+    view.type_models = type_models  # type: ignore[misc]
     view.attained_effective_s = known.attained_effective_s  # type: ignore[misc]
     view.memo = None  # type: ignore[misc]
     return view
@@ -230,7 +239,7 @@ def progress_view(
     Between two events a running job changes only in these three figures (its
     observations are shared mappings, already current: only their seconds, as
     a new step time comes in a new view), so a body may update the view it
-    built instead of building all 25 fields again for every running job at
+    built instead of building all 26 fields again for every running job at
     every event. Only the body that built ``view`` calls this, and only
     between decisions; a policy sees a frozen view. A stage that keeps what it
     worked

@@ -4,7 +4,8 @@ Each round, for every job and every *configuration* a GPU type offers (1, 2, 4
 … GPUs on one node, then whole nodes, as Sia's simulator enumerates them), Sia
 estimates the job's goodput there: here its speed on the type
 (``JobView.type_speed``) times its goodput at that count (``GoodputSpeed``, a
-job that picks its own batch), or its throughput where it keeps its batch. A
+job that picks its own batch), or its throughput where it keeps its batch; where
+the job was measured on each type, that type's own model's (``type_models``). A
 job's goodputs are divided by the least of them, so each is a speed-up ``s ≥ 1``
 over the job's poorest configuration; a running job's every configuration but
 its own is discounted by Pollux's restart factor ``age / (age + δ)`` (``δ`` its
@@ -39,9 +40,10 @@ import numpy as np
 
 from ringleader.perf.goodput import GoodputSpeed
 from ringleader.perf.highs import milp
+from ringleader.perf.speed import SpeedModel
 from ringleader.policy.allot.stage import Allotment, Allotted
 from ringleader.policy.model.memory import Memory, memory_of
-from ringleader.policy.model.objective import Candidate
+from ringleader.policy.model.objective import Candidate, solo_curve
 from ringleader.policy.model.plan import ALLOTTED, note
 from ringleader.policy.model.views import ClusterView, JobView
 from ringleader.policy.place.type_aware import usable_types
@@ -106,12 +108,17 @@ class Sia:
         for i, (gpu_type, gpus) in enumerate(offered):
             if gpu_type not in usable or not _may_take(job, gpus):
                 continue
-            rate = counts.get(gpus)
-            if rate is None:
-                rate = counts[gpus] = _rate(c, gpus)
+            own = job.type_models.get(gpu_type)
+            if own is not None:
+                rate = _rate(c, gpus, own)
+            else:
+                found = counts.get(gpus)
+                if found is None:
+                    found = counts[gpus] = _rate(c, gpus)
+                rate = found * job.type_speed.get(gpu_type, 1.0)
             if rate > 0:
                 options.append(i)
-                goodputs.append(job.type_speed.get(gpu_type, 1.0) * rate)
+                goodputs.append(rate)
         if not options:
             return None
         gains = np.minimum(np.asarray(goodputs) / min(goodputs), CLIP)
@@ -148,12 +155,13 @@ def _may_take(job: JobView, gpus: int) -> bool:
     return job.min_gpus <= gpus <= job.max_gpus
 
 
-def _rate(c: Candidate, gpus: int) -> float:
-    """Progress per second on ``gpus`` GPUs: goodput where the job picks its own batch."""
-    speed = c.speed
+def _rate(c: Candidate, gpus: int, own: SpeedModel | None = None) -> float:
+    """Progress per second on ``gpus`` GPUs by the candidate's speed model, or by ``own``
+    (a type's): goodput where the job picks its own batch."""
+    speed = c.speed if own is None else own
     if isinstance(speed, GoodputSpeed) and speed.best_at is not None:
         return speed.goodput(gpus, 1.0 - c.job.remaining_fraction)
-    seconds = c.whole_seconds(gpus)
+    seconds = c.whole_seconds(gpus) if own is None else solo_curve(c.job.epochs, own)(gpus)
     return 1.0 / seconds if seconds > 0 else 0.0
 
 

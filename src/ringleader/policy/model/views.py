@@ -269,6 +269,10 @@ class JobView:
     """The job's speed on each GPU type, relative to the speed its model and observations
     describe (1.0). A type missing here is taken as 1.0; a gang on mixed types runs at
     its slowest type's speed (``speed_on``)."""
+    type_models: Mapping[str, SpeedModel] = field(default_factory=dict)
+    """The job's true speed model on each GPU type, where it was measured on each and the
+    policy may know the truth (``Needs.true_model``): a policy that weighs types by
+    their goodput reads a type's from here before ``speed`` times ``type_speed``."""
 
     @property
     def running(self) -> bool:
