@@ -57,6 +57,30 @@ def test_an_adaptive_job_alone_finishes_when_its_epochs_goodputs_say() -> None:
     assert result.records[0].jct == pytest.approx(expected, rel=1e-6)
 
 
+def test_an_adaptive_job_reports_the_batch_it_picked_beside_the_step_time_it_took() -> None:
+    # An online model fitted from the job's reports must see each step time at the
+    # batch it was taken at, not at the share of the batch the job was submitted with.
+    from ringleader.policy.model.plan import Assignment
+    from ringleader.policy.model.views import Device
+    from ringleader.sim.jobs import arrived
+
+    profile = adaptive_profile(CIFAR10, 256, max_gpus=4, per_node=4)
+    job = SimJob("solo", 0.0, profile, max_gpus=4, min_gpus=4, requested_gpus=4)
+    state = arrived(job, 0.0)
+    devices = tuple(Device("n0", i) for i in range(4))
+    state.carry_out(Assignment(devices, 4), alive=True)
+    state.pace()
+    state.advance(0.0, 10.0)
+    _, split = profile.best((4,), 0)
+    picked = split.micro_batch * (split.accumulation + 1)
+    assert picked != profile.shape.batch_at(4)
+    seen = state.observations[4]
+    assert seen.batch_per_worker == picked
+    assert seen.step_time == pytest.approx(profile.step_time_on((4,), 0.0))
+    late = profile.best((4,), 99)[1]
+    assert profile.batch_on((4,), 1.0) == late.micro_batch * (late.accumulation + 1) > picked
+
+
 def test_the_allocation_is_the_cheapest_over_every_split_of_the_gpus() -> None:
     rng = random.Random(7)
     for _ in range(30):

@@ -23,6 +23,7 @@ from ringleader.policy.share.packing import Packing
 from ringleader.policy.share.timeslice import TimeSlice
 from ringleader.policy.size.allocators import Doubling, FixedSize, OptimusGreedy
 from ringleader.policy.size.fitness import PowerMeanSpeedup
+from ringleader.policy.size.goodput import GoodputWhereReported
 from ringleader.policy.traffic import Priorities, TrafficPolicy
 
 STARVE_AFTER_S = 7 * 86_400.0
@@ -93,13 +94,15 @@ _BUILDERS: dict[str, tuple[str, Callable[[], Decider]]] = {
     "ringleader": (
         "fair share between users, then priority, then least-attained-service queues "
         "(10 and 100 GPU-hours; a job waiting a week goes first) pick who runs; doubling "
-        "picks how wide; jobs past 100 GPU-hours take turns in 10-minute quanta when "
-        "GPUs are short, two on one GPU where measured to beat turns; parameter servers "
+        "picks how wide (jobs that adapt their batch: the p-mean of goodput speed-ups, "
+        "from the gradients they report); jobs past 100 GPU-hours take turns in 10-minute "
+        "quanta when GPUs are short, two on one GPU where measured to beat turns; parameter "
+        "servers "
         "sharing a host send in that order; models "
         "learned online; no durations",
         lambda: Policy(
             "ringleader",
-            Doubling(backfill=True, per_epoch=True),
+            GoodputWhereReported(Doubling(backfill=True, per_epoch=True)),
             Online(),
             order=FairShare(
                 Prioritised(LeastAttained(QUEUE_THRESHOLDS_GPU_S, starve_after_s=STARVE_AFTER_S))

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ringleader.perf.epochs import EpochsToConverge
+from ringleader.perf.gradient import GradientReport
 from ringleader.policy.model.needs import Needs
 from ringleader.policy.model.plan import WAIT, Assignment
 from ringleader.policy.model.views import Device, JobView, Observation
@@ -171,6 +172,16 @@ class JobState:
         """Attained service in the job's best GPUs' terms, where its speed differs by type."""
         return self.attained_effective_s if self.job.type_speed else None
 
+    def _gradient(self) -> GradientReport | None:
+        """What the job reports of its gradient: measured where it runs, or last ran."""
+        devices = self.devices[: self.workers] if self.workers else (self.last or ())
+        if not devices or not self.observations:
+            return None
+        counts: dict[str, int] = {}
+        for d in devices:
+            counts[d.node] = counts.get(d.node, 0) + 1
+        return self.job.profile.gradient_on(tuple(counts.values()), 1.0 - self.remaining)
+
     def _view(self, capacity: int, needs: Needs, restart_s: float) -> JobView:
         job = self.job
         known = Known(
@@ -187,6 +198,7 @@ class JobState:
             restart_s=restart_s if job.restart_s is None else job.restart_s,
             type_speed=job.type_speed,
             attained_effective_s=self._effective(),
+            gradient=self._gradient() if self.phased else None,
         )
         placed = self.target
         truth = job.profile.speed_model if needs.true_model else None
@@ -241,8 +253,10 @@ class JobState:
         a running job advances at every event, and these change only with its size or
         its sharing, so they are worked out again only when those did."""
         phase = self.job.profile.phase(1.0 - self.remaining) if self.phased else 0
-        if phase != self.phase and self.held_types:
-            self._retype()  # a new epoch's batch: the ratio between types moves too
+        if phase != self.phase:
+            if self.held_types:
+                self._retype()  # a new epoch's batch: the ratio between types moves too
+            self.seen = None  # and the gradient statistics it reports
         paced_for = (self.workers, self.factor, self.type_factor)
         if paced_for == self.paced_for and phase == self.phase:
             return
@@ -253,7 +267,12 @@ class JobState:
         if 0 < self.type_factor < 1 or self.type_factor > 1:
             step *= self.type_factor
         self.step = step
-        self.batch = self.job.profile.shape.batch_at(self.workers)
+        profile = self.job.profile
+        self.batch = (
+            profile.batch_on(self.placement(), 1.0 - self.remaining)
+            if profile.phased
+            else profile.shape.batch_at(self.workers)
+        )
 
     def _retype(self) -> None:
         """Work ``type_factor``, and ``factor`` with it, out again from the type tables."""

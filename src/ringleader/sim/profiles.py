@@ -21,6 +21,7 @@ from functools import cached_property
 
 from ringleader.perf.allreduce import Algorithm
 from ringleader.perf.epochs import EpochsToConverge
+from ringleader.perf.gradient import GradientReport
 from ringleader.perf.speed import SpeedModel, StepSample, fit_speed_model, with_measurements
 from ringleader.policy.model.views import JobShape
 
@@ -91,6 +92,16 @@ class TrueProfile:
     def step_time_on(self, placement: tuple[int, ...], done: float = 0.0) -> float:
         """Seconds per minibatch on ``placement``; where not ``placed``, its count's."""
         return self.step_time(sum(placement))
+
+    def gradient_on(self, placement: tuple[int, ...], done: float) -> GradientReport | None:
+        """The gradient statistics the job reports running on ``placement`` (None: it
+        keeps its batch, and reports none)."""
+        return None
+
+    def batch_on(self, placement: tuple[int, ...], done: float = 0.0) -> float:
+        """Examples each GPU computes per minibatch on ``placement`` (what the job reports
+        beside its step time): its share of the batch it keeps."""
+        return self.shape.batch_at(sum(placement))
 
     def phase(self, done: float) -> int:
         """Which stretch of training ``done`` falls in, where the speed is constant."""

@@ -24,6 +24,7 @@ from ringleader.perf.allreduce import Algorithm
 from ringleader.perf.epochs import EpochsToConverge
 from ringleader.perf.errors import ModelFitError
 from ringleader.perf.goodput import GoodputSpeed, best_split
+from ringleader.perf.gradient import GradientReport
 from ringleader.perf.measured import BatchSplit, MeasuredJob
 from ringleader.perf.placements import OutsideMeasurements, Placement
 from ringleader.perf.profile_files import ProfileError
@@ -236,6 +237,23 @@ class AdaptiveProfile(TabledProfile):
         _, split = self.best(placement, self.phase(done))
         step, sync = self.measured.table.times(placement, split.micro_batch)
         return step + split.accumulation * (step - sync)
+
+    def batch_on(self, placement: tuple[int, ...], done: float = 0.0) -> float:
+        """The examples per GPU of the batch the job picked there, accumulated steps
+        included: the batch its step time was taken at, as it reports it."""
+        _, split = self.best(placement, self.phase(done))
+        return float(split.micro_batch * (split.accumulation + 1))
+
+    def gradient_on(self, placement: tuple[int, ...], done: float) -> GradientReport:
+        """The gradient statistics of this epoch at the batch the job takes on
+        ``placement``, as it measures them while it trains (AdaptDL's estimate)."""
+        assert self.measured is not None
+        efficiency = self.measured.efficiency
+        epoch = self.phase(done)
+        _, split = self.best(placement, epoch)
+        batch = min(max(split.global_batch, efficiency.smallest_batch), efficiency.largest_batch)
+        sqr, var = efficiency.stats(batch, epoch)
+        return GradientReport(sqr, var, efficiency.smallest_batch, efficiency.largest_batch)
 
 
 def adaptive_profile(

@@ -17,11 +17,14 @@ from ringleader.policy.model.views import Device, Observation
 def fold(
     seen: Observation | None, step_time: float, seconds: float, batch_per_worker: float
 ) -> Observation:
-    """``seen`` with ``seconds`` more of minibatches taking ``step_time`` each."""
+    """``seen`` with ``seconds`` more of minibatches taking ``step_time`` each (at a new
+    ``batch_per_worker``, the new step time alone: the mean is of one batch's steps)."""
     if seen is None:
         return Observation(step_time, seconds, batch_per_worker)
     total = seen.seconds + seconds
-    if seen.step_time == step_time or seconds <= 0:
+    if batch_per_worker and batch_per_worker != seen.batch_per_worker and seconds > 0:
+        mean = step_time  # a job that changed its batch: its old steps were of another
+    elif seen.step_time == step_time or seconds <= 0:
         mean = seen.step_time
     else:
         steps = seen.seconds / seen.step_time + seconds / step_time

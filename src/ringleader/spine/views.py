@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from ringleader.perf.epochs import EpochsToConverge
+from ringleader.perf.gradient import GradientReport
 from ringleader.perf.speed import SpeedModel
 from ringleader.policy.model.needs import Needs
 from ringleader.policy.model.plan import Assignment
@@ -72,6 +73,8 @@ class Known:
     """Its speed on each GPU type relative to its observations (None: types not known)."""
     attained_effective_s: float | None = None
     """Attained service weighted by the speed of the types held (None: not weighed)."""
+    gradient: GradientReport | None = None
+    """The gradient statistics it last reported, where it adapts its batch."""
 
 
 def job_view(
@@ -122,6 +125,7 @@ def job_view(
         parameter_server=job.parameter_server,
         type_speed=type_speed,
         type_models=type_models,
+        gradient=known.gradient,
         attained_effective_s=known.attained_effective_s,
     )
 
@@ -140,7 +144,7 @@ def _stored(
     """``job_view``'s ``JobView``, compiled: made empty and each field stored.
 
     A frozen dataclass's ``__init__`` is the dataclass module's, interpreted even
-    compiled, and sets each of the 26 fields through ``object.__setattr__``; a store
+    compiled, and sets each of the 27 fields through ``object.__setattr__``; a store
     from this module is a plain store (``_NATIVE``; docs/scale.md, "Views the bodies
     keep, and the memo on each view"). Every field is stored here (``test_spine``
     checks the list against the class).
@@ -171,6 +175,7 @@ def _stored(
     view.parameter_server = job.parameter_server  # type: ignore[misc]
     view.type_speed = type_speed  # type: ignore[misc]
     view.type_models = type_models  # type: ignore[misc]
+    view.gradient = known.gradient  # type: ignore[misc]
     view.attained_effective_s = known.attained_effective_s  # type: ignore[misc]
     view.memo = None  # type: ignore[misc]
     return view
@@ -239,7 +244,7 @@ def progress_view(
     Between two events a running job changes only in these three figures (its
     observations are shared mappings, already current: only their seconds, as
     a new step time comes in a new view), so a body may update the view it
-    built instead of building all 26 fields again for every running job at
+    built instead of building all 27 fields again for every running job at
     every event. Only the body that built ``view`` calls this, and only
     between decisions; a policy sees a frozen view. A stage that keeps what it
     worked

@@ -16,6 +16,7 @@ from typing import Final
 
 from ringleader.perf.allreduce import Algorithm
 from ringleader.perf.epochs import EpochsToConverge
+from ringleader.perf.gradient import GradientReport
 from ringleader.perf.speed import SpeedModel
 
 
@@ -269,6 +270,10 @@ class JobView:
     """The job's speed on each GPU type, relative to the speed its model and observations
     describe (1.0). A type missing here is taken as 1.0; a gang on mixed types runs at
     its slowest type's speed (``speed_on``)."""
+    gradient: GradientReport | None = None
+    """The gradient statistics the job last reported, where it adapts its batch to its
+    GPUs (``perf.gradient``): what a goodput stage weighs each batch by. None: it keeps
+    its batch, or has said nothing yet."""
     type_models: Mapping[str, SpeedModel] = field(default_factory=dict)
     """The job's true speed model on each GPU type, where it was measured on each and the
     policy may know the truth (``Needs.true_model``): a policy that weighs types by

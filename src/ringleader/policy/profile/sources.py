@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from ringleader.perf.errors import ModelFitError
+from ringleader.perf.gradient import online_goodput
 from ringleader.perf.speed import SpeedModel, StepSample, fit_speed_model
 from ringleader.policy.model.memory import Memory, memory_of
 from ringleader.policy.model.objective import Candidate
@@ -228,14 +229,19 @@ class Online:
     @classmethod
     def _candidate(cls, job: JobView) -> Candidate:
         model = job.speed
-        if model is None and len(job.observations) >= 2:
+        if model is not None:
+            return Candidate(job, model)
+        if len(job.observations) >= 2:
             try:
                 model = fitted_model(job)
             except ModelFitError:
                 model = None
+        measured = model is not None or bool(job.observations)
         if model is None:
-            return Candidate(job, cls.prior(job), measured=bool(job.observations))
-        return Candidate(job, model)
+            model = cls.prior(job)
+        if job.gradient is not None:  # it adapts its batch: weigh it by goodput
+            model = online_goodput(model, job.gradient)
+        return Candidate(job, model, measured=measured)
 
     def probe(self, job: JobView) -> Probe | None:
         return None

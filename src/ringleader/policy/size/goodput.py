@@ -1,0 +1,66 @@
+"""Goodput where jobs report it: Pollux's allocation over jobs that adapt their batch.
+
+A job that adapts its batch to its GPUs reports its gradient statistics
+(``JobView.gradient``), and the profile stage tells its speed as goodput
+(``perf.gradient.online_goodput``): what one more GPU is worth to it then
+depends on how much a larger batch still helps, which the doubling heuristic,
+weighing a fixed batch, cannot see. ``GoodputWhereReported`` sizes a decision
+by the p-mean of goodput speed-ups (``fitness.PowerMeanSpeedup``) when any job
+in it tells goodput, and by its ``inner`` allocator otherwise: a cluster whose
+jobs keep their batch is sized exactly as before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ringleader.perf.goodput import GoodputSpeed
+from ringleader.policy.model.memory import Memory
+from ringleader.policy.model.objective import Candidate
+from ringleader.policy.size.fitness import PowerMeanSpeedup
+from ringleader.policy.size.growth import Counts
+from ringleader.policy.size.stage import Allocator
+from ringleader.policy.size.steps import Growth
+
+
+def tells_goodput(c: Candidate) -> bool:
+    """Whether ``c``'s speed model weighs the batch it would take (``GoodputSpeed``)."""
+    speed = c.speed
+    return isinstance(speed, GoodputSpeed) and speed.best_at is not None
+
+
+@dataclass(frozen=True, slots=True)
+class GoodputWhereReported:
+    """``goodput`` for a decision with a job that tells goodput, ``inner`` otherwise."""
+
+    inner: Allocator
+    goodput: PowerMeanSpeedup = field(default_factory=PowerMeanSpeedup)
+
+    @property
+    def name(self) -> str:
+        return f"{self.inner.name}+goodput"
+
+    @property
+    def needs_speed(self) -> bool:
+        return True
+
+    @property
+    def needs_true_remaining(self) -> bool:
+        return self.inner.needs_true_remaining
+
+    @property
+    def memory(self) -> Memory[Any] | None:
+        """What ``inner`` keeps between decisions (``goodput`` keeps nothing)."""
+        memory = getattr(self.inner, "memory", None)
+        return memory if isinstance(memory, Memory) else None
+
+    def _chosen(self, jobs: Sequence[Candidate]) -> Allocator:
+        return self.goodput if any(map(tells_goodput, jobs)) else self.inner
+
+    def base(self, jobs: Sequence[Candidate], capacity: int) -> Counts:
+        return self._chosen(jobs).base(jobs, capacity)
+
+    def grow(self, jobs: Sequence[Candidate], counts: Counts, free: int) -> Growth:
+        return self._chosen(jobs).grow(jobs, counts, free)
