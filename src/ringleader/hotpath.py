@@ -80,6 +80,7 @@ MODULES: tuple[str, ...] = (
     "ringleader.policy.size._incremental.walk",
     "ringleader.policy.size._incremental.walk_notes",
     "ringleader.policy.size.allocators",
+    "ringleader.policy.size.goodput",
     "ringleader.policy.size.growth",
     "ringleader.policy.size.payback",
     "ringleader.policy.size.stage",
