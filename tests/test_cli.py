@@ -151,3 +151,25 @@ def test_outputs_are_checked_before_the_run_not_after(tmp_path: Path) -> None:
         out = ringleader("simulate", "--scenario", "table3", "--seeds", "1", flag, str(target))
         assert out.returncode == 2 and flag in out.stderr, out.stderr
         assert out.stdout == ""  # refused before any simulation printed a result
+
+
+def test_type_agnostic_for_a_policy_with_no_type_stage_is_refused_not_ignored(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "w.yaml"
+    path.write_text(
+        "cluster: {types: {v100: {nodes: 1, gpus_per_node: 4},"
+        " k80: {nodes: 1, gpus_per_node: 4}}}\n"
+        "jobs:\n  - {name: a, model: resnet110, gpus: 2}\n"
+    )
+    refused = ringleader(
+        "simulate", "--workload", str(path), "--policy", "gandiva", "--type-agnostic"
+    )
+    assert refused.returncode == 2
+    said = " ".join(refused.stderr.split())
+    assert "--type-agnostic: policy gandiva has no type stage to turn off" in said
+    assert "Traceback" not in refused.stderr
+    taken = ringleader(
+        "simulate", "--workload", str(path), "--policy", "tiresias", "--type-agnostic"
+    )
+    assert taken.returncode == 0, taken.stderr

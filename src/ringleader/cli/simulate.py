@@ -15,7 +15,7 @@ from ringleader.cli.errors import check_output_file, fail
 from ringleader.cli.simulate_policy import policy_for
 from ringleader.cli.simulate_trace import play_trace
 from ringleader.cli.simulate_workload import play_workload
-from ringleader.policy.catalog import POLICY_NAMES, with_types
+from ringleader.policy.catalog import POLICY_NAMES, has_type_variant, policy_named, with_types
 
 SCENARIO_NAMES = "table3, tensorlights, gandiva-cluster, automl, heterogeneity"
 """For --help without importing the scenarios (``ringleader.cli.scenarios`` registers them)."""
@@ -161,6 +161,12 @@ def simulate(
     if seeds is None:
         seeds = 3 if scenario in ("tensorlights", "heterogeneity") else 10
     _check_flags(seeds, processes, scenario, trace, gpu_types, type_agnostic, tick_s)
+    if type_agnostic and policy in POLICY_NAMES and not has_type_variant(policy_named(policy)):
+        fail(
+            f"--type-agnostic: policy {policy} has no type stage to turn off (it picks GPU "
+            "types its own way), so the flag would change nothing; drop it, or compare a "
+            "composed policy such as ringleader, tiresias or gavel-mmf"
+        )
     if pollux_workload is not None:
         if policy is None:
             fail(f"--pollux needs --policy NAME; choose one of: {', '.join(POLICY_NAMES)}")

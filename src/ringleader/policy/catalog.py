@@ -244,6 +244,14 @@ def policy_named(name: str) -> Decider:
 AGNOSTIC_SUFFIX = "-agnostic"
 
 
+def has_type_variant(policy: Decider) -> bool:
+    """Whether ``with_types`` can turn ``policy`` blind to GPU types: a composed policy,
+    or Gavel's max-min fairness; ``gandiva`` and ``sia`` decide types their own way."""
+    return isinstance(policy, Policy) or (
+        isinstance(policy, Allotting) and isinstance(policy.allot, MaxMinFair)
+    )
+
+
 def with_types(policy: Decider, aware: bool) -> Decider:
     """``policy`` placing by GPU type (``TypeAware``) and counting least-attained service
     in each job's best type's terms, or blind to types (``FewestNodes``, GPU-seconds;
