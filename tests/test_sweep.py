@@ -33,6 +33,9 @@ def test_a_grid_becomes_one_row_per_run_and_plots(tmp_path: Path) -> None:
     }
     for r in rows:
         assert r["jobs"] == "260" and float(r["avg_jct_s"]) > 0
+        # No float noise (21684.199999999255): at most four digits after the point.
+        for field in ("avg_jct_s", "p99_jct_s", "makespan_s", "utilization", "wall_s"):
+            assert len(r[field].partition(".")[2]) <= 4, (field, r[field])
     by = {(r["load_scale"], r["policy"], r["seed"]): float(r["avg_jct_s"]) for r in rows}
     assert by[("2.0", "fifo", "0")] > by[("1.0", "fifo", "0")]  # more load, longer JCT
     assert by[("1.0", "fifo", "3")] != by[("1.0", "fifo", "0")]  # a seed jitters arrivals
