@@ -173,3 +173,35 @@ def test_type_agnostic_for_a_policy_with_no_type_stage_is_refused_not_ignored(
         "simulate", "--workload", str(path), "--policy", "tiresias", "--type-agnostic"
     )
     assert taken.returncode == 0, taken.stderr
+
+
+def test_jobs_keeps_every_id_whole_on_an_80_column_terminal() -> None:
+    import io
+
+    from rich.console import Console
+
+    from ringleader.cli.runtime import _table
+
+    ids = ["resnet20-alice-7f3a9c2d1e", "bert-bob-0001"]
+    rows = [
+        {
+            "id": i,
+            "user": "alice",
+            "state": "running",
+            "gpus": 4,
+            "step": 1200,
+            "epoch": 3.5,
+            "epochs": 30,
+            "loss": 0.42,
+            "submitted_at": 1.7e9,
+            "finished_at": None,
+            "reason_code": "behind_in_order",
+        }
+        for i in ids
+    ]
+    out = io.StringIO()
+    Console(file=out, width=80).print(_table(rows))
+    lines = out.getvalue().splitlines()
+    assert all(len(line) <= 80 for line in lines)
+    for i in ids:  # each on one line, not cut ("resn…") nor folded
+        assert any(i in line for line in lines), out.getvalue()

@@ -162,18 +162,10 @@ class _Frames:
 
 def _table(rows: list[dict[str, Any]]) -> Table:
     table = Table()
-    for col in (
-        "id",
-        "user",
-        "state",
-        "gpus",
-        "step",
-        "epoch",
-        "loss",
-        "submitted",
-        "finished",
-        "why",
-    ):
+    # The id is what a user copies: on a narrow terminal the other columns give way.
+    widest = max((len(shown(r.get("id"))) for r in rows), default=2)
+    table.add_column("id", no_wrap=True, min_width=widest)
+    for col in ("user", "state", "gpus", "step", "epoch", "loss", "submitted", "finished", "why"):
         table.add_column(col)
     for r in rows:
         table.add_row(
