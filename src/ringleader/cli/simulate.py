@@ -161,12 +161,7 @@ def simulate(
     if seeds is None:
         seeds = 3 if scenario in ("tensorlights", "heterogeneity") else 10
     _check_flags(seeds, processes, scenario, trace, gpu_types, type_agnostic, tick_s)
-    if type_agnostic and policy in POLICY_NAMES and not has_type_variant(policy_named(policy)):
-        fail(
-            f"--type-agnostic: policy {policy} has no type stage to turn off (it picks GPU "
-            "types its own way), so the flag would change nothing; drop it, or compare a "
-            "composed policy such as ringleader, tiresias or gavel-mmf"
-        )
+    _check_type_variant(policy, type_agnostic)
     if pollux_workload is not None:
         if policy is None:
             fail(f"--pollux needs --policy NAME; choose one of: {', '.join(POLICY_NAMES)}")
@@ -224,6 +219,18 @@ def _run_scenario(
     if chosen is None:
         fail(f"--scenario: unknown scenario {scenario!r}; choose one of: {', '.join(SCENARIOS)}")
     chosen.run(ScenarioRequest(seeds, json_path, plot, processes, fifo_model))
+
+
+def _check_type_variant(policy: str | None, type_agnostic: bool) -> None:
+    """Fail where ``--type-agnostic`` would change nothing: a policy with no type stage."""
+    if not type_agnostic or policy not in POLICY_NAMES:
+        return
+    if not has_type_variant(policy_named(policy)):
+        fail(
+            f"--type-agnostic: policy {policy} has no type stage to turn off (it picks GPU "
+            "types its own way), so the flag would change nothing; drop it, or compare a "
+            "composed policy such as ringleader, tiresias or gavel-mmf"
+        )
 
 
 def _check_flags(
