@@ -177,10 +177,7 @@ class JobState:
         devices = self.devices[: self.workers] if self.workers else (self.last or ())
         if not devices or not self.observations:
             return None
-        counts: dict[str, int] = {}
-        for d in devices:
-            counts[d.node] = counts.get(d.node, 0) + 1
-        return self.job.profile.gradient_on(tuple(counts.values()), 1.0 - self.remaining)
+        return self.job.profile.gradient_on(per_node(devices), 1.0 - self.remaining)
 
     def _view(self, capacity: int, needs: Needs, restart_s: float) -> JobView:
         job = self.job
@@ -243,10 +240,7 @@ class JobState:
 
     def placement(self) -> tuple[int, ...]:
         """GPUs the job runs on per node, nodes in the order its devices name them."""
-        counts: dict[str, int] = {}
-        for d in self.devices[: self.workers]:
-            counts[d.node] = counts.get(d.node, 0) + 1
-        return tuple(counts.values())
+        return per_node(self.devices[: self.workers])
 
     def pace(self) -> None:
         """Fix ``speed``, ``step`` and ``batch`` for the GPUs and sharing just worked out:
@@ -335,6 +329,14 @@ class JobState:
                 or now.batch_per_worker != was.batch_per_worker
             ):
                 self.seen = None  # a view stands for one set of step times (spine.views)
+
+
+def per_node(devices: tuple[Device, ...]) -> tuple[int, ...]:
+    """How many of ``devices`` are on each node, nodes in the order ``devices`` name them."""
+    counts: dict[str, int] = {}
+    for d in devices:
+        counts[d.node] = counts.get(d.node, 0) + 1
+    return tuple(counts.values())
 
 
 def arrived(job: SimJob, now: float) -> JobState:
