@@ -32,8 +32,16 @@ three calls take over:
   ``on_bad_checkpoint`` under ringleader); ``Session.restore`` does both.
 * **The learning rate**, by the rule the script names (``lr_rule``): ``none``,
   ``linear`` or ``sqrt`` in the world size over ``base_world``, the size its
-  learning rate was tuned at. Rank 0 prints the rule and the rates to the
+  learning rate was tuned at, or ``adascale``: AdaScale's gain, from the
+  gradient noise it measured. Rank 0 prints the rule and the rates to the
   job's log at every start; nothing is scaled silently.
+* **The batch, where the spec opts in** (``batch:``). Each launch says how
+  many examples each rank takes (``job.batching``); the learning-rate rule
+  then scales by that global batch over ``global_min``, the batch its rate
+  was tuned at. A job that does not opt in keeps the loader's ``batch_size``.
+  Either way, with ``measure_noise`` (on for a job that adapts) it measures
+  its gradient noise as it trains (``job.noise``) and reports it with its
+  progress, which is what a goodput policy sizes it by.
 """
 
 from __future__ import annotations
@@ -46,21 +54,26 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ringleader.job.batching import LaunchBatch, gain
 from ringleader.job.launch import Launch
+from ringleader.job.noise import DistributedNoise, LoneNoise, NoiseScale
 from ringleader.job.session import Session
 
-LR_RULES = ("none", "linear", "sqrt")
+LR_RULES = ("none", "linear", "sqrt", "adascale")
 CHECKPOINT_DIR = "elastic-checkpoints"
 
 
-def lr_factor(rule: str, world: int, base_world: int = 1) -> float:
-    """How much ``rule`` multiplies a learning rate tuned at ``base_world`` workers."""
+def lr_factor(rule: str, world: float, base_world: float = 1) -> float:
+    """How much ``rule`` multiplies a learning rate tuned at ``base_world`` workers (or
+    examples per step, where the batch adapts)."""
     if rule == "none":
         return 1.0
     if rule == "linear":
         return world / base_world
     if rule == "sqrt":
         return math.sqrt(world / base_world)
+    if rule == "adascale":
+        return 1.0  # its gain needs the gradient's statistics: see ``_lr_factor``
     raise ValueError(f"lr_rule {rule!r}: choose one of {', '.join(LR_RULES)}")
 
 
@@ -74,13 +87,21 @@ class Position:
     """Examples of that epoch already trained on, over all ranks."""
     lr_factor: float = 1.0
     """The factor the learning rates in the optimizer carry (from the rule at its world)."""
+    noise: NoiseScale = field(default_factory=NoiseScale)
+    """The gradient's statistics measured so far: a restart goes on from them."""
 
-    def state_dict(self) -> dict[str, float]:
-        return {"epoch": self.epoch, "consumed": self.consumed, "lr_factor": self.lr_factor}
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "epoch": self.epoch,
+            "consumed": self.consumed,
+            "lr_factor": self.lr_factor,
+            "noise": self.noise.state_dict(),
+        }
 
-    def load_state_dict(self, state: dict[str, float]) -> None:
+    def load_state_dict(self, state: dict[str, Any]) -> None:
         self.epoch, self.consumed = int(state["epoch"]), int(state["consumed"])
         self.lr_factor = float(state["lr_factor"])
+        self.noise.load_state_dict(state.get("noise", {}))  # none in older checkpoints
 
 
 @dataclass(slots=True)
@@ -96,6 +117,10 @@ class _Job:
     base_world: int = 1
     session: Session | None = None
     own_group: bool = False
+    batch: LaunchBatch | None = None
+    """The batch this launch takes, where the spec opts in to an adaptive one."""
+    measure_noise: bool = False
+    noise: LoneNoise | DistributedNoise | None = None
 
     @property
     def rank(self) -> int:
@@ -110,19 +135,35 @@ _job = _Job()
 
 
 def prepare(
-    model: Any, optimizer: Any, scheduler: Any = None, *, lr_rule: str, base_world: int = 1
+    model: Any,
+    optimizer: Any,
+    scheduler: Any = None,
+    *,
+    lr_rule: str,
+    base_world: int = 1,
+    measure_noise: bool | None = None,
 ) -> Any:
     """Register what a checkpoint holds and return the model to train (DDP over a world > 1).
 
-    ``lr_rule`` (``none``, ``linear``, ``sqrt``) says how the optimizer's
-    learning rates, tuned at ``base_world`` workers, follow the world size.
+    ``lr_rule`` (``none``, ``linear``, ``sqrt``, ``adascale``) says how the
+    optimizer's learning rates, tuned at ``base_world`` workers, follow the
+    world size (or, where the batch adapts, the batch). ``measure_noise``:
+    whether to measure the gradient noise scale (None: where the batch adapts,
+    or ``lr_rule`` is ``adascale``, which needs it).
     """
     lr_factor(lr_rule, 1, max(base_world, 1))  # a bad rule fails here, before any training
     if base_world < 1:
         raise ValueError(f"base_world must be at least 1, got {base_world}")
     _job.model, _job.optimizer, _job.scheduler = model, optimizer, scheduler
     _job.lr_rule, _job.base_world = lr_rule, base_world
-    if _world()[1] == 1:
+    _job.batch = LaunchBatch.from_env()
+    if measure_noise is None:
+        measure_noise = _job.batch is not None or lr_rule == "adascale"
+    _job.measure_noise = measure_noise
+    world = _world()[1]
+    if world == 1:
+        if measure_noise:
+            _job.noise = LoneNoise(optimizer, _job.position.noise)
         return model
     import torch
     import torch.distributed as dist
@@ -131,7 +172,10 @@ def prepare(
     if not dist.is_initialized():
         dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
         _job.own_group = True
-    return DistributedDataParallel(model)
+    wrapped = DistributedDataParallel(model)
+    if measure_noise:
+        _job.noise = DistributedNoise(wrapped, world, _job.position.noise)
+    return wrapped
 
 
 class DataLoader:
@@ -155,6 +199,9 @@ class DataLoader:
                 raise ValueError(f"elastic.DataLoader shards the data itself: drop {name}=")
         if batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+        launched = LaunchBatch.from_env()
+        if launched is not None:  # the spec opts in: this launch's share of the batch
+            batch_size = launched.per_gpu
         self.dataset, self.batch_size, self.shuffle = dataset, batch_size, shuffle
         self.seed, self.kwargs = seed, kwargs
         _job.loader = self
@@ -192,12 +239,18 @@ class DataLoader:
         subset = torch.utils.data.Subset(self.dataset, mine)
         batches = torch.utils.data.DataLoader(subset, batch_size=self.batch_size, **self.kwargs)
         per_step = self.batch_size * world
+        noise = _job.noise
+        if noise is not None:
+            noise.batch = self.batch_size
         for batch in batches:
             if session.boundary():
                 session.end()  # checkpointed: every rank exits here
             yield batch
             position.consumed += per_step
             session.examples_seen = position.epoch * len(self.dataset) + position.consumed
+            if isinstance(noise, DistributedNoise):
+                noise.step_done()
+            session.extra = _gradient_record(position.noise, per_step)
             session.report()
             session.checkpoint_if_due()
 
@@ -235,6 +288,12 @@ def epochs(count: int, start: int = 1) -> Iterator[int]:
         _job.own_group = False
 
 
+def gradient_noise() -> NoiseScale:
+    """The gradient's statistics measured so far (empty where ``measure_noise`` is off):
+    ``noise_scale`` is the batch past which a larger one helps little."""
+    return _job.position.noise
+
+
 def _start(total: int) -> Session:
     """Make the session, restore the newest checkpoint if resuming, apply the lr rule."""
     loader = _job.loader
@@ -257,8 +316,33 @@ def _start(total: int) -> Session:
     return session
 
 
+def _gradient_record(noise: NoiseScale, per_step: int) -> dict[str, float]:
+    """What the job's progress says of its gradient and batch (nothing before a measure)."""
+    sqr, var = noise.grad_sqr, noise.trace_var
+    if sqr is None or var is None:
+        return {}
+    launched = _job.batch
+    tuned = launched.global_min if launched is not None else per_step
+    record = {"grad_sqr": sqr, "grad_var": var / tuned, "batch_min": float(tuned)}
+    if launched is not None:
+        record |= {"batch_max": launched.global_max, "per_gpu_max": launched.per_gpu_max}
+    return record
+
+
+def _lr_factor(world: int) -> float:
+    """The rule's factor, in examples per step over those the rate was tuned at:
+    ``global_min`` where the batch adapts, the loader's batch on ``base_world`` else."""
+    loader, launched = _job.loader, _job.batch
+    per_gpu = loader.batch_size if loader is not None else 1
+    size = per_gpu * world
+    tuned = launched.global_min if launched is not None else per_gpu * _job.base_world
+    if _job.lr_rule == "adascale":
+        return gain(_job.position.noise, size, tuned)
+    return lr_factor(_job.lr_rule, size, tuned)
+
+
 def _apply_lr_rule(rank: int, world: int) -> None:
-    factor = lr_factor(_job.lr_rule, world, _job.base_world)
+    factor = _lr_factor(world)
     change = factor / _job.position.lr_factor
     for group in _job.optimizer.param_groups:
         group["lr"] *= change
@@ -267,9 +351,16 @@ def _apply_lr_rule(rank: int, world: int) -> None:
     _job.position.lr_factor = factor
     if rank == 0:
         rates = ", ".join(f"{g['lr']:g}" for g in _job.optimizer.param_groups)
+        launched = _job.batch
+        tuned = (
+            f"{launched.global_min} examples per step"
+            if launched is not None
+            else f"{_job.base_world} workers"
+        )
+        batch = "" if launched is None else f" x {launched.per_gpu} examples"
         print(
-            f"ringleader.elastic: lr_rule {_job.lr_rule!r} (tuned at {_job.base_world} workers): "
-            f"{world} workers, learning rate x{factor:g} -> {rates}",
+            f"ringleader.elastic: lr_rule {_job.lr_rule!r} (tuned at {tuned}): "
+            f"{world} workers{batch}, learning rate x{factor:g} -> {rates}",
             flush=True,
         )
 

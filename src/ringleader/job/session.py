@@ -91,6 +91,8 @@ class Session:
         self._model: Any = None
         self._optimizer: Any = None
         self._extra: dict[str, Any] = {}
+        self.extra: dict[str, float] = {}
+        """More to say in each step's progress record (the gradient's statistics)."""
         self._last_checkpoint = time.monotonic()
         self._step_started = 0.0
         self._dist = False
@@ -287,6 +289,7 @@ class Session:
         }
         if self.grad_bytes is not None:
             record["grad_bytes"] = self.grad_bytes
+        record |= self.extra
         if self.launch.device == "cuda":
             import torch
 

@@ -30,6 +30,16 @@ class GradientReport:
     """``M0``: the batch its progress is counted in (and the least it takes)."""
     largest_batch: int
     """The most examples a step may take, over all its GPUs."""
+    largest_per_gpu: int | None = None
+    """The most one GPU may take in a step (None: no bound, micro-batches accumulate)."""
+
+    def batch_range(self, gpus: int) -> tuple[int, int]:
+        """The least and most examples a step on ``gpus`` GPUs may take (least > most:
+        none fits)."""
+        high = self.largest_batch
+        if self.largest_per_gpu is not None:
+            high = min(high, self.largest_per_gpu * gpus)
+        return max(self.smallest_batch, gpus), high
 
     def gains(self, batches: np.ndarray) -> np.ndarray:
         """Steps at ``M0`` that one step at each global batch is worth."""
@@ -47,15 +57,36 @@ def best_goodput(model: SpeedModel, report: GradientReport, gpus: int) -> float:
     examples each GPU took in it, accumulated micro-batches included: so it
     answers for a whole iteration at any per-GPU share of the batch.
     """
-    low = max(report.smallest_batch, gpus)
-    high = report.largest_batch
+    rate, _ = _best(model, report, gpus)
+    return rate
+
+
+def best_batch(model: SpeedModel, report: GradientReport, gpus: int) -> int:
+    """The examples each of ``gpus`` GPUs should take per step for the most goodput by
+    ``model`` (a whole number, so that every GPU takes the same): what a job that adapts
+    its batch is launched with."""
+    low, _ = report.batch_range(gpus)
+    _, batch = _best(model, report, gpus)
+    share = max(round(batch / gpus), math.ceil(low / gpus), 1)
+    if report.largest_per_gpu is not None:
+        share = min(share, report.largest_per_gpu)
+    return share
+
+
+def _best(model: SpeedModel, report: GradientReport, gpus: int) -> tuple[float, float]:
+    """The best goodput on ``gpus`` GPUs and the global batch that makes it (0 where no
+    batch fits: the least batch is returned then)."""
+    low, high = report.batch_range(gpus)
     if low > high:
-        return 0.0
+        return 0.0, float(low)
     batches = np.geomspace(low, high, TRIED)
     seconds = np.asarray([model.step_time(gpus, m) for m in batches / gpus])
     rates = report.gains(batches) / seconds
-    best = float(np.max(rates))
-    return best if math.isfinite(best) and best > 0 else 0.0
+    at = int(np.argmax(rates))
+    best = float(rates[at])
+    if not (math.isfinite(best) and best > 0):
+        return 0.0, float(low)
+    return best, float(batches[at])
 
 
 def online_goodput(model: SpeedModel, report: GradientReport) -> GoodputSpeed:

@@ -31,6 +31,33 @@ class Arch(StrEnum):
     PS = "ps"
 
 
+class BatchSpec(BaseModel):
+    """The global batches a job that adapts its batch to its GPUs may take (opt-in).
+
+    The job is launched with the batch that gives it the most goodput on the
+    GPUs it gets, by the gradient statistics it reports
+    (``perf.gradient.best_batch``); before any, with ``global_min``.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    global_min: Annotated[StrictInt, Field(ge=1, le=2**24)]
+    """The batch its learning rate was tuned at, and the least it takes; progress is
+    counted in steps of it."""
+    global_max: Annotated[StrictInt, Field(ge=1, le=2**24)]
+    """The most examples one step may take, over all its GPUs."""
+    per_gpu_max: Annotated[StrictInt, Field(ge=1, le=2**20)]
+    """The most one GPU takes in a step (what fits in its memory)."""
+
+    @model_validator(mode="after")
+    def _ordered(self) -> BatchSpec:
+        if self.global_min > self.global_max:
+            raise ValueError(
+                f"global_min ({self.global_min}) exceeds global_max ({self.global_max})"
+            )
+        return self
+
+
 class JobSpec(BaseModel):
     """A training job. ``command`` runs once per worker, with the job library's variables set."""
 
@@ -83,6 +110,9 @@ class JobSpec(BaseModel):
     """The GPU types the job may run on, e.g. ``[v100, a100]`` (None: any). A job
     spread over types runs at its slowest type's pace; a policy that knows types
     keeps it on one where it can."""
+    batch: BatchSpec | None = None
+    """Where set, the job's global batch follows its GPUs within these bounds
+    (``ringleader.elastic``); None: it keeps the batch its script sets."""
 
     @field_validator("gpu_type", mode="before")
     @classmethod
@@ -176,6 +206,17 @@ def parse_spec(
                 message += f", not {type(e['input']).__name__} {repr(e['input'])[:60]}"
             problems.append((field_path(e["loc"], "(spec)"), message))
         raise SpecError(problems) from None
+    batch = spec.batch
+    if batch is not None and batch.global_min > spec.lowest * batch.per_gpu_max:
+        raise SpecError(
+            [
+                (
+                    "batch.global_min",
+                    f"{batch.global_min} examples do not fit on {spec.lowest} GPU(s) of "
+                    f"per_gpu_max {batch.per_gpu_max}: raise batch.per_gpu_max or min_gpus",
+                )
+            ]
+        )
     if cluster is not None:
         capacity = cluster.capacity if capacity is None else capacity
         if spec.gpu_type is not None:

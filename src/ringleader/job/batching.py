@@ -1,0 +1,66 @@
+"""The batch a job that adapts it was launched with, and what its gradient says of it.
+
+A spec's ``batch`` (``global_min``, ``global_max``, ``per_gpu_max``) opts a
+job in; at every launch the scheduler picks how many examples each GPU
+takes (``perf.gradient.best_batch``) and passes it, with the bounds, in
+``RINGLEADER_BATCH``. The job library reads it here: ``elastic.DataLoader``
+takes that many per rank, and the learning-rate rules scale by the batch
+over the one the rate was tuned at rather than by the world size.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+
+from ringleader.job.noise import NoiseScale
+
+BATCH_ENV = "RINGLEADER_BATCH"
+
+
+@dataclass(frozen=True, slots=True)
+class LaunchBatch:
+    """The bounds a spec set, and the share of the batch each GPU takes this launch."""
+
+    global_min: int
+    global_max: int
+    per_gpu_max: int
+    per_gpu: int
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.global_min <= self.global_max:
+            raise ValueError(
+                f"{BATCH_ENV}: need 1 <= global_min <= global_max, got "
+                f"{self.global_min} and {self.global_max}"
+            )
+        if not 1 <= self.per_gpu <= self.per_gpu_max:
+            raise ValueError(
+                f"{BATCH_ENV}: per_gpu {self.per_gpu} is outside 1..per_gpu_max {self.per_gpu_max}"
+            )
+
+    def to_env(self) -> str:
+        return json.dumps(asdict(self), separators=(",", ":"))
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> LaunchBatch | None:
+        """The launch's batch, or None where the job keeps the batch its script sets."""
+        text = (os.environ if env is None else env).get(BATCH_ENV)
+        if not text:
+            return None
+        try:
+            fields = json.loads(text)
+            return cls(**{k: int(fields[k]) for k in cls.__slots__})
+        except (ValueError, TypeError, KeyError) as err:
+            raise ValueError(f"{BATCH_ENV} is not a batch the scheduler wrote: {err}") from None
+
+
+def gain(scale: NoiseScale, batch: float, tuned_at: float) -> float:
+    """AdaScale's gain: how many steps at ``tuned_at`` examples one step at ``batch`` is
+    worth by the gradient statistics so far (1 before there are any)."""
+    sqr, var = scale.grad_sqr, scale.trace_var
+    if sqr is None or var is None or sqr <= 0 or var <= 0 or batch <= tuned_at:
+        return 1.0
+    small, big = var / tuned_at, var / batch  # the gradient's variance at each batch
+    return (small + sqr) / (big + sqr)
