@@ -47,34 +47,17 @@ three calls take over:
 from __future__ import annotations
 
 import math
-import os
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from ringleader.job.batching import LaunchBatch, gain
-from ringleader.job.launch import Launch
+from ringleader.job.batching import LaunchBatch, gain, gradient_fields
+from ringleader.job.launch import torchrun_launch, world_of
+from ringleader.job.lr import lr_factor
 from ringleader.job.noise import DistributedNoise, LoneNoise, NoiseScale
 from ringleader.job.session import Session
 
-LR_RULES = ("none", "linear", "sqrt", "adascale")
 CHECKPOINT_DIR = "elastic-checkpoints"
-
-
-def lr_factor(rule: str, world: float, base_world: float = 1) -> float:
-    """How much ``rule`` multiplies a learning rate tuned at ``base_world`` workers (or
-    examples per step, where the batch adapts)."""
-    if rule == "none":
-        return 1.0
-    if rule == "linear":
-        return world / base_world
-    if rule == "sqrt":
-        return math.sqrt(world / base_world)
-    if rule == "adascale":
-        return 1.0  # its gain needs the gradient's statistics: see ``_lr_factor``
-    raise ValueError(f"lr_rule {rule!r}: choose one of {', '.join(LR_RULES)}")
 
 
 @dataclass(slots=True)
@@ -89,6 +72,9 @@ class Position:
     """The factor the learning rates in the optimizer carry (from the rule at its world)."""
     noise: NoiseScale = field(default_factory=NoiseScale)
     """The gradient's statistics measured so far: a restart goes on from them."""
+    progress: float = 0.0
+    """Where the batch adapts: examples trained on, each step counted as the steps at
+    ``global_min`` it is worth (AdaScale's scale-invariant progress)."""
 
     def state_dict(self) -> dict[str, Any]:
         return {
@@ -96,12 +82,14 @@ class Position:
             "consumed": self.consumed,
             "lr_factor": self.lr_factor,
             "noise": self.noise.state_dict(),
+            "progress": self.progress,
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.epoch, self.consumed = int(state["epoch"]), int(state["consumed"])
         self.lr_factor = float(state["lr_factor"])
         self.noise.load_state_dict(state.get("noise", {}))  # none in older checkpoints
+        self.progress = float(state.get("progress", 0.0))
 
 
 @dataclass(slots=True)
@@ -121,14 +109,20 @@ class _Job:
     """The batch this launch takes, where the spec opts in to an adaptive one."""
     measure_noise: bool = False
     noise: LoneNoise | DistributedNoise | None = None
+    goal: float = math.inf
+    """Where the batch adapts: the progress (``Position.progress``) that ends training."""
+    worth: float = 1.0
+    """Steps at ``global_min`` one step of this launch counts as. Worked out once, from
+    the statistics restored with the checkpoint: every rank loads the same ones, so all
+    agree on when training ends (each one's own estimate since differs a little)."""
 
     @property
     def rank(self) -> int:
-        return _world()[0]
+        return world_of()[0]
 
     @property
     def world(self) -> int:
-        return _world()[1]
+        return world_of()[1]
 
 
 _job = _Job()
@@ -160,7 +154,7 @@ def prepare(
     if measure_noise is None:
         measure_noise = _job.batch is not None or lr_rule == "adascale"
     _job.measure_noise = measure_noise
-    world = _world()[1]
+    world = world_of()[1]
     if world == 1:
         if measure_noise:
             _job.noise = LoneNoise(optimizer, _job.position.noise)
@@ -239,7 +233,7 @@ class DataLoader:
         subset = torch.utils.data.Subset(self.dataset, mine)
         batches = torch.utils.data.DataLoader(subset, batch_size=self.batch_size, **self.kwargs)
         per_step = self.batch_size * world
-        noise = _job.noise
+        noise, launched = _job.noise, _job.batch
         if noise is not None:
             noise.batch = self.batch_size
         for batch in batches:
@@ -247,12 +241,18 @@ class DataLoader:
                 session.end()  # checkpointed: every rank exits here
             yield batch
             position.consumed += per_step
-            session.examples_seen = position.epoch * len(self.dataset) + position.consumed
             if isinstance(noise, DistributedNoise):
                 noise.step_done()
-            session.extra = _gradient_record(position.noise, per_step)
-            session.report()
+            session.extra = gradient_fields(position.noise, per_step, launched)
+            if launched is None:
+                seen = position.epoch * len(self.dataset) + position.consumed
+            else:
+                position.progress += _job.worth * launched.global_min
+                seen = int(position.progress)
+            session.report(examples_seen=seen)
             session.checkpoint_if_due()
+            if launched is not None and position.progress >= _job.goal:
+                return  # trained as far as the epochs asked, counted at global_min
 
 
 def epochs(count: int, start: int = 1) -> Iterator[int]:
@@ -275,10 +275,16 @@ def epochs(count: int, start: int = 1) -> Iterator[int]:
         # done. Yielding it again would run a loop body zero times, and a script that
         # reads the epoch's last loss after its loop would find none.
         position.epoch, position.consumed = position.epoch + 1, 0
-    for index in range(position.epoch, count):
+    # Where the batch adapts, training ends at ``count`` epochs' worth of steps at
+    # global_min (a larger batch's step is worth fewer): more passes over the data.
+    adaptive = _job.batch is not None
+    _job.goal = count * len(loader.dataset) if adaptive and loader is not None else math.inf
+    index = position.epoch
+    while (position.progress < _job.goal) if adaptive else (index < count):
         position.epoch = index
         yield start + index
         position.epoch, position.consumed = index + 1, 0
+        index += 1
     session.finish()
     if _job.own_group:
         import torch.distributed as dist
@@ -299,7 +305,7 @@ def _start(total: int) -> Session:
     loader = _job.loader
     if loader is None or _job.model is None:
         raise RuntimeError("call elastic.DataLoader(...) and elastic.prepare(...) before epochs()")
-    launch, resume = _launch()
+    launch, resume = torchrun_launch(CHECKPOINT_DIR)
     session = Session(
         launch,
         examples_per_epoch=max(len(loader.dataset), 1),
@@ -312,21 +318,12 @@ def _start(total: int) -> Session:
     raw = getattr(_job.model, "module", _job.model)
     session.restore(raw, _job.optimizer, resume=resume, **extra)
     _apply_lr_rule(launch.rank, launch.world_size)
+    if _job.batch is not None:
+        _job.worth = gain(
+            _job.position.noise, loader.batch_size * launch.world_size, _job.batch.global_min
+        )
     _job.session = session
     return session
-
-
-def _gradient_record(noise: NoiseScale, per_step: int) -> dict[str, float]:
-    """What the job's progress says of its gradient and batch (nothing before a measure)."""
-    sqr, var = noise.grad_sqr, noise.trace_var
-    if sqr is None or var is None:
-        return {}
-    launched = _job.batch
-    tuned = launched.global_min if launched is not None else per_step
-    record = {"grad_sqr": sqr, "grad_var": var / tuned, "batch_min": float(tuned)}
-    if launched is not None:
-        record |= {"batch_max": launched.global_max, "per_gpu_max": launched.per_gpu_max}
-    return record
 
 
 def _lr_factor(world: int) -> float:
@@ -369,40 +366,3 @@ def _session() -> Session:
     if _job.session is None:
         raise RuntimeError("iterate the loader inside `for epoch in elastic.epochs(...)`")
     return _job.session
-
-
-def _world() -> tuple[int, int]:
-    try:
-        import torch.distributed as dist
-
-        if dist.is_available() and dist.is_initialized():
-            return dist.get_rank(), dist.get_world_size()
-    except ImportError:
-        pass
-    return int(os.environ.get("RANK", "0")), int(os.environ.get("WORLD_SIZE", "1"))
-
-
-def _launch() -> tuple[Launch, bool]:
-    """This process as launched, and whether it resumes from a checkpoint."""
-    env = os.environ
-    if "RINGLEADER_JOB_DIR" in env:
-        return Launch.from_env(), True
-    import torch
-
-    run_id = env.get("TORCHELASTIC_RUN_ID", "local")
-    default = Path(CHECKPOINT_DIR) / re.sub(r"[^A-Za-z0-9_.-]", "_", run_id)[:100]
-    job_dir = Path(env.get("RINGLEADER_CHECKPOINT_DIR") or default).absolute()
-    job_dir.mkdir(parents=True, exist_ok=True)
-    restart = int(env.get("TORCHELASTIC_RESTART_COUNT", "0"))
-    rank, world = _world()
-    launch = Launch(
-        job_id=run_id,
-        job_dir=job_dir,
-        generation=restart + 1,
-        rank=rank,
-        world_size=world,
-        master_addr=env.get("MASTER_ADDR", "127.0.0.1"),
-        master_port=int(env.get("MASTER_PORT", "29500")),
-        device="cuda" if torch.cuda.is_available() else "cpu",
-    )
-    return launch, restart > 0

@@ -246,6 +246,14 @@ def show(
     for key in ("step", "epoch", "loss"):
         console.print(_line(key, job.get(key)))
     console.print(_line("attempts", job.get("attempts")), "", _line("resizes", job.get("resizes")))
+    if job.get("batch") is not None:
+        bounds = (job.get("spec") or {}).get("batch") or {}
+        said = (
+            f"{job['batch']} (adapts within {bounds.get('global_min')}..{bounds.get('global_max')}"
+        )
+        if job.get("noise_scale") is not None:
+            said += f"; gradient noise scale {job['noise_scale']:,.0f} examples"
+        console.print(_line("batch", said + ")"))
     if job.get("reason"):
         console.print(_line("why", job["reason"]))
     speeds = job.get("type_speeds")

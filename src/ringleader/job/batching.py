@@ -64,3 +64,19 @@ def gain(scale: NoiseScale, batch: float, tuned_at: float) -> float:
         return 1.0
     small, big = var / tuned_at, var / batch  # the gradient's variance at each batch
     return (small + sqr) / (big + sqr)
+
+
+def gradient_fields(
+    noise: NoiseScale, per_step: int, launched: LaunchBatch | None
+) -> dict[str, float]:
+    """What a step's progress record says of the gradient and the batch bounds (nothing
+    before the first measure): the variance at the batch the rate was tuned at,
+    ``global_min`` where the batch adapts, else this step's."""
+    sqr, var = noise.grad_sqr, noise.trace_var
+    if sqr is None or var is None:
+        return {}
+    tuned = launched.global_min if launched is not None else per_step
+    record = {"grad_sqr": sqr, "grad_var": var / tuned, "batch_min": float(tuned)}
+    if launched is not None:
+        record |= {"batch_max": launched.global_max, "per_gpu_max": launched.per_gpu_max}
+    return record

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,3 +40,43 @@ class Launch:
             master_port=int(env.get("MASTER_PORT", "29500")),
             device=env.get("RINGLEADER_DEVICE", "cpu"),
         )
+
+
+def world_of() -> tuple[int, int]:
+    """This process's rank and world: the process group's, else the environment's."""
+    try:
+        import torch.distributed as dist
+
+        if dist.is_available() and dist.is_initialized():
+            return dist.get_rank(), dist.get_world_size()
+    except ImportError:
+        pass
+    return int(os.environ.get("RANK", "0")), int(os.environ.get("WORLD_SIZE", "1"))
+
+
+def torchrun_launch(checkpoints: str) -> tuple[Launch, bool]:
+    """This process as ringleader or torchrun launched it, and whether it resumes from a
+    checkpoint (under torchrun, in ``checkpoints/<run id>`` unless
+    ``RINGLEADER_CHECKPOINT_DIR`` names another place)."""
+    env = os.environ
+    if "RINGLEADER_JOB_DIR" in env:
+        return Launch.from_env(), True
+    import torch
+
+    run_id = env.get("TORCHELASTIC_RUN_ID", "local")
+    default = Path(checkpoints) / re.sub(r"[^A-Za-z0-9_.-]", "_", run_id)[:100]
+    job_dir = Path(env.get("RINGLEADER_CHECKPOINT_DIR") or default).absolute()
+    job_dir.mkdir(parents=True, exist_ok=True)
+    restart = int(env.get("TORCHELASTIC_RESTART_COUNT", "0"))
+    rank, world = world_of()
+    launch = Launch(
+        job_id=run_id,
+        job_dir=job_dir,
+        generation=restart + 1,
+        rank=rank,
+        world_size=world,
+        master_addr=env.get("MASTER_ADDR", "127.0.0.1"),
+        master_port=int(env.get("MASTER_PORT", "29500")),
+        device="cuda" if torch.cuda.is_available() else "cpu",
+    )
+    return launch, restart > 0

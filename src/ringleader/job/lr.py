@@ -9,7 +9,24 @@ its data whatever sizes it ran at.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+
+LR_RULES = ("none", "linear", "sqrt", "adascale")
+
+
+def lr_factor(rule: str, world: float, base_world: float = 1) -> float:
+    """How much ``rule`` multiplies a learning rate tuned at ``base_world`` workers (or
+    examples per step, where the batch adapts)."""
+    if rule == "none":
+        return 1.0
+    if rule == "linear":
+        return world / base_world
+    if rule == "sqrt":
+        return math.sqrt(world / base_world)
+    if rule == "adascale":
+        return 1.0  # its gain needs the gradient's statistics: see ``_lr_factor``
+    raise ValueError(f"lr_rule {rule!r}: choose one of {', '.join(LR_RULES)}")
 
 
 @dataclass(frozen=True, slots=True)

@@ -122,6 +122,13 @@ RULES: dict[str, Callable[[Any], Any]] = {
     "examples_per_epoch": _number(0.0, 1e15),
     "grad_bytes": _number(0.0, 1e15),
     "memory_gib": _number(0.0, 1e6),
+    # A job's gradient statistics (``job.batching.gradient_fields``): an early estimate
+    # may be negative, so only finiteness is asked; the batch bounds it runs under.
+    "grad_sqr": _number(-1e300, 1e300),
+    "grad_var": _number(-1e300, 1e300),
+    "batch_min": _number(0.0, 1e12),
+    "batch_max": _number(0.0, 1e12),
+    "per_gpu_max": _number(0.0, 1e12),
     "t": _TIME,
     "path": _text,
     "why": _text,

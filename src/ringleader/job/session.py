@@ -270,11 +270,15 @@ class Session:
         self.checkpoint()
         self._log({"event": "done", "g": self.launch.generation, "step": self.step})
 
-    def report(self, loss: float | None = None) -> None:
-        """Record one finished minibatch: advances the step and the examples seen."""
+    def report(self, loss: float | None = None, *, examples_seen: int | None = None) -> None:
+        """Record one finished minibatch: advances the step and the examples seen (by one
+        minibatch, or to ``examples_seen`` where the caller counts them itself)."""
         elapsed = time.perf_counter() - self._step_started
         self.step += 1
-        self.examples_seen += self.batch_per_worker * self.data_ranks
+        if examples_seen is None:
+            self.examples_seen += self.batch_per_worker * self.data_ranks
+        else:
+            self.examples_seen = examples_seen
         record = {
             "g": self.launch.generation,
             "step": self.step,

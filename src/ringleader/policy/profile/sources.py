@@ -227,18 +227,24 @@ class Online:
         return self.memory.kept.split(jobs, self._candidate), []
 
     @classmethod
-    def _candidate(cls, job: JobView) -> Candidate:
-        model = job.speed
-        if model is not None:
-            return Candidate(job, model)
+    def plain_model(cls, job: JobView) -> tuple[SpeedModel, bool]:
+        """The job's step times as fitted from what it reported (its prior where fewer
+        than two sizes were measured, or the fit fails), and whether any was measured."""
+        model = None
         if len(job.observations) >= 2:
             try:
                 model = fitted_model(job)
             except ModelFitError:
                 model = None
         measured = model is not None or bool(job.observations)
-        if model is None:
-            model = cls.prior(job)
+        return (cls.prior(job) if model is None else model), measured
+
+    @classmethod
+    def _candidate(cls, job: JobView) -> Candidate:
+        model = job.speed
+        if model is not None:
+            return Candidate(job, model)
+        model, measured = cls.plain_model(job)
         if job.gradient is not None:  # it adapts its batch: weigh it by goodput
             model = online_goodput(model, job.gradient)
         return Candidate(job, model, measured=measured)

@@ -27,11 +27,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ringleader.job.batching import BATCH_ENV
 from ringleader.job.checkpoint import ON_BAD_CHECKPOINT_ENV
 from ringleader.job.control import Action, Control, write_control
 from ringleader.net.tc import NetCommandError
 from ringleader.policy.model.plan import Assignment, Plan
 from ringleader.policy.model.views import ClusterView, Device
+from ringleader.runtime.control.batching import launch_batch
 from ringleader.runtime.control.gangs import Gangs
 from ringleader.runtime.control.progress import LIBRARY_GENERATION, STOP_ASKED, STOP_GENERATION
 from ringleader.runtime.control.rowview import held
@@ -233,6 +235,10 @@ class Acting:
             row.started_at = now
             self.telemetry.queue_wait.observe(max(now - row.submitted_at, 0.0))
         write_control(job_dir, Control(row.generation, Action.RUN))
+        batch = launch_batch(row, len(devices), cluster)
+        env = {**row.spec.env, ON_BAD_CHECKPOINT_ENV: row.spec.on_bad_checkpoint}
+        if batch is not None:
+            env[BATCH_ENV] = batch.to_env()
         # Saved before the processes exist: a crash in between leaves a job that
         # looks launched and is settled by the launch timeout, never a second copy.
         self.store.save(
@@ -243,6 +249,7 @@ class Acting:
             devices=row.devices,
             counted=kind.value,
             **types_detail(cluster, row.devices),
+            **({} if batch is None else {"batch": batch.per_gpu * len(devices)}),
         )
         self.gangs.of(row.id).launched = now
         self.launched = True  # before the executor: a launch that fails half-way is looked at too
@@ -252,8 +259,7 @@ class Acting:
             row.generation,
             row.spec.command,
             devices,
-            # After the spec's env, so the spec's own field is what a worker reads.
-            {**row.spec.env, ON_BAD_CHECKPOINT_ENV: row.spec.on_bad_checkpoint},
+            env,  # the spec's env, then what ringleader says, which a worker reads
             max_restarts=max(row.spec.retries - row.attempts, 0),
             workdir=row.spec.workdir,
             uid=uid,

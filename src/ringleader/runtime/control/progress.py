@@ -33,6 +33,9 @@ LIBRARY_GENERATION = "library_generation"
 STOP_ASKED = "stop_requested_at"
 STOP_GENERATION = "stop_generation"
 RESTART = "restart_s"
+GRADIENT = ("grad_sqr", "grad_var")
+"""Keys a job that measures its gradient noise reports (``job.batching.gradient_fields``),
+kept in the row's ``shape`` as the latest said."""
 """Keys in a row's ``shape``: when a resize's stop was asked for, of which generation,
 and the job's measured restart cost."""
 
@@ -98,8 +101,8 @@ class ProgressIngest:
         row.step = max(row.step, rec["step"])
         row.epoch = rec.get("epoch", row.epoch)
         row.loss = rec.get("loss")
-        for key in ("examples_per_epoch", "batch_per_worker", "grad_bytes"):
-            if key in rec:
+        for key in ("examples_per_epoch", "batch_per_worker", "grad_bytes", *GRADIENT):
+            if key in rec:  # checked finite by ``job.records``
                 row.shape[key] = float(rec[key])
         if "memory_gib" in rec:
             row.shape["memory_gib"] = max(row.shape.get("memory_gib", 0.0), rec["memory_gib"])

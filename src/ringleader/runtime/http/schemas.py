@@ -163,6 +163,16 @@ class JobSummary(BaseModel):
     counts: dict[str, int]
     bad_progress_lines: int
     error: str | None
+    batch: int | None = Field(
+        None,
+        description="Where the spec's ``batch`` lets it adapt: the global batch of its latest "
+        "launch (examples per step over all its GPUs).",
+    )
+    noise_scale: float | None = Field(
+        None,
+        description="Where the batch adapts: the gradient noise scale it last reported "
+        "(examples), the batch past which a larger one helps little.",
+    )
     reason: str | None = Field(
         None, description="Why it waits or runs smaller than asked, when the scheduler knows."
     )

@@ -48,7 +48,21 @@ def summary(job: JobRow | DamagedRow) -> dict[str, Any]:
         "counts": dict(job.counts),
         "bad_progress_lines": job.bad_lines,
         "error": job.error,
+        **_batch(job),
     }
+
+
+def _batch(job: JobRow) -> dict[str, Any]:
+    """Where the spec lets the batch adapt: the global batch of its latest launch, and
+    the gradient noise scale it last reported (examples; None before either is known)."""
+    bounds = job.spec.batch
+    if bounds is None:
+        return {"batch": None, "noise_scale": None}
+    per_gpu, workers = job.shape.get("batch_per_worker"), job.last_workers or job.workers
+    batch = int(per_gpu) * workers if per_gpu and workers else None
+    sqr, var = job.shape.get("grad_sqr", 0.0), job.shape.get("grad_var", -1.0)
+    noise = round(var * bounds.global_min / sqr, 1) if sqr > 0 and var >= 0 else None
+    return {"batch": batch, "noise_scale": noise}
 
 
 def _damaged(err: DamagedRow) -> dict[str, Any]:
@@ -71,4 +85,6 @@ def _damaged(err: DamagedRow) -> dict[str, Any]:
         "counts": {},
         "bad_progress_lines": 0,
         "error": str(err),
+        "batch": None,
+        "noise_scale": None,
     }

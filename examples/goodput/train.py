@@ -1,0 +1,68 @@
+"""A classifier that lets ringleader pick its batch: ``ringleader.elastic`` with a spec's
+``batch:`` bounds (see ``examples/goodput.yaml``).
+
+    ringleader submit examples/goodput.yaml      # or: python train.py (a fixed batch)
+
+Its gradient noise scale is measured as it trains and reported; at each
+launch the scheduler picks each GPU's share of the batch for the most
+goodput, and AdaScale scales the learning rate by what that batch is worth.
+On CPU-only machines ``--compute-ms-per-example`` stands in for a GPU's
+compute, so a larger share costs time as it would on one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+import torch
+from torch import nn
+
+from ringleader import elastic
+
+
+def dataset(count: int, flipped: float, seed: int = 0) -> torch.utils.data.TensorDataset:
+    """Points in 32 dimensions labelled by a hidden plane, ``flipped`` of them wrongly:
+    the more labels are wrong, the noisier each example's gradient."""
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(count, 32, generator=g)
+    labels = (x @ torch.randn(32, generator=g) > 0).long()
+    wrong = torch.rand(count, generator=g) < flipped
+    return torch.utils.data.TensorDataset(x, torch.where(wrong, 1 - labels, labels))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--epochs", type=int, default=10, help="epochs' worth at global_min")
+    parser.add_argument("--examples", type=int, default=8192)
+    parser.add_argument("--batch-size", type=int, default=32, help="per GPU, without a spec")
+    parser.add_argument("--lr", type=float, default=0.05)
+    parser.add_argument("--flipped", type=float, default=0.2, help="share of wrong labels")
+    parser.add_argument("--compute-ms-per-example", type=float, default=0.0)
+    parser.add_argument("--step-ms", type=float, default=0.0, help="fixed cost of a step")
+    args = parser.parse_args()
+
+    torch.manual_seed(0)
+    data = dataset(args.examples, args.flipped)
+    loader = elastic.DataLoader(data, batch_size=args.batch_size, shuffle=True)
+    model = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 2))
+    optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
+    trained = elastic.prepare(model, optimizer, lr_rule="adascale")
+    loss_fn = nn.CrossEntropyLoss()
+    rank = int(os.environ.get("RANK", "0"))
+    for epoch in elastic.epochs(args.epochs):
+        for x, y in loader:
+            optimizer.zero_grad()
+            loss = loss_fn(trained(x), y)
+            loss.backward()
+            optimizer.step()
+            time.sleep((args.step_ms + args.compute_ms_per_example * len(x)) / 1000)
+        if rank == 0:
+            noise = elastic.gradient_noise().noise_scale
+            said = "not yet measured" if noise is None else f"{noise:.0f} examples"
+            print(f"epoch {epoch} loss {loss.item():.4f} noise scale {said}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

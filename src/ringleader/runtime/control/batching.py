@@ -1,0 +1,41 @@
+"""The batch a job that adapts it is launched with: the most goodput on the GPUs it gets.
+
+The size stage gave the job its GPUs weighing its goodput at its best batch
+there (``perf.gradient.online_goodput``); the launch then hands it that
+batch, by the same online model and the same reported statistics, so what
+the job runs is what the policy sized it for. Before it has said anything of
+its gradient it takes ``global_min``, the batch its learning rate was tuned at;
+until its step times at two sizes give a fit, each GPU keeps the share it had
+(the prior of perfect scaling says nothing of what a larger share costs).
+"""
+
+from __future__ import annotations
+
+import math
+
+from ringleader.job.batching import LaunchBatch
+from ringleader.perf.gradient import best_batch
+from ringleader.policy.model.needs import Needs
+from ringleader.policy.model.views import ClusterView
+from ringleader.policy.profile.sources import Online
+from ringleader.runtime.control.rowview import row_view
+from ringleader.runtime.state.rows import JobRow
+
+
+def launch_batch(row: JobRow, gpus: int, cluster: ClusterView) -> LaunchBatch | None:
+    """What ``row`` takes per GPU on ``gpus`` GPUs (None: its spec keeps the script's)."""
+    bounds = row.spec.batch
+    if bounds is None:
+        return None
+    view = row_view(row, cluster, None, needs=Needs(speed_model=True), restart_s=0.0)
+    report = view.gradient
+    least = math.ceil(bounds.global_min / gpus)
+    if report is None:
+        share = least
+    elif len(view.observations) < 2:
+        share = max(view.shape.batch_per_worker, least)
+    else:
+        model, _ = Online.plain_model(view)
+        share = best_batch(model, report, gpus)
+    share = min(max(share, 1), bounds.per_gpu_max)
+    return LaunchBatch(bounds.global_min, bounds.global_max, bounds.per_gpu_max, share)

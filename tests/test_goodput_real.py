@@ -1,0 +1,137 @@
+"""Goodput on real jobs: a job that opts in reports its gradient's noise, and is
+launched at each resize with the batch its goodput is best at on its new GPUs.
+
+The live test runs ``examples/goodput/train.py`` on a real server, resized
+from 2 GPUs to 1 and back by another job: every step's batch is the one its
+launch chose, the learning rate follows it by AdaScale's gain (said in the
+log), and the job trains until its epochs' worth at ``global_min`` is done.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ringleader.job.batching import LaunchBatch
+from ringleader.policy.model.views import ClusterView, Node
+from ringleader.runtime.control.batching import launch_batch
+from ringleader.runtime.control.rowview import gradient
+from ringleader.runtime.state.rows import JobRow, State
+from ringleader.runtime.state.spec import parse_spec
+from tests.live_server import LiveServer, run_cli, wait_for
+
+ROOT = Path(__file__).parent.parent
+BOUNDS = {"global_min": 32, "global_max": 512, "per_gpu_max": 128}
+
+
+def _row(**shape: float) -> JobRow:
+    spec = parse_spec(
+        {"name": "g", "command": "x", "elastic": True, "max_gpus": 4, "batch": BOUNDS}
+    )
+    row = JobRow(id="j1", seq=1, spec=spec, state=State.QUEUED, submitted_at=0.0)
+    row.shape.update(shape)
+    return row
+
+
+CLUSTER = ClusterView((Node("n0", 4),))
+
+
+def test_a_job_that_has_said_nothing_of_its_gradient_takes_global_min() -> None:
+    row = _row()
+    assert gradient(row) is None
+    assert launch_batch(row, 4, CLUSTER) == LaunchBatch(32, 512, 128, per_gpu=8)
+    # A job without bounds keeps the batch its script sets: nothing is passed.
+    spec = parse_spec({"name": "p", "command": "x"})
+    plain = JobRow(id="j2", seq=2, spec=spec, state=State.QUEUED, submitted_at=0.0)
+    assert launch_batch(plain, 1, CLUSTER) is None
+    plain.shape.update(grad_sqr=1.0, grad_var=1.0)
+    assert gradient(plain) is None
+
+
+def test_until_two_sizes_are_timed_each_gpu_keeps_its_share() -> None:
+    row = _row(grad_sqr=0.01, grad_var=4.0, batch_per_worker=16)
+    row.observations = {"2": [0.1, 10.0, 100, 16]}
+    report = gradient(row)
+    assert report is not None and report.largest_per_gpu == 128
+    assert launch_batch(row, 4, CLUSTER).per_gpu == 16  # type: ignore[union-attr]
+    assert launch_batch(row, 1, CLUSTER).per_gpu == 32  # type: ignore[union-attr]  # ≥ global_min
+
+
+def test_noisy_gradients_on_timed_sizes_launch_a_larger_share() -> None:
+    # Step times of 5 ms plus 0.5 ms per example, timed on 1 and 2 GPUs.
+    row = _row(grad_sqr=0.01, grad_var=4.0, batch_per_worker=16)
+    row.observations = {"1": [0.021, 2.1, 100, 32], "2": [0.013, 1.3, 100, 16]}
+    noisy = launch_batch(row, 2, CLUSTER)
+    row.shape.update(grad_sqr=4.0, grad_var=0.01)  # a gradient with almost no noise
+    settled = launch_batch(row, 2, CLUSTER)
+    assert noisy is not None and settled is not None
+    assert noisy.per_gpu > 16 >= settled.per_gpu
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    # The default policy, whose size stage weighs goodput where jobs report it.
+    live = LiveServer(tmp_path_factory.mktemp("goodput-server"), 2, 2.0, "--policy", "ringleader")
+    yield live.start()
+    live.stop()
+    live.kill_workers()
+
+
+def _steps(progress: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [r for r in progress if "step_time" in r]
+
+
+@pytest.mark.slow
+def test_a_job_that_opts_in_is_relaunched_with_the_batch_its_goodput_is_best_at(
+    server: LiveServer, tmp_path: Path
+) -> None:
+    shutil.copy(ROOT / "examples" / "goodput" / "train.py", tmp_path)
+    command = "python train.py --epochs 16 --examples 2048 --compute-ms-per-example 0.5"
+    spec = {
+        "name": "adaptive",
+        "command": command + " --step-ms 5",
+        "elastic": True,
+        "min_gpus": 1,
+        "max_gpus": 2,
+        "gpus": 2,
+        "batch": BOUNDS,
+        "workdir": str(tmp_path),
+        "epochs": 16.0,
+    }
+    job_id = server.submit(spec)
+    wait_for(lambda: server.job(job_id)["step"] > 40, 90, "2 ranks training")
+    other = server.submit({"name": "other", "command": ["sleep", "8"], "workdir": str(tmp_path)})
+    job = server.wait_state(job_id, {"succeeded", "failed"}, 300)
+    assert job["state"] == "succeeded", job.get("error")
+    assert server.job(other)["state"] == "succeeded"
+    steps = _steps(server.progress(job_id))
+    by_generation: dict[int, set[tuple[int, int]]] = {}
+    for r in steps:
+        by_generation.setdefault(r["g"], set()).add((r["world_size"], r["batch_per_worker"]))
+    assert all(len(seen) == 1 for seen in by_generation.values())  # one batch per launch
+    launches = [next(iter(by_generation[g])) for g in sorted(by_generation)]
+    assert launches[0] == (2, 16)  # global_min over 2 GPUs: nothing measured yet
+    assert (1, 32) in launches  # shrunk: one size timed, so each GPU keeps what it had
+    # Back on 2 GPUs with both sizes timed and a gradient far noisier than 32 examples:
+    # a larger batch pays, so the launch takes one.
+    assert launches[-1][0] == 2 and launches[-1][1] > 16, launches
+    assert all(r["grad_sqr"] > 0 and "grad_var" in r for r in steps[-10:])
+    shown = server.job(job_id)
+    assert shown["batch"] == 2 * launches[-1][1] and shown["noise_scale"] > 32
+    said = run_cli(server.url, "show", job_id)
+    assert f"batch: {shown['batch']} (adapts within 32..512; gradient noise scale" in said.stdout
+    assert steps[-1]["batch_min"] == 32 and steps[-1]["batch_max"] == 512
+    # Trained to its 16 epochs' worth at global_min; a larger batch's step counts less
+    # than its examples, so more than 16 epochs of data went by.
+    assert steps[-1]["epoch"] >= 16.0
+    examples = sum(r["world_size"] * r["batch_per_worker"] for r in steps)
+    assert examples > 16 * 2048
+    log = server.http.get(f"/jobs/{job_id}/logs", params={"rank": 0}, timeout=10).text
+    assert "lr_rule 'adascale' (tuned at 32 examples per step): 2 workers x 16 examples" in log
+    last = re.findall(rf"2 workers x {int(launches[-1][1])} examples, learning rate x([\d.]+)", log)
+    assert last and float(last[-1]) > 1  # AdaScale: the larger batch's step is worth more
