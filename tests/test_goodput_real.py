@@ -9,8 +9,12 @@ log), and the job trains until its epochs' worth at ``global_min`` is done.
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import shutil
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -135,3 +139,63 @@ def test_a_job_that_opts_in_is_relaunched_with_the_batch_its_goodput_is_best_at(
     assert "lr_rule 'adascale' (tuned at 32 examples per step): 2 workers x 16 examples" in log
     last = re.findall(rf"2 workers x {int(launches[-1][1])} examples, learning rate x([\d.]+)", log)
     assert last and float(last[-1]) > 1  # AdaScale: the larger batch's step is worth more
+
+
+def _train(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    shutil.copy(ROOT / "examples" / "goodput" / "train.py", tmp_path)
+    clean = {
+        k: v for k, v in os.environ.items() if not k.startswith(("RINGLEADER_", "TORCHELASTIC_"))
+    }
+    return subprocess.run(
+        [sys.executable, "train.py", "--epochs", "2", "--examples", "1024", *args],
+        cwd=tmp_path,
+        env=clean | env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_weights_that_stop_being_finite_end_the_job_saying_why(tmp_path: Path) -> None:
+    blown = _train(tmp_path, "--lr", "1e12", "--lr-rule", "linear")
+    assert blown.returncode == 1
+    assert "the weights are not finite at step 10 (lr_rule 'linear'" in blown.stderr
+    text = (tmp_path / "elastic-checkpoints" / "local" / "progress.jsonl").read_text()
+    progress = [json.loads(line) for line in text.splitlines()]
+    assert progress[-1]["event"] == "diverged"
+
+
+def test_no_checkpoint_of_weights_that_are_not_finite_is_written(tmp_path: Path) -> None:
+    # 8 steps in all: the look before the final checkpoint is what finds them.
+    blown = _train(tmp_path, "--examples", "128", "--lr", "1e12", "--lr-rule", "linear")
+    assert blown.returncode == 1
+    assert "the weights are not finite at step 8" in blown.stderr
+    saved = tmp_path / "elastic-checkpoints" / "local" / "checkpoints"
+    assert not saved.exists() or not any(saved.iterdir())
+
+
+def test_a_spec_that_allows_it_goes_on_and_says_so_once(tmp_path: Path) -> None:
+    kept = _train(
+        tmp_path, "--lr", "1e12", "--lr-rule", "linear", RINGLEADER_ON_NON_FINITE="continue"
+    )
+    assert kept.returncode == 0, kept.stderr[-2000:]
+    assert kept.stderr.count("the weights are not finite") == 1
+    assert "going on, as the spec asks" in kept.stderr
+
+
+@pytest.mark.slow
+def test_a_diverged_job_is_failed_at_once_with_the_reason(
+    server: LiveServer, tmp_path: Path
+) -> None:
+    shutil.copy(ROOT / "examples" / "goodput" / "train.py", tmp_path)
+    spec = {
+        "name": "blown",
+        "command": "python train.py --epochs 4 --examples 1024 --lr 1e12 --lr-rule linear",
+        "workdir": str(tmp_path),
+        "epochs": 4.0,
+        "retries": 2,
+    }
+    job = server.wait_state(server.submit(spec), {"succeeded", "failed"}, 120)
+    assert job["state"] == "failed" and job["attempts"] == 1  # no retry into the same rate
+    assert "the weights are not finite at step 10" in job["error"]
+    assert "a retry would meet the same rate" in job["error"]

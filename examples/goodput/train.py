@@ -38,6 +38,7 @@ def main() -> None:
     parser.add_argument("--examples", type=int, default=8192)
     parser.add_argument("--batch-size", type=int, default=32, help="per GPU, without a spec")
     parser.add_argument("--lr", type=float, default=0.05)
+    parser.add_argument("--lr-rule", default="adascale", help="none, linear, sqrt, adascale")
     parser.add_argument("--flipped", type=float, default=0.2, help="share of wrong labels")
     parser.add_argument("--compute-ms-per-example", type=float, default=0.0)
     parser.add_argument("--step-ms", type=float, default=0.0, help="fixed cost of a step")
@@ -48,7 +49,7 @@ def main() -> None:
     loader = elastic.DataLoader(data, batch_size=args.batch_size, shuffle=True)
     model = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 2))
     optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
-    trained = elastic.prepare(model, optimizer, lr_rule="adascale")
+    trained = elastic.prepare(model, optimizer, lr_rule=args.lr_rule)
     loss_fn = nn.CrossEntropyLoss()
     rank = int(os.environ.get("RANK", "0"))
     for epoch in elastic.epochs(args.epochs):

@@ -52,6 +52,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ringleader.job.batching import LaunchBatch, gain, gradient_fields
+from ringleader.job.divergence import DivergenceWatch
 from ringleader.job.launch import torchrun_launch, world_of
 from ringleader.job.lr import lr_factor
 from ringleader.job.noise import DistributedNoise, LoneNoise, NoiseScale
@@ -111,6 +112,9 @@ class _Job:
     noise: LoneNoise | DistributedNoise | None = None
     goal: float = math.inf
     """Where the batch adapts: the progress (``Position.progress``) that ends training."""
+    watch: DivergenceWatch | None = None
+    scaled: str = ""
+    """How the learning rate was scaled this launch, for a reason that names it."""
     worth: float = 1.0
     """Steps at ``global_min`` one step of this launch counts as. Worked out once, from
     the statistics restored with the checkpoint: every rank loads the same ones, so all
@@ -250,6 +254,8 @@ class DataLoader:
                 position.progress += _job.worth * launched.global_min
                 seen = int(position.progress)
             session.report(examples_seen=seen)
+            if _job.watch is not None:
+                _job.watch.check(session.step, _job.scaled)
             session.checkpoint_if_due()
             if launched is not None and position.progress >= _job.goal:
                 return  # trained as far as the epochs asked, counted at global_min
@@ -318,6 +324,8 @@ def _start(total: int) -> Session:
     raw = getattr(_job.model, "module", _job.model)
     session.restore(raw, _job.optimizer, resume=resume, **extra)
     _apply_lr_rule(launch.rank, launch.world_size)
+    watch = _job.watch = DivergenceWatch(_job.optimizer, launch.job_dir, launch.generation)
+    session.before_checkpoint = lambda: watch.check(session.step, _job.scaled, now=True)
     if _job.batch is not None:
         _job.worth = gain(
             _job.position.noise, loader.batch_size * launch.world_size, _job.batch.global_min
@@ -346,6 +354,8 @@ def _apply_lr_rule(rank: int, world: int) -> None:
     if _job.scheduler is not None and hasattr(_job.scheduler, "base_lrs"):
         _job.scheduler.base_lrs = [lr * change for lr in _job.scheduler.base_lrs]
     _job.position.lr_factor = factor
+    batch = "" if _job.batch is None else f" x {_job.batch.per_gpu} examples"
+    _job.scaled = f"lr_rule {_job.lr_rule!r}: x{factor:g} on {world} workers{batch}"
     if rank == 0:
         rates = ", ".join(f"{g['lr']:g}" for g in _job.optimizer.param_groups)
         launched = _job.batch
@@ -354,7 +364,6 @@ def _apply_lr_rule(rank: int, world: int) -> None:
             if launched is not None
             else f"{_job.base_world} workers"
         )
-        batch = "" if launched is None else f" x {launched.per_gpu} examples"
         print(
             f"ringleader.elastic: lr_rule {_job.lr_rule!r} (tuned at {tuned}): "
             f"{world} workers{batch}, learning rate x{factor:g} -> {rates}",

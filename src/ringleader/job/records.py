@@ -43,6 +43,7 @@ EVENTS = frozenset(
         "checkpointed",
         "checkpoint_skipped",
         "checkpoints_damaged",
+        "diverged",
     }
 )
 """Lifecycle events the job library writes; any other ``event`` makes a line bad."""

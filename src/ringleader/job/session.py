@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -93,6 +93,8 @@ class Session:
         self._extra: dict[str, Any] = {}
         self.extra: dict[str, float] = {}
         """More to say in each step's progress record (the gradient's statistics)."""
+        self.before_checkpoint: Callable[[], None] | None = None
+        """Called before each checkpoint is written (``elastic`` checks the weights)."""
         self._last_checkpoint = time.monotonic()
         self._step_started = 0.0
         self._dist = False
@@ -307,6 +309,8 @@ class Session:
             self.checkpoint()
 
     def checkpoint(self) -> None:
+        if self.before_checkpoint is not None:
+            self.before_checkpoint()
         """Rank 0 writes a checkpoint of the registered model and optimizer."""
         self._last_checkpoint = time.monotonic()
         if self.rank != 0 or self._model is None:

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 from ringleader.job.batching import BATCH_ENV
 from ringleader.job.checkpoint import ON_BAD_CHECKPOINT_ENV
 from ringleader.job.control import Action, Control, write_control
+from ringleader.job.divergence import ON_NON_FINITE_ENV
 from ringleader.net.tc import NetCommandError
 from ringleader.policy.model.plan import Assignment, Plan
 from ringleader.policy.model.views import ClusterView, Device
@@ -236,7 +237,11 @@ class Acting:
             self.telemetry.queue_wait.observe(max(now - row.submitted_at, 0.0))
         write_control(job_dir, Control(row.generation, Action.RUN))
         batch = launch_batch(row, len(devices), cluster)
-        env = {**row.spec.env, ON_BAD_CHECKPOINT_ENV: row.spec.on_bad_checkpoint}
+        env = {
+            **row.spec.env,
+            ON_BAD_CHECKPOINT_ENV: row.spec.on_bad_checkpoint,
+            ON_NON_FINITE_ENV: row.spec.on_non_finite,
+        }
         if batch is not None:
             env[BATCH_ENV] = batch.to_env()
         # Saved before the processes exist: a crash in between leaves a job that

@@ -105,14 +105,13 @@ class Settling:
             row.attempts += 1
             tail = log_tail(self.config.job_dir(row.id))
             row.error = f"generation {gen} exited with codes {codes or 'unknown'}\n{tail}"
-            damaged = self.damaged_checkpoints(row.id, gen)
-            if damaged is not None:
-                # Every retry would meet the same damage: failed now, saying why.
-                row.error = f"{damaged}\n{row.error}"
+            said = self.cannot_go_on(row.id, gen)
+            if said is not None:
+                # Every retry would meet the same damage, or the same rate: failed now.
+                code, why = said
+                row.error = f"{why}\n{row.error}"
                 row.state, row.finished_at = State.FAILED, now
-                self.store.save(
-                    row, "failed", generation=gen, codes=codes, reason="checkpoints_damaged"
-                )
+                self.store.save(row, "failed", generation=gen, codes=codes, reason=code)
             elif row.attempts <= row.spec.retries:
                 row.state = State.QUEUED
                 self.store.save(
@@ -135,18 +134,23 @@ class Settling:
             warning=lingering.warning(ended, grace_s),
         )
 
-    def damaged_checkpoints(self, job_id: str, generation: int) -> str | None:
-        """The error for a gang that ended because every checkpoint is damaged, if it did.
+    def cannot_go_on(self, job_id: str, generation: int) -> tuple[str, str] | None:
+        """Why a gang ended that no retry would mend, as (code, error), if it said so.
 
-        The job library says so (``checkpoints_damaged``) before it exits
-        non-zero, unless the spec's ``on_bad_checkpoint`` is ``restart``.
+        The job library says so before it exits non-zero: every checkpoint is
+        damaged (``checkpoints_damaged``, unless ``on_bad_checkpoint`` is
+        ``restart``), or the weights stopped being finite (``diverged``, unless
+        ``on_non_finite`` is ``continue``).
         """
         job_dir = self.config.job_dir(job_id)
-        said = last_record(job_dir / PROGRESS, generation, ("checkpoints_damaged",))
+        events = ("checkpoints_damaged", "diverged")
+        said = last_record(job_dir / PROGRESS, generation, events)
         if said is None:
             return None
         why = str(said.get("why", "no reason given"))[:300]
-        return (
+        if said.get("event") == "diverged":
+            return "diverged", f"{why} (failed at once: a retry would meet the same rate)"
+        return "checkpoints_damaged", (
             f"every checkpoint in {job_dir / CHECKPOINTS} is damaged ({why}); failed rather "
             "than start over from step 0. Submit the job again to start over, or give "
             "`on_bad_checkpoint: restart` in a spec to have the job start over by itself."

@@ -94,6 +94,10 @@ class JobSpec(BaseModel):
     checkpoints would then prune the damaged ones, which might yet be saved.
     ``restart`` starts over from step 0 (the damaged files are kept aside).
     """
+    on_non_finite: Literal["fail", "continue"] = "fail"
+    """What a job on ``ringleader.elastic`` does when its weights stop being finite
+    (a learning rate scaled too far): ``fail`` ends it at once, saying so and at which
+    step; ``continue`` lets it go on (said once in its log)."""
     workdir: Annotated[str, Field(min_length=1, max_length=4096)] | None = None
     """Where the command runs (relative paths in it resolve there); None: the job's directory.
 
