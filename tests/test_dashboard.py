@@ -44,7 +44,7 @@ def chromium() -> str:
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    server = LiveServer(tmp_path_factory.mktemp("dash") / "state", 4, 2.0).start()
+    server = LiveServer(tmp_path_factory.mktemp("dash") / "state", 5, 2.0).start()
     try:
         alice, bob = server.user("alice"), server.user("bob")
         jobs = {
@@ -53,6 +53,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
             ),
             "chatty": _submit(alice, {"name": "alice-chatty", "command": CHATTY, "gpus": 1}),
             "bob": _submit(bob, tiny_job("bob-train", epochs=200, gpus=1)),
+            "adaptive": _submit(alice, ADAPTIVE),
         }
         for job_id in jobs.values():
             server.wait_state(job_id, {"running"}, timeout=60)
@@ -63,6 +64,14 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     finally:
         server.stop()
         server.kill_workers()
+
+
+ADAPTIVE = {
+    "name": "alice-adaptive",
+    "command": "python -m ringleader.workloads.goodput --epochs 1000 --examples 1024 --step-ms 5",
+    "batch": {"global_min": 32, "global_max": 256, "per_gpu_max": 128},
+}
+"""A job whose batch follows its GPUs: its page shows the batch and its noise scale."""
 
 
 def _submit(client: httpx.Client, spec: dict[str, Any]) -> str:
@@ -123,9 +132,9 @@ def test_cluster_view_shows_who_holds_gpus_and_only_her_jobs(world: dict[str, An
     # Who holds what: totals for every user, as reasons name holders too.
     page.wait_for_selector("#usage-chart polygon[data-user='alice']")
     page.wait_for_selector("#usage-chart polygon[data-user='bob']")
-    assert page.inner_text("#c-total") == "4"
+    assert page.inner_text("#c-total") == "5"
     held = int(page.inner_text("#c-allocated"))
-    assert 3 <= held <= 4, held
+    assert 4 <= held <= 5, held
     row = page.locator(f"{rows}[data-job='{jobs['train']}']")
     assert "running" in row.inner_text() and "alice-train" in row.inner_text()
     # Once its speed is measured, the training job says when it should end.
@@ -163,6 +172,12 @@ def test_job_page_history_charts_and_live_log(world: dict[str, Any]) -> None:
     page.click("#j-cancel")
     page.wait_for_selector("#j-said:has-text('cancel requested')")
     world["server"].wait_state(jobs["chatty"], {"cancelled"}, timeout=60)
+    # A job whose batch adapts: its batch, its noise scale, and the batch over time.
+    page.goto(world["server"].url + f"/ui/#/job/{jobs['adaptive']}")
+    page.wait_for_selector("#j-batch:has-text('noise scale')", timeout=60_000)
+    assert page.inner_text("#j-batch").startswith("32 (noise scale ")
+    wait_for(lambda: page.locator("#j-batches polyline").count() == 1, 60, "a batch line")
+    assert "batch 32" in page.inner_text("#j-events")  # what the launch took
     # Bob's job is not hers: the page says so, as the API does.
     page.goto(world["server"].url + f"/ui/#/job/{jobs['bob']}")
     page.wait_for_selector("#error:has-text('404')")

@@ -1,7 +1,7 @@
 """Goodput on real jobs: a job that opts in reports its gradient's noise, and is
 launched at each resize with the batch its goodput is best at on its new GPUs.
 
-The live test runs ``examples/goodput/train.py`` on a real server, resized
+The live test runs ``ringleader.workloads.goodput`` on a real server, resized
 from 2 GPUs to 1 and back by another job: every step's batch is the one its
 launch chose, the learning rate follows it by AdaScale's gain (said in the
 log), and the job trains until its epochs' worth at ``global_min`` is done.
@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -29,7 +28,8 @@ from ringleader.runtime.state.rows import JobRow, State
 from ringleader.runtime.state.spec import parse_spec
 from tests.live_server import LiveServer, run_cli, wait_for
 
-ROOT = Path(__file__).parent.parent
+MODULE = "ringleader.workloads.goodput"
+TRAIN = f"python -m {MODULE}"
 BOUNDS = {"global_min": 32, "global_max": 512, "per_gpu_max": 128}
 
 
@@ -94,8 +94,7 @@ def _steps(progress: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def test_a_job_that_opts_in_is_relaunched_with_the_batch_its_goodput_is_best_at(
     server: LiveServer, tmp_path: Path
 ) -> None:
-    shutil.copy(ROOT / "examples" / "goodput" / "train.py", tmp_path)
-    command = "python train.py --epochs 16 --examples 2048 --compute-ms-per-example 0.5"
+    command = f"{TRAIN} --epochs 16 --examples 2048 --compute-ms-per-example 0.5"
     spec = {
         "name": "adaptive",
         "command": command + " --step-ms 5",
@@ -142,12 +141,11 @@ def test_a_job_that_opts_in_is_relaunched_with_the_batch_its_goodput_is_best_at(
 
 
 def _train(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    shutil.copy(ROOT / "examples" / "goodput" / "train.py", tmp_path)
     clean = {
         k: v for k, v in os.environ.items() if not k.startswith(("RINGLEADER_", "TORCHELASTIC_"))
     }
     return subprocess.run(
-        [sys.executable, "train.py", "--epochs", "2", "--examples", "1024", *args],
+        [sys.executable, "-m", MODULE, "--epochs", "2", "--examples", "1024", *args],
         cwd=tmp_path,
         env=clean | env,
         capture_output=True,
@@ -187,10 +185,9 @@ def test_a_spec_that_allows_it_goes_on_and_says_so_once(tmp_path: Path) -> None:
 def test_a_diverged_job_is_failed_at_once_with_the_reason(
     server: LiveServer, tmp_path: Path
 ) -> None:
-    shutil.copy(ROOT / "examples" / "goodput" / "train.py", tmp_path)
     spec = {
         "name": "blown",
-        "command": "python train.py --epochs 4 --examples 1024 --lr 1e12 --lr-rule linear",
+        "command": f"{TRAIN} --epochs 4 --examples 1024 --lr 1e12 --lr-rule linear",
         "workdir": str(tmp_path),
         "epochs": 4.0,
         "retries": 2,

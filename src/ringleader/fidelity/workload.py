@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from ringleader.inputs import load_yaml_model
-from ringleader.runtime.state.spec import JobSpec
+from ringleader.runtime.state.spec import BatchSpec, JobSpec
 
 MAX_FILE_BYTES = 1 << 20
 Seconds = Annotated[float, Field(ge=0, le=86_400, allow_inf_nan=False)]
@@ -24,7 +24,7 @@ ArgValue = (
     | Annotated[float, Field(allow_inf_nan=False)]
     | Annotated[str, Field(pattern=r"^[A-Za-z0-9._-]{1,64}$")]
 )
-WORKLOADS = ("resnet", "transformer")
+WORKLOADS = ("resnet", "transformer", "goodput")
 """Modules of ``ringleader.workloads`` a fidelity job may run."""
 
 
@@ -39,13 +39,15 @@ class _Strict(BaseModel):
 class FidelityJob(_Strict):
     name: Annotated[str, Field(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9_.\-]+$")]
     submit_s: Seconds = 0.0
-    workload: Literal["resnet", "transformer"]
+    workload: Literal["resnet", "transformer", "goodput"]
     epochs: Annotated[float, Field(gt=0, le=1000, allow_inf_nan=False)]
     args: dict[Annotated[str, Field(pattern=r"^[a-z][a-z0-9-]{0,40}$")], ArgValue] = {}
     gpus: Annotated[int, Field(ge=1, le=64)] = 1
     elastic: bool = False
     min_gpus: Annotated[int, Field(ge=1, le=64)] | None = None
     max_gpus: Annotated[int, Field(ge=1, le=64)] | None = None
+    batch: BatchSpec | None = None
+    """The spec's ``batch``: the job adapts its batch (``workload: goodput`` does)."""
 
     @model_validator(mode="after")
     def _check(self) -> FidelityJob:
@@ -82,6 +84,7 @@ class FidelityJob(_Strict):
             min_gpus=self.min_gpus,
             max_gpus=self.max_gpus,
             epochs=self.epochs,
+            batch=self.batch,
         )
 
 

@@ -238,7 +238,8 @@ function eventDetail(e) {
     const what = rest.counted && rest.counted !== "start" ? `${rest.counted}: ` : "";
     const types = rest.gpu_types || [];
     const on = (rest.devices || []).map((d, i) => d.join(":") + (types[i] ? ` (${types[i]})` : ""));
-    return `${what}${rest.workers} GPU(s) on ${on.join(", ")}`;
+    const batch = rest.batch ? `, batch ${rest.batch}` : "";
+    return `${what}${rest.workers} GPU(s) on ${on.join(", ")}${batch}`;
   }
   if (kind === "stop_requested") return `for ${rest.reason}${rest.signal ? " (by signal)" : ""}`;
   return Object.entries(rest).map(([k, v]) => `${k}=${JSON.stringify(v)}`).join(" ");
@@ -252,6 +253,13 @@ async function refreshJob(id) {
   $("j-progress").textContent = progressOf(job).text;
   $("j-eta").textContent = duration(job.eta_s);
   $("j-resizes").textContent = job.resizes;
+  const adapts = job.batch !== null && job.batch !== undefined;
+  $("j-batch-card").hidden = !adapts;
+  $("j-batches-figure").hidden = !adapts;
+  if (adapts) {
+    const noise = job.noise_scale === null ? "" : ` (noise scale ${Math.round(job.noise_scale)})`;
+    $("j-batch").textContent = `${job.batch}${noise}`;
+  }
   $("j-reason").textContent = job.reason ? `Why: ${job.reason}` : "";
   $("j-cancel").hidden = FINISHED.has(job.state);
   $("j-events").tBodies[0].replaceChildren(...job.events.map((e) =>
@@ -263,6 +271,11 @@ async function refreshJob(id) {
   const speed = steps.filter((r) => r.batch_per_worker && r.world_size && r.t)
     .map((r) => [r.t, (r.batch_per_worker * r.world_size) / r.step_time]);
   drawLine($("j-throughput"), speed, (ago) => `${duration(ago)}`);
+  if (adapts) {
+    const batches = steps.filter((r) => r.batch_per_worker && r.world_size && r.t)
+      .map((r) => [r.t, r.batch_per_worker * r.world_size]);
+    drawLine($("j-batches"), batches, (ago) => `${duration(ago)}`);
+  }
   drawLine($("j-loss"), steps.filter((r) => r.loss !== null && r.loss !== undefined)
     .map((r) => [r.step, r.loss]), (_, v) => `${Math.round(v)}`);
   return job;

@@ -1,7 +1,7 @@
 """A classifier that lets ringleader pick its batch: ``ringleader.elastic`` with a spec's
-``batch:`` bounds (see ``examples/goodput.yaml``).
+``batch:`` bounds (``examples/goodput.yaml``, ``docs/goodput.md``).
 
-    ringleader submit examples/goodput.yaml      # or: python train.py (a fixed batch)
+    python -m ringleader.workloads.goodput --epochs 10     # alone: the batch stays fixed
 
 Its gradient noise scale is measured as it trains and reported; at each
 launch the scheduler picks each GPU's share of the batch for the most
@@ -42,11 +42,12 @@ def main() -> None:
     parser.add_argument("--flipped", type=float, default=0.2, help="share of wrong labels")
     parser.add_argument("--compute-ms-per-example", type=float, default=0.0)
     parser.add_argument("--step-ms", type=float, default=0.0, help="fixed cost of a step")
+    parser.add_argument("--seed", type=int, default=0, help="of the weights and the data order")
     args = parser.parse_args()
 
-    torch.manual_seed(0)
+    torch.manual_seed(args.seed)
     data = dataset(args.examples, args.flipped)
-    loader = elastic.DataLoader(data, batch_size=args.batch_size, shuffle=True)
+    loader = elastic.DataLoader(data, batch_size=args.batch_size, shuffle=True, seed=args.seed)
     model = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 2))
     optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
     trained = elastic.prepare(model, optimizer, lr_rule=args.lr_rule)
@@ -62,7 +63,12 @@ def main() -> None:
         if rank == 0:
             noise = elastic.gradient_noise().noise_scale
             said = "not yet measured" if noise is None else f"{noise:.0f} examples"
-            print(f"epoch {epoch} loss {loss.item():.4f} noise scale {said}", flush=True)
+            with torch.no_grad():  # the loss over every example: what a target is met on
+                whole = loss_fn(model(data.tensors[0]), data.tensors[1]).item()
+            print(
+                f"epoch {epoch} loss {whole:.4f} noise scale {said} t {time.time():.3f}",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":
