@@ -110,3 +110,28 @@ def test_any_positive_samples_give_a_finite_model_or_a_clear_error(
     for w in (1, 2, 3, 8, 9, 16, 100):
         speed = fit.epochs_per_second(w)
         assert math.isfinite(speed) and speed > 0
+
+
+def test_step_times_over_an_array_are_step_time_float_for_float() -> None:
+    """The goodput stage weighs fifty batches per count at once; it must be told what
+    one call per batch would have said, measured points included."""
+    import numpy as np
+
+    from ringleader.perf.goodput import TRIED, tried_batches
+    from ringleader.perf.speed import with_measurements
+
+    base = SpeedModel(
+        theta=(0.003, 0.001, 2e-10, 1e-10, 0.02),
+        algorithm=Algorithm.RING,
+        grad_bytes=7e6,
+        batch_per_worker=32,
+        examples_per_epoch=50_000,
+    )
+    measured = with_measurements(base, {1: 0.11, 4: 0.2})
+    for model in (base, measured):
+        for workers in (1, 2, 3, 4, 8):
+            shares = np.concatenate([tried_batches(8, 4096) / workers, [32.0]])
+            got = model.step_times(workers, shares)
+            assert got.tolist() == [model.step_time(workers, m) for m in shares.tolist()]
+    assert measured.step_times(4, np.array([32.0]))[0] == 0.2  # the measurement answers
+    assert np.array_equal(tried_batches(3, 700), np.geomspace(3, 700, TRIED))

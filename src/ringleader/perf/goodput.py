@@ -23,6 +23,18 @@ from ringleader.perf.speed import MeasuredSpeed
 
 TRIED = 50
 """Global batches tried per placement (Pollux's ``GoodputFunction.optimize``)."""
+_STEPS = np.arange(TRIED, dtype=np.float64)
+
+
+def tried_batches(low: float, high: float) -> np.ndarray:
+    """``np.geomspace(low, high, TRIED)``, value for value, without its overhead: a
+    goodput size stage asks for it once per job and GPU count at every decision."""
+    a, b = np.log10(float(low)), np.log10(float(high))
+    y = _STEPS * ((b - a) / (TRIED - 1)) + a
+    y[-1] = b
+    out = np.power(10.0, y)
+    out[0], out[-1] = low, high
+    return out
 
 
 def best_split(job: MeasuredJob, placement: Placement, epoch: int) -> tuple[float, BatchSplit]:
@@ -34,7 +46,7 @@ def best_split(job: MeasuredJob, placement: Placement, epoch: int) -> tuple[floa
     low = max(job.smallest_batch, job.min_micro_batch * gpus)
     high = job.largest_batch
     if low <= high:
-        share = np.geomspace(low, high, TRIED) / gpus
+        share = tried_batches(low, high) / gpus
         accumulation = np.ceil(share / job.max_micro_batch - 1e-8) - 1
         if gpus == 1:
             lifted = np.maximum(accumulation, 1)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ringleader.perf.goodput import TRIED, GoodputSpeed
+from ringleader.perf.goodput import GoodputSpeed, tried_batches
 from ringleader.perf.speed import SpeedModel
 
 
@@ -45,6 +45,8 @@ class GradientReport:
         """Steps at ``M0`` that one step at each global batch is worth."""
         scale = batches / self.smallest_batch
         denominator = self.grad_var / scale + self.grad_sqr
+        if self.grad_sqr > 0 and self.grad_var >= 0:  # every denominator positive
+            return (self.grad_var + self.grad_sqr) / denominator
         safe = np.where(denominator > 0, denominator, 1.0)
         return np.where(denominator > 0, (self.grad_var + self.grad_sqr) / safe, 1.0)
 
@@ -79,8 +81,8 @@ def _best(model: SpeedModel, report: GradientReport, gpus: int) -> tuple[float, 
     low, high = report.batch_range(gpus)
     if low > high:
         return 0.0, float(low)
-    batches = np.geomspace(low, high, TRIED)
-    seconds = np.asarray([model.step_time(gpus, m) for m in batches / gpus])
+    batches = tried_batches(low, high)
+    seconds = model.step_times(gpus, batches / gpus)
     rates = report.gains(batches) / seconds
     at = int(np.argmax(rates))
     best = float(rates[at])

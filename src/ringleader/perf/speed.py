@@ -74,6 +74,17 @@ class SpeedModel:
         n = self.grad_bytes
         return t0 * m + t1 * cost.latency + (t2 * cost.transfer + t3 * cost.reduce) * n + t4
 
+    def step_times(self, workers: int, per_worker: np.ndarray) -> np.ndarray:
+        """``step_time(workers, m)`` for each ``m`` of ``per_worker``, in one array
+        expression (the same operations in the same order: the same floats)."""
+        cost = allreduce_cost(self.algorithm, workers)
+        t0, t1, t2, t3, t4 = self.theta
+        n = self.grad_bytes
+        out: np.ndarray = t0 * per_worker + t1 * cost.latency
+        out += (t2 * cost.transfer + t3 * cost.reduce) * n
+        out += t4
+        return out
+
     def epochs_per_second(self, workers: int) -> float:
         """``f(w) = B(w) / (N·T(w))``: the speed the allocator trades GPUs for, where the
         global batch ``B(w)`` is ``w·m`` (weak scaling) or fixed (strong scaling)."""
@@ -109,6 +120,13 @@ class MeasuredSpeed(SpeedModel):
             if known is not None:
                 return known
         return SpeedModel.step_time(self, workers, batch_per_worker)
+
+    def step_times(self, workers: int, per_worker: np.ndarray) -> np.ndarray:
+        out = SpeedModel.step_times(self, workers, per_worker)
+        known = interpolate(self.measured, workers)
+        if known is not None:
+            out = np.where(per_worker == self.batch_at(workers), known, out)
+        return out
 
 
 def interpolate(points: Sequence[tuple[int, float]], workers: int) -> float | None:
