@@ -44,6 +44,8 @@ class Generation:
     stopped_at: float | None = None
     restored_at: float | None = None
     """When the job library had restored the checkpoint and was about to compute."""
+    epochs: tuple[float, ...] = ()
+    """The epoch each of ``steps`` reported reaching."""
 
     @property
     def first_step_at(self) -> float | None:
@@ -88,6 +90,9 @@ class JobMeasure:
     startup_s: float
     restart_s: float | None
     restarts: int
+    epoch_seconds: dict[int, float] = field(default_factory=dict)
+    """Seconds per epoch of reported progress at each worker count, on cores of its
+    own: what a job whose batch adapts is replayed by (its steps differ in worth)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,7 +115,7 @@ def generations(job: RealJob) -> list[Generation]:
         for e in job.events
         if e["kind"] == "stopped" and "generation" in e
     }
-    steps: dict[int, list[tuple[float, int]]] = {}
+    steps: dict[int, list[tuple[float, int, float]]] = {}
     paused: dict[int, list[tuple[float, float]]] = {}
     since: dict[int, float] = {}
     restored: dict[int, float] = {}
@@ -124,7 +129,8 @@ def generations(job: RealJob) -> list[Generation]:
             continue
         event = rec.get("event")
         if event is None and "step" in rec:
-            steps.setdefault(g, []).append((float(t), int(rec.get("world_size", 1))))
+            world, epoch = int(rec.get("world_size", 1)), float(rec.get("epoch", 0.0))
+            steps.setdefault(g, []).append((float(t), world, epoch))
         elif event == "suspended":
             since[g] = float(t)
         elif event == "resumed" and g in since:
@@ -134,17 +140,19 @@ def generations(job: RealJob) -> list[Generation]:
     out = []
     for g, event in sorted(launches.items()):
         devices = tuple(Device(str(n), int(i)) for n, i in event["devices"])
+        ordered = sorted(steps.get(g, []))
         out.append(
             Generation(
                 job.name,
                 g,
                 devices,
                 float(event["t"]),
-                tuple(sorted(steps.get(g, []))),
+                tuple((t, w) for t, w, _ in ordered),
                 tuple(paused.get(g, [])),
                 requested.get(g),
                 stopped.get(g),
                 restored.get(g),
+                tuple(e for _, _, e in ordered),
             )
         )
     return out
@@ -193,6 +201,21 @@ def measure(run: RealRun) -> Measured:
     )
 
 
+def _epoch_seconds(gens: list[Generation], load: _Load) -> dict[int, float]:
+    """Seconds per epoch of progress at each worker count, from what each step reported
+    (warm-up and suspensions left out, as for step times)."""
+    seconds: dict[int, float] = {}
+    progress: dict[int, float] = {}
+    for gen in gens:
+        marks = list(zip(gen.steps, gen.epochs, strict=True))[WARMUP_STEPS:]
+        for ((a, _), e0), ((b, world), e1) in itertools.pairwise(marks):
+            if e1 <= e0 or any(p < b and a < q for p, q in gen.paused):
+                continue
+            seconds[world] = seconds.get(world, 0.0) + (b - a) * load.factor(gen, (a + b) / 2)
+            progress[world] = progress.get(world, 0.0) + e1 - e0
+    return {w: seconds[w] / progress[w] for w in seconds}
+
+
 def _job(job: RealJob, gens: list[Generation], load: _Load) -> JobMeasure:
     base: dict[int, list[float]] = {}
     for gen in gens:
@@ -232,6 +255,7 @@ def _job(job: RealJob, gens: list[Generation], load: _Load) -> JobMeasure:
         startup,
         statistics.fmean(costs) if costs else None,
         len(costs),
+        _epoch_seconds(gens, load),
     )
 
 

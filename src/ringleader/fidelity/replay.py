@@ -12,11 +12,13 @@ the simulator observes: nothing of the measurements but their effects.
 from __future__ import annotations
 
 import math
+import statistics
 
 from ringleader.fidelity.measure import JobMeasure, Measured
 from ringleader.fidelity.real import RealRun
 from ringleader.fidelity.workload import FidelityWorkload
 from ringleader.perf.epochs import EpochsToConverge
+from ringleader.perf.speed import SpeedModel
 from ringleader.policy.catalog import policy_from_config
 from ringleader.policy.model.views import ClusterView, JobShape, Node
 from ringleader.runtime.workers.gpus import NODE
@@ -47,7 +49,7 @@ def replay(run: RealRun, measured: Measured, workload: FidelityWorkload) -> SimR
             SimJob(
                 id=real.name,
                 submitted_at=real.submitted_at - t0,
-                profile=_profile(m, spec.epochs, run.devices),
+                profile=_profile(m, spec.epochs, run.devices, adapts=spec.batch is not None),
                 max_gpus=spec.highest,
                 min_gpus=spec.lowest,
                 requested_gpus=spec.gpus,
@@ -69,12 +71,33 @@ def replay(run: RealRun, measured: Measured, workload: FidelityWorkload) -> SimR
     ).run()
 
 
-def _profile(m: JobMeasure, epochs: float, devices: int) -> TrueProfile:
-    """The job's truth for the simulator: measured step times at every size it may get."""
+def _profile(m: JobMeasure, epochs: float, devices: int, *, adapts: bool) -> TrueProfile:
+    """The job's truth for the simulator: measured step times at every size it may get.
+
+    A job whose batch adapted took steps of another size, and worth, at each
+    launch: it is replayed by the progress it made per second at each count,
+    told as the step time of its first batch that makes that progress."""
     times = dict(m.step_times)
+    if adapts and m.epoch_seconds:
+        per_epoch = m.examples_per_epoch / m.batch_per_worker  # steps per epoch, one worker
+        times = {w: s * w / per_epoch for w, s in m.epoch_seconds.items()}
     for w in range(1, devices + 1):
         if w not in times:
-            nearest = min(m.step_times, key=lambda s: (abs(math.log(s / w)), s))
-            times[w] = m.step_times[nearest]
+            nearest = min(times, key=lambda s: (abs(math.log(s / w)), s))
+            times[w] = times[nearest]
     shape = JobShape(m.examples_per_epoch, m.batch_per_worker, m.grad_bytes)
-    return TrueProfile(m.name, shape, times, EpochsToConverge.constant(epochs))
+    # Every count it may get has a time now, so no fit is asked beyond them; progress
+    # rates need not be a step-time curve NNLS can hold (it may refuse them).
+    fitted = None if not adapts else _constant(shape, statistics.fmean(times.values()))
+    return TrueProfile(m.name, shape, times, EpochsToConverge.constant(epochs), fitted=fitted)
+
+
+def _constant(shape: JobShape, seconds: float) -> SpeedModel:
+    return SpeedModel(
+        (0.0, 0.0, 0.0, 0.0, seconds),
+        shape.algorithm,
+        shape.grad_bytes,
+        shape.batch_per_worker,
+        shape.examples_per_epoch,
+        rank=1,
+    )

@@ -32,7 +32,7 @@ def tried_batches(low: float, high: float) -> np.ndarray:
     a, b = np.log10(float(low)), np.log10(float(high))
     y = _STEPS * ((b - a) / (TRIED - 1)) + a
     y[-1] = b
-    out = np.power(10.0, y)
+    out: np.ndarray = np.power(10.0, y)
     out[0], out[-1] = low, high
     return out
 
