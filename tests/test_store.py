@@ -145,7 +145,7 @@ def test_server_refuses_a_bad_state_dir_or_database_in_one_line(tmp_path: Path) 
 
 
 def test_a_second_server_on_the_same_state_dir_is_refused(tmp_path: Path) -> None:
-    from ringleader.runtime.server import claim_state_dir
+    from ringleader.runtime.claims import claim_state_dir
 
     state = tmp_path / "state"
     held = claim_state_dir(state)

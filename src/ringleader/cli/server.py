@@ -310,7 +310,8 @@ def _policy_settings(
 
 
 def _run(cfg: ServerConfig) -> None:
-    """Serve until stopped; a refusal to start is one line and exit status 1."""
+    """Serve until stopped; a refusal to start is one line and exit status 2."""
+    from ringleader.runtime.claims import PortInUse
     from ringleader.runtime.server import ConfigError, serve
     from ringleader.runtime.state.errors import StoreError
     from ringleader.runtime.workers.executor.ray import RayUnavailable
@@ -319,7 +320,7 @@ def _run(cfg: ServerConfig) -> None:
         asyncio.run(serve(cfg))
     except ConfigError as err:
         fail(str(err))
-    except StoreError as err:
+    except (StoreError, PortInUse) as err:
         fail(str(err))
     except RayUnavailable as err:
         fail(f"--executor ray: {err}")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import fcntl
 import ipaddress
 import logging
 import os
@@ -12,7 +11,6 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import IO
 
 import uvicorn
 from fastapi import FastAPI
@@ -22,6 +20,7 @@ from ringleader.net.agent import TrafficAgent
 from ringleader.net.tc import NetCommandError, have_net_admin
 from ringleader.policy.catalog import policy_from_config
 from ringleader.policy.model.views import ClusterView
+from ringleader.runtime.claims import claim_state_dir, listen
 from ringleader.runtime.control import lingering
 from ringleader.runtime.control.config import ControllerConfig
 from ringleader.runtime.control.controller import Controller
@@ -30,7 +29,6 @@ from ringleader.runtime.http.access import known_names
 from ringleader.runtime.http.api import create_app
 from ringleader.runtime.http.timeouts import BODY_S, HEADERS_S, BodyDeadline, with_deadlines
 from ringleader.runtime.http.usage import keep_sampling
-from ringleader.runtime.state import guard
 from ringleader.runtime.state.errors import StoreError
 from ringleader.runtime.state.store import Store
 from ringleader.runtime.state.users import Users
@@ -135,32 +133,6 @@ def check_network(config: ServerConfig) -> str | None:
         f"WARNING: serving plain HTTP on {config.host}: anyone on the network path can read "
         "tokens and job data (--insecure-http); use --tls-cert/--tls-key"
     )
-
-
-def claim_state_dir(state_dir: Path) -> IO[str]:
-    """Hold the state dir's lock for as long as the returned file stays open.
-
-    Two servers on one state dir would both launch every queued job. The lock
-    is an ``flock``, so the kernel drops it when the server dies, ``kill -9``
-    included, and the next server starts at once.
-    """
-    guard.check_dir(state_dir)
-    lock = open(state_dir / "server.lock", "a+")  # noqa: SIM115 - held until exit
-    try:
-        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        lock.seek(0)
-        holder = lock.read().strip() or "unknown"
-        lock.close()
-        raise StoreError(
-            f"state dir {state_dir} is in use by another ringleader server (pid {holder}); "
-            "stop it, or give this one its own --state-dir"
-        ) from None
-    lock.seek(0)
-    lock.truncate()
-    lock.write(f"{os.getpid()}\n")
-    lock.flush()
-    return lock
 
 
 def check_isolation(config: ServerConfig) -> None:
@@ -295,10 +267,16 @@ async def serve(config: ServerConfig) -> None:
     warning = check_network(config)
     lock = claim_state_dir(config.state_dir)
     try:
+        sock = listen(config.host, config.port)
+    except BaseException:
+        lock.close()
+        raise
+    try:
         store, users, controller = build(config)
         token_file = users.ensure_admin(config.state_dir)
         keep_private(config.state_dir)
     except BaseException:
+        sock.close()
         lock.close()
         raise
     controller.telemetry.watch(store, lambda: controller.cluster.capacity)
@@ -318,7 +296,7 @@ async def serve(config: ServerConfig) -> None:
     watch = asyncio.create_task(watch_database(store, server, controller))
     sampler = asyncio.create_task(keep_sampling(app.state.usage, store))
     try:
-        await server.serve()
+        await server.serve(sockets=[sock])
     finally:
         watch.cancel()
         sampler.cancel()
