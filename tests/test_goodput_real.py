@@ -172,6 +172,14 @@ def test_no_checkpoint_of_weights_that_are_not_finite_is_written(tmp_path: Path)
     assert not saved.exists() or not any(saved.iterdir())
 
 
+def test_a_ported_script_says_its_loss_with_each_step(tmp_path: Path) -> None:
+    ran = _train(tmp_path)
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    text = (tmp_path / "elastic-checkpoints" / "local" / "progress.jsonl").read_text()
+    losses = [r["loss"] for r in map(json.loads, text.splitlines()) if "step_time" in r]
+    assert losses and all(isinstance(v, float) and 0 < v < 5 for v in losses)
+
+
 def test_a_spec_that_allows_it_goes_on_and_says_so_once(tmp_path: Path) -> None:
     kept = _train(
         tmp_path, "--lr", "1e12", "--lr-rule", "linear", RINGLEADER_ON_NON_FINITE="continue"

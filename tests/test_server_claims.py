@@ -29,9 +29,9 @@ def test_a_second_server_on_a_busy_port_refuses_and_leaves_the_first_alone(
 ) -> None:
     record = config_dir() / "servers" / f"{server.port}.json"
     before = json.loads(record.read_text())
+    flags = ["--gpus", "1", "--port", str(server.port), "--state-dir", str(tmp_path / "second")]
     second = subprocess.run(
-        [sys.executable, "-m", "ringleader", "server", "--no-isolate-jobs", "--gpus", "1"]
-        + ["--port", str(server.port), "--state-dir", str(tmp_path / "second")],
+        [sys.executable, "-m", "ringleader", "server", "--no-isolate-jobs", *flags],
         capture_output=True,
         text=True,
         timeout=60,

@@ -112,6 +112,8 @@ class _Job:
     noise: LoneNoise | DistributedNoise | None = None
     goal: float = math.inf
     """Where the batch adapts: the progress (``Position.progress``) that ends training."""
+    loss: Any = None
+    """The loss the script said for the step under way (``elastic.loss``)."""
     watch: DivergenceWatch | None = None
     scaled: str = ""
     """How the learning rate was scaled this launch, for a reason that names it."""
@@ -253,7 +255,11 @@ class DataLoader:
             else:
                 position.progress += _job.worth * launched.global_min
                 seen = int(position.progress)
-            session.report(examples_seen=seen)
+            said, _job.loss = _job.loss, None
+            value = None if said is None else float(said)
+            if value is not None and not math.isfinite(value):
+                value = None  # no number to chart; a weight gone bad is caught by the watch
+            session.report(value, examples_seen=seen)
             if _job.watch is not None:
                 _job.watch.check(session.step, _job.scaled)
             session.checkpoint_if_due()
@@ -298,6 +304,12 @@ def epochs(count: int, start: int = 1) -> Iterator[int]:
         dist.barrier()
         dist.destroy_process_group()
         _job.own_group = False
+
+
+def loss(value: Any) -> None:
+    """Say the loss of the step under way: it goes with that step's progress record (the
+    dashboard's loss chart, ``ringleader show``). A tensor is read when the step ends."""
+    _job.loss = value
 
 
 def gradient_noise() -> NoiseScale:

@@ -59,6 +59,7 @@ def main() -> None:
             loss = loss_fn(trained(x), y)
             loss.backward()
             optimizer.step()
+            elastic.loss(loss)  # to its progress: the dashboard's loss chart
             time.sleep((args.step_ms + args.compute_ms_per_example * len(x)) / 1000)
         if rank == 0:
             noise = elastic.gradient_noise().noise_scale
