@@ -91,3 +91,22 @@ def test_a_job_over_quota_waits_beside_free_gpus_and_says_why(server: LiveServer
     wait_for(lambda: server.job(second)["reason_code"] == "fixed_size", 30, "q2's size reason")
     assert "over quota" not in server.job(second)["reason"]
     server.cancel(second)
+
+
+def test_a_job_that_can_never_fit_its_owners_quota_is_refused_naming_the_field(
+    server: LiveServer,
+) -> None:
+    token = run_cli(server.url, "users", "add", "fay", "--quota-gpus", "2").stdout.strip()
+    fay = {"Authorization": f"Bearer {token}"}
+    rigid = server.http.post(
+        "/jobs", json={"name": "big", "command": ["sleep", "1"], "gpus": 3}, headers=fay
+    )
+    assert rigid.status_code == 422
+    (problem,) = rigid.json()["detail"]
+    assert problem["field"] == "gpus" and "user 'fay' may hold 2 at once" in problem["reason"]
+    elastic = {"name": "e", "command": ["sleep", "1"], "elastic": True, "min_gpus": 3, "gpus": 3}
+    refused = server.http.post("/jobs", json=elastic, headers=fay)
+    assert refused.status_code == 422 and refused.json()["detail"][0]["field"] == "min_gpus"
+    # One that fits at its smallest size is taken, and grows no further than the quota.
+    shrinks = {**elastic, "min_gpus": 1}
+    assert server.http.post("/jobs", json=shrinks, headers=fay).status_code == 201

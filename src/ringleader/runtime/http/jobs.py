@@ -23,7 +23,7 @@ from ringleader.runtime.state.errors import DamagedRow
 from ringleader.runtime.state.eta import eta_s
 from ringleader.runtime.state.queries import PageQuery
 from ringleader.runtime.state.rows import JobRow, State
-from ringleader.runtime.state.spec import SpecError, parse_spec
+from ringleader.runtime.state.spec import JobSpec, SpecError, parse_spec
 from ringleader.runtime.state.store import Store
 from ringleader.runtime.state.users import User
 from ringleader.runtime.workers.gpus import device_types, speeds_shown
@@ -75,6 +75,18 @@ def _above(priority: int, me: User) -> str:
     )
 
 
+def _beyond_quota(spec: JobSpec, me: User) -> tuple[str, str]:
+    """The problem with a job whose smallest size is more than its owner may ever hold:
+    it would be accepted and wait for ever, so it is refused as one too large for the
+    cluster is."""
+    field = "min_gpus" if spec.elastic or spec.min_gpus else "gpus"
+    return field, (
+        f"needs {spec.lowest} GPUs at least, but user {me.name!r} may hold "
+        f"{me.quota_gpus} at once; ask for {me.quota_gpus} or fewer, or ask an admin "
+        "for a larger quota"
+    )
+
+
 def _is_dir(path: str) -> bool:
     try:
         return Path(path).is_dir()
@@ -113,6 +125,8 @@ def _collection(api: APIRouter, store: Store, controller: Controller) -> None:
             return problems(err.problems)
         if spec.priority > me.priority_max:
             return problems([("priority", _above(spec.priority, me))])
+        if me.quota_gpus is not None and spec.lowest > me.quota_gpus:
+            return problems([_beyond_quota(spec, me)])
         if spec.workdir is not None and not _is_dir(spec.workdir):
             return problems([("workdir", f"{spec.workdir[:200]}: no such directory here")])
         row = store.add(spec)
