@@ -237,7 +237,7 @@ def test_the_cli_finds_its_own_servers_token_and_login_saves_another(
         text=True,
         env={**env, "RINGLEADER_TOKEN": "rl_wrong"},
     )
-    assert bad.returncode == 1 and "RINGLEADER_TOKEN" in bad.stderr
+    assert bad.returncode == 1 and "refused the token from RINGLEADER_TOKEN" in bad.stderr
     assert "Traceback" not in bad.stderr
 
 
@@ -315,3 +315,16 @@ def test_a_stopped_server_removes_its_record_for_the_cli(tmp_path: Path) -> None
     live.stop()  # SIGTERM, as a service manager stops it
     assert live.proc is not None and live.proc.returncode == 0
     assert not record.exists()
+
+
+def test_an_admin_that_rotates_its_own_token_keeps_the_cli_on_this_host_working(
+    server: LiveServer,
+) -> None:
+    new = server.http.post("/users/admin/token").json()["token"]
+    try:
+        assert (server.state_dir / "admin.token").read_text().strip() == new
+        out = run_cli(server.url, "whoami")  # finds the server's token file, as before
+        assert out.returncode == 0 and "admin (admin)" in out.stdout, out.stderr
+    finally:  # the rest of this module's requests carry the admin's token
+        server.token = new
+        server.http.headers.update(server.headers)

@@ -46,18 +46,26 @@ def _record_path(port: int) -> Path:
 
 def token_for(url: str) -> str | None:
     """The token to send to the server at ``url``, if one can be found."""
+    return found_token(url)[0]
+
+
+def found_token(url: str) -> tuple[str | None, str]:
+    """The token for ``url`` and where it was found, in words (for an error that says
+    which token a server refused), or (None, "") where none was."""
     if token := os.environ.get(TOKEN_ENV, "").strip():
-        return token
+        return token, TOKEN_ENV
     saved = _read_json(tokens_file())
     if isinstance(saved, dict) and isinstance(saved.get(url), str):
-        return str(saved[url])
+        return str(saved[url]), f"the token `ringleader login` saved in {tokens_file()}"
     parts = urlsplit(url)
     if parts.hostname not in ("127.0.0.1", "localhost", "::1") or parts.port is None:
-        return None
+        return None, ""
     record = _read_json(_record_path(parts.port))
     if isinstance(record, dict) and isinstance(record.get("state_dir"), str):
-        return _read_token(Path(record["state_dir"]) / ADMIN_TOKEN_FILE)
-    return None
+        path = Path(record["state_dir"]) / ADMIN_TOKEN_FILE
+        token = _read_token(path)
+        return (token, f"the server's admin token in {path}") if token else (None, "")
+    return None, ""
 
 
 def save_token(url: str, token: str) -> Path:

@@ -14,7 +14,7 @@ from ringleader.cli.errors import USAGE_ERROR, say_error
 from ringleader.cli.terminal import console, shown
 from ringleader.client import DEFAULT_URL, ApiError, Client, NotRingleader, Unreachable, said
 from ringleader.client import job_path as _job_path
-from ringleader.credentials import TOKEN_ENV
+from ringleader.credentials import TOKEN_ENV, found_token
 
 _stderr = console(stderr=True)
 USAGE_STATUSES = frozenset({404, 409, 415, 422})
@@ -76,10 +76,18 @@ def _not_ours(err: ApiError) -> NoReturn:
 
 def _refused(err: ApiError) -> NoReturn:
     if err.status == 401:
-        say_error(
-            f"{err.url} wants a token: set {TOKEN_ENV}, or run `ringleader login` with the "
-            "token your admin gave you (the server's own admin token is in STATE_DIR/admin.token)"
-        )
+        _, source = found_token(server_url())
+        if source:  # a token was sent, and refused: say which one
+            say_error(
+                f"{err.url} refused the token from {source}: it is not (or no longer) one of "
+                f"its tokens. Set {TOKEN_ENV} to a valid one, or run `ringleader login` again"
+            )
+        else:
+            say_error(
+                f"{err.url} wants a token: set {TOKEN_ENV}, or run `ringleader login` with the "
+                "token your admin gave you (the server's own admin token is in "
+                "STATE_DIR/admin.token)"
+            )
         raise SystemExit(1)
     if err.status in (403, 421):  # not allowed, or not from here: the server says which
         say_error(_text(err.detail))

@@ -94,6 +94,8 @@ class Users:
         self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
         self._db.execute("PRAGMA busy_timeout=5000")
         self._db.executescript(_SCHEMA)
+        self._token_file: Path | None = None
+        """Where the server keeps the admin's token (``ensure_admin``): kept current."""
 
     def close(self) -> None:
         with self._lock:
@@ -210,6 +212,9 @@ class Users:
             changed = self._db.execute(
                 "UPDATE users SET token_hash = ? WHERE name = ?", (token_hash(token), name)
             ).rowcount
+        if changed and name == ADMIN and self._token_file is not None:
+            # The CLI on the server's own host reads the admin's token from there.
+            write_private(self._token_file, token + "\n")
         return token if changed else None
 
     def ensure_admin(self, state_dir: Path) -> Path:
@@ -218,7 +223,7 @@ class Users:
         Returns the token file's path. The file is written 0600 through a
         temporary name, so it is never seen half-written or readable by others.
         """
-        path = state_dir / TOKEN_FILE
+        path = self._token_file = state_dir / TOKEN_FILE
         held = _read_token(path)
         admin = self.get(ADMIN)
         if admin is not None and held is not None and self.by_token(held) == admin:
