@@ -63,8 +63,8 @@ def found_token(url: str) -> tuple[str | None, str]:
     record = _read_json(_record_path(parts.port))
     if isinstance(record, dict) and isinstance(record.get("state_dir"), str):
         path = Path(record["state_dir"]) / ADMIN_TOKEN_FILE
-        token = _read_token(path)
-        return (token, f"the server's admin token in {path}") if token else (None, "")
+        admin = _read_token(path)
+        return (admin, f"the server's admin token in {path}") if admin else (None, "")
     return None, ""
 
 
