@@ -18,6 +18,7 @@ from rich.text import Text
 
 from ringleader.cli.client import api, failed, job_path, request, request_json
 from ringleader.cli.errors import fail
+from ringleader.cli.events import event_text, value_text, why_words
 from ringleader.cli.terminal import console as make_console
 from ringleader.cli.terminal import shown
 from ringleader.client import ApiError, Unreachable
@@ -178,7 +179,7 @@ def _table(rows: list[dict[str, Any]]) -> Table:
             _number(r.get("loss"), ".3f"),
             _when(r.get("submitted_at")),
             _when(r.get("finished_at")),
-            shown(r.get("reason_code") or ""),
+            why_words(r.get("reason_code")),
         )
     return table
 
@@ -203,7 +204,7 @@ def _pages(params: dict[str, Any], limit: int | None) -> tuple[list[dict[str, An
 
 
 def _line(key: str, value: object) -> Text:
-    return Text.assemble((key, "bold"), ": ", shown(value))
+    return Text.assemble((key, "bold"), ": ", value_text(value))
 
 
 def _speeds(speeds: dict[str, Any]) -> str:
@@ -271,12 +272,8 @@ def show(
             console.print(Text("warning", "bold yellow"), Text(": " + shown(e["warning"])), sep="")
     console.print(Text("events", "bold"), ":", sep="")
     for e in job.get("events") or []:
-        if not isinstance(e, dict):
-            continue
-        extra = {k: v for k, v in e.items() if k not in ("t", "kind")}
-        console.print(
-            f"  {_when(e.get('t'))} {shown(e.get('kind'))} {shown(extra) if extra else ''}"
-        )
+        if isinstance(e, dict):
+            console.print(f"  {_when(e.get('t'))} {shown(e.get('kind'))} {event_text(e)}")
 
 
 def logs(
