@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+import signal
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -58,3 +62,33 @@ def test_a_workdir_must_be_an_absolute_directory(
     r = server.http.post("/jobs", json=spec, timeout=10)
     assert r.status_code == 422
     assert r.json()["detail"][0]["field"] == "workdir" and reason in r.json()["detail"][0]["reason"]
+
+
+def test_env_reaches_every_worker_and_a_bad_one_is_refused(
+    server: LiveServer, tmp_path: Path
+) -> None:
+    said = ("run", "--wait", "-e", "EPOCHS=30", "--env", "HOME", "--")
+    out = run_cli(server.url, *said, "sh", "-c", 'echo "epochs=$EPOCHS"', cwd=tmp_path)
+    assert out.returncode == 0 and "epochs=30" in out.stdout, out.stderr
+    bad = run_cli(server.url, "run", "--env", "1X=2", "--", "true", cwd=tmp_path)
+    assert bad.returncode == 2 and "--env '1X=2'" in bad.stderr
+
+
+def test_ctrl_c_on_wait_cancels_the_job_as_srun_does(server: LiveServer, tmp_path: Path) -> None:
+    env = {**os.environ, "RINGLEADER_URL": server.url, "COLUMNS": "200"}
+    waiting = subprocess.Popen(
+        [sys.executable, "-m", "ringleader", "run", "--wait", "--", "sleep", "120"],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert waiting.stdout is not None
+    job_id = waiting.stdout.readline().strip()  # the id comes first, then the log
+    server.wait_state(job_id, {"running"}, 60)
+    waiting.send_signal(signal.SIGINT)
+    _, err = waiting.communicate(timeout=60)
+    assert waiting.returncode == 130, err
+    assert f"Ctrl-C: cancelled {job_id}" in err and "Traceback" not in err
+    assert server.wait_state(job_id, {"cancelled"}, 60)["state"] == "cancelled"

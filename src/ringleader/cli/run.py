@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
+from ringleader.cli.client import job_path, request
 from ringleader.cli.errors import fail
 from ringleader.cli.runtime import checked_spec, follow_log, post_spec
 from ringleader.cli.terminal import console, shown
@@ -41,6 +43,16 @@ def run(
             "--wait", help="Follow rank 0's output to the end; exit 0 only if the job succeeded."
         ),
     ] = False,
+    env: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--env",
+            "-e",
+            metavar="KEY=VALUE",
+            help="Set a variable for every worker (repeat for more); KEY alone passes this "
+            "shell's value. Variables set before `ringleader run` do not reach the job.",
+        ),
+    ] = None,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the job as stored, not its id.")
     ] = False,
@@ -49,7 +61,7 @@ def run(
 
     Prints the job id. Each worker gets torchrun's environment (RANK,
     LOCAL_RANK, WORLD_SIZE, MASTER_ADDR, ...), so a torchrun script runs
-    unchanged.
+    unchanged. With --wait, Ctrl-C cancels the job, as srun does.
     """
     spec: dict[str, Any] = {
         "name": name or _name_from(command),
@@ -59,6 +71,8 @@ def run(
     }
     if workdir is not None:
         spec["workdir"] = str(workdir)
+    if env:
+        spec["env"] = _variables(env)
     if elastic is not None:
         low, high = _range(elastic)
         spec |= {"elastic": True, "min_gpus": low, "max_gpus": high}
@@ -67,9 +81,29 @@ def run(
     typer.echo(json.dumps(job, indent=2) if as_json else shown(job["id"]))
     if not wait:
         return
-    state = follow_log(str(job["id"]))
+    try:
+        state = follow_log(str(job["id"]))
+    except KeyboardInterrupt:
+        request("DELETE", job_path(str(job["id"])))
+        _stderr.print(f"ringleader: Ctrl-C: cancelled {shown(job['id'])}; its workers are stopped")
+        raise typer.Exit(130) from None
     _stderr.print(f"ringleader: {shown(job['id'])} {shown(state)}")
     raise typer.Exit(0 if state == "succeeded" else 1)
+
+
+def _variables(given: list[str]) -> dict[str, str]:
+    """``--env`` values as the spec's ``env``: ``KEY=VALUE``, or ``KEY`` for this shell's."""
+    out: dict[str, str] = {}
+    for item in given:
+        key, has_value, value = item.partition("=")
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key):
+            fail(f"--env {item[:80]!r}: give KEY=VALUE, KEY a variable name (letters, digits, _)")
+        if not has_value:
+            if key not in os.environ:
+                fail(f"--env {key}: not set in this shell; give {key}=VALUE")
+            value = os.environ[key]
+        out[key] = value
+    return out
 
 
 def _range(text: str) -> tuple[int, int]:
