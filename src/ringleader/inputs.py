@@ -42,18 +42,20 @@ def output_dir_problem(path: Path) -> str | None:
     return None
 
 
-class _StrictLoader(yaml.SafeLoader):
+_Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+"""libyaml's parser where PyYAML was built with it (10x the pure-Python one), else that."""
+
+
+class _StrictLoader(_Loader):  # type: ignore[misc]
     """Safe YAML without aliases (a few lines of them expand to billions of
     nodes) and without duplicate keys (YAML keeps the last one silently, so a
     repeated field would be a setting the user thinks they made)."""
 
-    def compose_node(self, parent: Any, index: Any) -> Any:
-        if self.check_event(yaml.AliasEvent):
-            mark = self.peek_event().start_mark  # type: ignore[no-untyped-call]
-            raise yaml.composer.ComposerError(
-                None, None, "aliases (*name) are not accepted here; write the value out", mark
-            )
-        return super().compose_node(parent, index)
+    def get_single_node(self) -> Any:
+        node = super().get_single_node()
+        if node is not None:
+            _no_aliases(node)
+        return node
 
     def construct_mapping(self, node: Any, deep: bool = False) -> Any:
         seen: set[Hashable] = set()
@@ -66,6 +68,28 @@ class _StrictLoader(yaml.SafeLoader):
                     )
                 seen.add(key)
         return super().construct_mapping(node, deep)
+
+
+def _no_aliases(root: Any) -> None:
+    """Refuse a document where a node is reached twice: what an alias (``*name``) makes,
+    found before anything is built from it (the composer shares, it never copies)."""
+    seen: set[int] = set()
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            raise yaml.composer.ComposerError(
+                None,
+                None,
+                "aliases (*name) are not accepted here; write the value out",
+                node.start_mark,
+            )
+        seen.add(id(node))
+        if isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                stack += (key, value)
+        elif isinstance(node, yaml.SequenceNode):
+            stack += node.value
 
 
 def load_yaml(text: str) -> Any:

@@ -9,6 +9,7 @@ See ``docs/workload-files.md`` and ``examples/workload.yaml``.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
@@ -102,7 +103,7 @@ class Workload:
                 for i, t in enumerate(times)
             ]
         ids = [j.id for j in jobs]
-        clash = sorted({i for i in ids if ids.count(i) > 1})
+        clash = sorted(i for i, n in Counter(ids).items() if n > 1)
         if clash:
             raise WorkloadFileError(f"job names clash between 'jobs' and 'poisson': {clash[:5]}")
         self.jobs = jobs

@@ -7,6 +7,7 @@ ends. ``workload_file`` loads a file against it and builds the simulation.
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -276,7 +277,7 @@ class WorkloadSpec(_Strict):
                             f"has only {capacity}{of}"
                         )
         names = [j.name for j in self.jobs]
-        duplicates = sorted({n for n in names if names.count(n) > 1})
+        duplicates = sorted(n for n, k in Counter(names).items() if k > 1)
         if duplicates:
             raise ValueError(f"jobs: duplicate names {duplicates}; give every job its own name")
         if not self.jobs and not self.poisson:
