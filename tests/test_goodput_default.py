@@ -55,6 +55,21 @@ def test_the_online_profile_tells_goodput_only_for_a_job_that_reports_its_gradie
     assert isinstance(told, GoodputSpeed) and told.goodput(4, 0.0) > told.goodput(1, 0.0) > 0
 
 
+def test_a_job_measured_at_one_size_is_told_that_more_gpus_would_help_it() -> None:
+    # Weak scaling (the runtime's jobs): the prior from one step time must not say a
+    # step takes as long at any batch, or one GPU would take the largest batch as fast
+    # as eight, every count would look alike, and it would never be measured at two.
+    shape = JobShape(50_000, 32, 1e6, Algorithm.RING)
+    once = {2: Observation(0.05, 60.0, 16.0)}
+    job = JobView("a", 0.0, shape, EpochsToConverge.constant(10), observations=once)
+    told = Online._candidate(dataclasses.replace(job, gradient=_report(1e-3, 4.0))).speed
+    assert isinstance(told, GoodputSpeed)
+    rates = [told.goodput(k, 0.0) for k in (1, 2, 4, 8)]
+    assert rates == sorted(rates) and rates[-1] > 4 * rates[0]
+    # The step time it was told is the one measured, at the batch it was measured at.
+    assert told.step_time(2, 16.0) == pytest.approx(0.05)
+
+
 def test_without_a_job_that_reports_its_gradient_the_default_sizes_as_it_did() -> None:
     default = policy_from_config("ringleader")
     assert isinstance(default.size, GoodputWhereReported)

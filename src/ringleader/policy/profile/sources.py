@@ -73,6 +73,24 @@ def _prior(shape: JobShape, step: float, workers: int = 1) -> SpeedModel:
     )
 
 
+@lru_cache(maxsize=8192)
+def _compute_prior(shape: JobShape, step: float, batch: float) -> SpeedModel:
+    """Perfect scaling for a job that adapts its batch: all of its one step time is
+    compute, in proportion to the examples each GPU takes. The weak-scaling prior
+    (the same step time at any batch) would tell it that one GPU takes the largest
+    batch as fast as many, so no count would look better than another, and a job
+    measured at one size would never be given a second."""
+    return SpeedModel(
+        (step / max(batch, 1), 0.0, 0.0, 0.0, 0.0),
+        shape.algorithm,
+        shape.grad_bytes,
+        shape.batch_per_worker,
+        shape.examples_per_epoch,
+        rank=1,
+        global_batch=shape.global_batch,
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class Precompute:
     name: str = "precompute"
@@ -218,10 +236,15 @@ class Online:
 
     @staticmethod
     def prior(job: JobView) -> SpeedModel:
+        batch: float = job.shape.batch_per_worker
         if not job.observations:
-            return _prior(job.shape, 1.0)
-        workers, seen = next(iter(job.observations.items()))
-        return _prior(job.shape, seen.step_time, workers)
+            step, workers = 1.0, 1
+        else:
+            workers, seen = next(iter(job.observations.items()))
+            step, batch = seen.step_time, seen.batch_per_worker
+        if job.gradient is not None:
+            return _compute_prior(job.shape, step, batch)
+        return _prior(job.shape, step, workers)
 
     def split(self, jobs: Sequence[JobView]) -> tuple[list[Candidate], list[JobView]]:
         return self.memory.kept.split(jobs, self._candidate), []
