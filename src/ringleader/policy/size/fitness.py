@@ -14,8 +14,8 @@ per job); past ``EXACT_CELLS`` a greedy by marginal gain stands in. Placement
 is the place stage's, on the fewest nodes; speed-ups are weighed at the most
 compact layout of each count, as that stage lays it out.
 
-Two rules of Pollux's kept: a job is not given more than twice the most GPUs it
-was measured on (its model is not trusted further out), and a job whose count
+Two rules of Pollux's kept: a job is not given more than ``trust`` times the most
+GPUs it was measured on (its model is not trusted further out; Pollux's is 2), and a job whose count
 changes is discounted by ``age / (age + δ)`` for the restart ``δ`` it costs,
 ``age`` here the time it has run at its present size (Pollux: since submission,
 less its restarts; a view does not carry either).
@@ -49,6 +49,8 @@ class PowerMeanSpeedup:
 
     name: str = "pollux"
     p: float = -1.0
+    trust: int = 2
+    """The most GPUs a job is given, as a multiple of the most it was measured on."""
     needs_speed: bool = True
     needs_true_remaining: bool = False
 
@@ -72,7 +74,7 @@ class PowerMeanSpeedup:
     def _costs(self, c: Candidate, free: int, fair: int) -> np.ndarray:
         """``(speedup(k) + ε) ^ p`` for ``k`` = 0 .. the most the job may take."""
         job = c.job
-        most = min(job.max_gpus, free, max(2 * max(job.observations, default=0), 1))
+        most = min(job.max_gpus, free, max(self.trust * max(job.observations, default=0), 1))
         most = max(most, min(job.workers, job.max_gpus, free))  # it may keep what it has
         speed = self._speedups(c, most, fair)
         if job.workers and job.restart_s > 0:

@@ -24,13 +24,19 @@ from ringleader.policy.size.growth import Counts
 from ringleader.policy.size.stage import Allocator
 from ringleader.policy.size.steps import Growth
 
+TRUST = 16
+"""How far past its measured sizes the default grows a job, as a multiple of the most
+GPUs it ran on. Pollux's rule is 2; on a model learned online from a prior of perfect
+scaling that is one doubling, and one restart, at a time, where Pollux's simulator
+knows each job's curve. How the figure was chosen: ``docs/pollux.md``."""
+
 
 @dataclass(frozen=True, slots=True)
 class GoodputWhereReported:
     """``goodput`` for a decision with a job that tells goodput, ``inner`` otherwise."""
 
     inner: Allocator
-    goodput: PowerMeanSpeedup = field(default_factory=PowerMeanSpeedup)
+    goodput: PowerMeanSpeedup = field(default_factory=lambda: PowerMeanSpeedup(trust=TRUST))
 
     @property
     def name(self) -> str:
