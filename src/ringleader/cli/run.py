@@ -25,8 +25,9 @@ def run(
         str | None,
         typer.Option(
             metavar="MIN:MAX",
-            help="Let the policy choose the worker count in MIN..MAX (starts at --gpus "
-            "when it lies in the range, else at MIN).",
+            help="Let the policy choose the worker count in MIN..MAX. --gpus is then the "
+            "size asked for (what a fixed-size policy gives); an elastic policy may start "
+            "the job anywhere in the range, and resize it.",
         ),
     ] = None,
     name: Annotated[str | None, typer.Option(help="Job name (default: from the command).")] = None,
