@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import random
 import signal
+import socket
 import stat
 import subprocess
 import sys
@@ -23,6 +25,29 @@ TINY_RESNET = (
     "python -m ringleader.workloads.resnet --depth 8 --image-size 8 --batch 16 "
     "--examples-per-epoch 256 --epochs {epochs} --checkpoint-every-s {ckpt}"
 )
+
+
+_HANDED_OUT: set[int] = set()
+
+
+def server_port() -> int:
+    """A free port below the kernel's ephemeral range (32768 and up here), not handed out
+    before in this process. A port from that range can be taken, between its choice and
+    the server's bind, by one of the test's own client connections (a dozen servers
+    polled at once open many), and the server would then refuse to start."""
+    rng = random.Random()
+    for _ in range(200):
+        port = rng.randint(20_000, 32_000)
+        if port in _HANDED_OUT:
+            continue
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        _HANDED_OUT.add(port)
+        return port
+    return free_port()
 
 
 def tiny_job(name: str, epochs: float = 2, ckpt: float = 1.0, **fields: Any) -> dict[str, Any]:
@@ -135,7 +160,7 @@ class LiveServer:
         self.round_s = round_s
         self.extra = extra if isolated else (*extra, "--no-isolate-jobs")
         self.netns, self.host = netns, host
-        self.port = free_port()
+        self.port = server_port()
         self.url = f"http://{host}:{self.port}"
         self.proc: subprocess.Popen[bytes] | None = None
         self.token = ""

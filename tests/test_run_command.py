@@ -83,6 +83,9 @@ def test_ctrl_c_on_wait_cancels_the_job_as_srun_does(server: LiveServer, tmp_pat
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # A shell's background job starts with SIGINT ignored, and so would this child
+        # (Python then raises no KeyboardInterrupt): as at a terminal, it takes Ctrl-C.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     assert waiting.stdout is not None
     job_id = waiting.stdout.readline().strip()  # the id comes first, then the log

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Hashable, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import yaml
 from pydantic import BaseModel, ValidationError
@@ -42,11 +42,13 @@ def output_dir_problem(path: Path) -> str | None:
     return None
 
 
-_Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-"""libyaml's parser where PyYAML was built with it (10x the pure-Python one), else that."""
+if TYPE_CHECKING:
+    _Loader = yaml.SafeLoader
+else:  # libyaml's parser where PyYAML was built with it (10x the pure-Python one)
+    _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-class _StrictLoader(_Loader):  # type: ignore[misc]
+class _StrictLoader(_Loader):
     """Safe YAML without aliases (a few lines of them expand to billions of
     nodes) and without duplicate keys (YAML keeps the last one silently, so a
     repeated field would be a setting the user thinks they made)."""
