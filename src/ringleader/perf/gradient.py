@@ -33,6 +33,11 @@ class GradientReport:
     largest_per_gpu: int | None = None
     """The most one GPU may take in a step (None: no bound, micro-batches accumulate)."""
 
+    @property
+    def noise_scale(self) -> float:
+        """``tr Σ / |G|²`` in examples: the batch past which a larger one helps little."""
+        return self.grad_var * self.smallest_batch / self.grad_sqr
+
     def batch_range(self, gpus: int) -> tuple[int, int]:
         """The least and most examples a step on ``gpus`` GPUs may take (least > most:
         none fits)."""

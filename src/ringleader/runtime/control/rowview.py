@@ -10,12 +10,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ringleader.perf.epochs import EpochsToConverge
-from ringleader.perf.gradient import GradientReport
 from ringleader.policy.model.needs import Needs
 from ringleader.policy.model.plan import Assignment
 from ringleader.policy.model.views import ClusterView, Device, JobShape, JobView, Observation
 from ringleader.runtime.control.progress import RESTART, profile
-from ringleader.runtime.state.rows import JobRow, State
+from ringleader.runtime.state.rows import JobRow, State, gradient
 from ringleader.runtime.state.spec import Arch
 from ringleader.runtime.workers.gpus import EFFECTIVE, measured_speeds, observations_in_best_terms
 from ringleader.spine.actions import Held
@@ -81,22 +80,6 @@ def row_view(
     )
     capacity = sum(map(cluster.capacity_of, types)) if types else cluster.capacity
     return job_view(submitted, known, held(row), target, capacity=capacity, needs=needs)
-
-
-def gradient(row: JobRow) -> GradientReport | None:
-    """What the job last said of its gradient, where its spec lets the batch adapt (a job
-    that keeps its batch is weighed by its speed alone, whatever it measures)."""
-    bounds, shape = row.spec.batch, row.shape
-    sqr, var = shape.get("grad_sqr", 0.0), shape.get("grad_var", -1.0)
-    if bounds is None or not (sqr > 0 and var >= 0):
-        return None  # none said yet, or early estimates that are not yet a gradient's
-    return GradientReport(
-        grad_sqr=sqr,
-        grad_var=var,
-        smallest_batch=bounds.global_min,
-        largest_batch=bounds.global_max,
-        largest_per_gpu=bounds.per_gpu_max,
-    )
 
 
 def observations(row: JobRow, speeds: Mapping[str, float] | None) -> dict[int, Observation]:

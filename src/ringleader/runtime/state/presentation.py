@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ringleader.runtime.state.errors import DamagedRow
-from ringleader.runtime.state.rows import JobRow
+from ringleader.runtime.state.rows import JobRow, gradient
 
 
 def public(job: JobRow | DamagedRow) -> dict[str, Any]:
@@ -60,8 +60,8 @@ def _batch(job: JobRow) -> dict[str, Any]:
         return {"batch": None, "noise_scale": None}
     per_gpu, workers = job.shape.get("batch_per_worker"), job.last_workers or job.workers
     batch = int(per_gpu) * workers if per_gpu and workers else None
-    sqr, var = job.shape.get("grad_sqr", 0.0), job.shape.get("grad_var", -1.0)
-    noise = round(var * bounds.global_min / sqr, 1) if sqr > 0 and var >= 0 else None
+    report = gradient(job)
+    noise = None if report is None else round(report.noise_scale, 1)
     return {"batch": batch, "noise_scale": noise}
 
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from ringleader.perf.gradient import GradientReport
 from ringleader.runtime.state.spec import JobSpec
 
 
@@ -89,3 +90,19 @@ class JobRow:
         row.last_devices = list(self.last_devices)
         row.counts = dict(self.counts)
         return row
+
+
+def gradient(row: JobRow) -> GradientReport | None:
+    """What the job last said of its gradient, where its spec lets the batch adapt (a job
+    that keeps its batch is weighed by its speed alone, whatever it measures)."""
+    bounds, shape = row.spec.batch, row.shape
+    sqr, var = shape.get("grad_sqr", 0.0), shape.get("grad_var", -1.0)
+    if bounds is None or not (sqr > 0 and var >= 0):
+        return None  # none said yet, or early estimates that are not yet a gradient's
+    return GradientReport(
+        grad_sqr=sqr,
+        grad_var=var,
+        smallest_batch=bounds.global_min,
+        largest_batch=bounds.global_max,
+        largest_per_gpu=bounds.per_gpu_max,
+    )
