@@ -59,18 +59,8 @@ def _prior(shape: JobShape, step: float, workers: int = 1) -> SpeedModel:
     downstream memos hit. Weak scaling: the same step time at every size; strong
     scaling (a fixed global batch): all of it compute, so it shrinks with the batch."""
     if shape.global_batch is None:
-        theta = (0.0, 0.0, 0.0, 0.0, step)
-    else:
-        theta = (step * workers / shape.global_batch, 0.0, 0.0, 0.0, 0.0)
-    return SpeedModel(
-        theta,
-        shape.algorithm,
-        shape.grad_bytes,
-        shape.batch_per_worker,
-        shape.examples_per_epoch,
-        rank=1,
-        global_batch=shape.global_batch,
-    )
+        return _one_term(shape, (0.0, 0.0, 0.0, 0.0, step))
+    return _one_term(shape, (step * workers / shape.global_batch, 0.0, 0.0, 0.0, 0.0))
 
 
 @lru_cache(maxsize=8192)
@@ -80,8 +70,13 @@ def _compute_prior(shape: JobShape, step: float, batch: float) -> SpeedModel:
     (the same step time at any batch) would tell it that one GPU takes the largest
     batch as fast as many, so no count would look better than another, and a job
     measured at one size would never be given a second."""
+    return _one_term(shape, (step / max(batch, 1), 0.0, 0.0, 0.0, 0.0))
+
+
+def _one_term(shape: JobShape, theta: tuple[float, float, float, float, float]) -> SpeedModel:
+    """A prior: ``shape``'s job with a step time of one term, ``theta`` (rank 1)."""
     return SpeedModel(
-        (step / max(batch, 1), 0.0, 0.0, 0.0, 0.0),
+        theta,
         shape.algorithm,
         shape.grad_bytes,
         shape.batch_per_worker,
