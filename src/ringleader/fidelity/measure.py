@@ -201,33 +201,42 @@ def measure(run: RealRun) -> Measured:
     )
 
 
-def _epoch_seconds(gens: list[Generation], load: _Load) -> dict[int, float]:
-    """Seconds per epoch of progress at each worker count, from what each step reported
-    (warm-up and suspensions left out, as for step times)."""
+def _intervals(
+    gens: list[Generation], load: _Load, *, warmup: int = WARMUP_STEPS, whole: bool = True
+) -> list[tuple[int, float, float]]:
+    """(world size, seconds on cores of its own, epochs of progress) of each minibatch
+    after each generation's first ``warmup``; with ``whole``, one a suspension fell in
+    is left out (not a minibatch's time)."""
+    out = []
+    for gen in gens:
+        marks = list(zip(gen.steps, gen.epochs or [0.0] * len(gen.steps), strict=True))
+        for ((a, _), e0), ((b, world), e1) in itertools.pairwise(marks[warmup:]):
+            if whole and any(p < b and a < q for p, q in gen.paused):
+                continue
+            out.append((world, (b - a) * load.factor(gen, (a + b) / 2), e1 - e0))
+    return out
+
+
+def _epoch_seconds(timed: list[tuple[int, float, float]]) -> dict[int, float]:
+    """Seconds per epoch of progress at each worker count, over the minibatches that
+    made some."""
     seconds: dict[int, float] = {}
     progress: dict[int, float] = {}
-    for gen in gens:
-        marks = list(zip(gen.steps, gen.epochs, strict=True))[WARMUP_STEPS:]
-        for ((a, _), e0), ((b, world), e1) in itertools.pairwise(marks):
-            if e1 <= e0 or any(p < b and a < q for p, q in gen.paused):
-                continue
-            seconds[world] = seconds.get(world, 0.0) + (b - a) * load.factor(gen, (a + b) / 2)
-            progress[world] = progress.get(world, 0.0) + e1 - e0
+    for world, spent, made in timed:
+        if made > 0:
+            seconds[world] = seconds.get(world, 0.0) + spent
+            progress[world] = progress.get(world, 0.0) + made
     return {w: seconds[w] / progress[w] for w in seconds}
 
 
 def _job(job: RealJob, gens: list[Generation], load: _Load) -> JobMeasure:
+    timed = _intervals(gens, load)
     base: dict[int, list[float]] = {}
-    for gen in gens:
-        steps = gen.steps[WARMUP_STEPS:]
-        for (a, _), (b, world) in itertools.pairwise(steps):
-            if any(p < b and a < q for p, q in gen.paused):
-                continue  # a suspension in between: not a minibatch's time
-            base.setdefault(world, []).append((b - a) * load.factor(gen, (a + b) / 2))
+    for world, spent, _ in timed:
+        base.setdefault(world, []).append(spent)
     if not base:  # too short to leave warm-up out: use what there is
-        for gen in gens:
-            for (a, _), (b, world) in itertools.pairwise(gen.steps):
-                base.setdefault(world, []).append((b - a) * load.factor(gen, (a + b) / 2))
+        for world, spent, _ in _intervals(gens, load, warmup=0, whole=False):
+            base.setdefault(world, []).append(spent)
     step_times = {w: statistics.fmean(ts) for w, ts in base.items() if ts}
     if not step_times:
         gen = next(g for g in gens if g.steps)
@@ -255,7 +264,7 @@ def _job(job: RealJob, gens: list[Generation], load: _Load) -> JobMeasure:
         startup,
         statistics.fmean(costs) if costs else None,
         len(costs),
-        _epoch_seconds(gens, load),
+        _epoch_seconds(timed),
     )
 
 
