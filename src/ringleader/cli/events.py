@@ -45,17 +45,15 @@ def value_text(value: object) -> str:
     return shown(value)
 
 
-def _devices(detail: dict[str, Any]) -> str:
-    devices = detail.get("devices") or []
-    types = detail.get("gpu_types") or []
+def devices_text(devices: object, types: object) -> str:
+    """``local-v100:0 (v100), ...``: each device (``"node:i"`` or ``[node, i]``) with its
+    GPU type, where every device has one."""
     if not isinstance(devices, list):
         return shown(devices)
-    names = []
-    for i, d in enumerate(devices):
-        name = ":".join(map(str, d)) if isinstance(d, list) else str(d)
-        kind = types[i] if isinstance(types, list) and i < len(types) else ""
-        names.append(f"{name} ({kind})" if kind else name)
-    return shown(", ".join(names))
+    names = [":".join(map(str, d)) if isinstance(d, list) else str(d) for d in devices]
+    if not isinstance(types, list) or len(types) != len(names):
+        types = [""] * len(names)
+    return shown(", ".join(f"{n} ({t})" if t else n for n, t in zip(names, types, strict=True)))
 
 
 def event_text(event: dict[str, Any]) -> str:
@@ -66,9 +64,8 @@ def event_text(event: dict[str, Any]) -> str:
     parts: list[str] = []
     if kind == "launched":
         workers = detail.pop("workers", "?")
-        said = f"{value_text(workers)} GPU(s) on {_devices(detail)}"
-        detail.pop("devices", None)
-        detail.pop("gpu_types", None)
+        on = devices_text(detail.pop("devices", None) or [], detail.pop("gpu_types", None))
+        said = f"{value_text(workers)} GPU(s) on {on}"
         if "batch" in detail:
             said += f", batch {value_text(detail.pop('batch'))}"
         counted = detail.pop("counted", None)

@@ -18,7 +18,7 @@ from rich.text import Text
 
 from ringleader.cli.client import api, failed, job_path, request, request_json
 from ringleader.cli.errors import fail
-from ringleader.cli.events import event_text, value_text, why_words
+from ringleader.cli.events import devices_text, event_text, value_text, why_words
 from ringleader.cli.terminal import console as make_console
 from ringleader.cli.terminal import shown
 from ringleader.client import ApiError, Unreachable
@@ -218,17 +218,6 @@ def _speeds(speeds: dict[str, Any]) -> str:
     return ", ".join(parts)
 
 
-def _devices(job: dict[str, Any]) -> str:
-    """``local-v100:0 (v100), ...``: each device with its GPU type, where it has one."""
-    devices = job.get("devices") or []
-    types = job.get("gpu_types") or []
-    if not isinstance(devices, list):
-        return shown(devices)
-    if not isinstance(types, list) or len(types) != len(devices):
-        types = [""] * len(devices)
-    return ", ".join(f"{d} ({t})" if t else str(d) for d, t in zip(devices, types, strict=True))
-
-
 def show(
     job_id: str, as_json: Annotated[bool, typer.Option("--json", help="Machine-readable.")] = False
 ) -> None:
@@ -243,7 +232,7 @@ def show(
         return
     for key in ("id", "name", "user", "state", "gpus"):
         console.print(_line(key, job.get(key)))
-    console.print(_line("devices", _devices(job)))
+    console.print(_line("devices", devices_text(job.get("devices") or [], job.get("gpu_types"))))
     for key in ("step", "epoch", "loss"):
         console.print(_line(key, job.get(key)))
     console.print(_line("attempts", job.get("attempts")), "", _line("resizes", job.get("resizes")))
