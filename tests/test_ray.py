@@ -137,4 +137,3 @@ def test_two_jobs_time_slice_one_ray_gpu(seen: dict[str, Any]) -> None:
 
 def test_the_harness_leaves_no_ray_process_behind(seen: dict[str, Any]) -> None:
     assert seen["raylets_left"] == []
-    assert seen["total_s"] < 300
