@@ -8,10 +8,14 @@ import random
 import numpy as np
 import pytest
 
+from ringleader.perf.allreduce import Algorithm
+from ringleader.perf.epochs import EpochsToConverge
 from ringleader.perf.goodput import GoodputSpeed, best_split
 from ringleader.perf.measured import BatchSplit, read_measured_job
 from ringleader.policy.catalog import policy_from_config
-from ringleader.policy.size.fitness import _cheapest, _greedy
+from ringleader.policy.model.objective import Candidate
+from ringleader.policy.model.views import JobShape, JobView
+from ringleader.policy.size.fitness import PowerMeanSpeedup, _cheapest, _greedy
 from ringleader.sim import pollux
 from ringleader.sim.jobs import SimJob
 from ringleader.sim.tabled import adaptive_profile
@@ -127,3 +131,16 @@ def test_pollux_is_within_10_percent_of_its_own_simulator_on_a_light_workload() 
     published = pollux.published_avg("pollux", "workload-5", "0.5")
     assert published is not None
     assert result.summary.avg_jct_s == pytest.approx(published, rel=0.10)
+
+
+def test_pollux_gives_a_job_with_no_speed_model_the_least_it_runs_on_not_nothing() -> None:
+    # On the server a job measured at one size has no speed model yet: the allocation
+    # once left it out, and it waited forever with the GPUs free. None below min_gpus.
+    shape = JobShape(50_000, 64, 1e6, Algorithm.RING, global_batch=256)
+    one = JobView("one", 0.0, shape, EpochsToConverge.constant(1), max_gpus=1)
+    wide = JobView("wide", 0.0, shape, EpochsToConverge.constant(1), min_gpus=3, max_gpus=4)
+    alone = PowerMeanSpeedup().grow([Candidate(one, None)], {}, 1)
+    assert alone.counts == {"one": 1}
+    both = PowerMeanSpeedup().grow([Candidate(one, None), Candidate(wide, None)], {}, 4)
+    assert both.counts == {"one": 1, "wide": 3}
+    assert PowerMeanSpeedup().grow([Candidate(wide, None)], {}, 2).counts == {}

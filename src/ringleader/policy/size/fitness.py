@@ -59,7 +59,7 @@ class PowerMeanSpeedup:
 
     def grow(self, jobs: Sequence[Candidate], counts: Counts, free: int) -> Growth:
         given = dict(counts)
-        rest = [c for c in jobs if c.job.id not in given and c.speed is not None]
+        rest = [c for c in jobs if c.job.id not in given]
         if not rest or free <= 0:
             return Growth(given, {})
         fair = max(1, math.ceil(free / len(rest)))
@@ -75,7 +75,8 @@ class PowerMeanSpeedup:
         """``(speedup(k) + ε) ^ p`` for ``k`` = 0 .. the most the job may take."""
         job = c.job
         most = min(job.max_gpus, free, max(self.trust * max(job.observations, default=0), 1))
-        most = max(most, min(job.workers, job.max_gpus, free))  # it may keep what it has
+        # It may keep what it has, and have the least it runs on, whatever the trust.
+        most = max(most, min(max(job.workers, job.min_gpus), job.max_gpus, free))
         speed = self._speedups(c, most, fair)
         if job.workers and job.restart_s > 0:
             age = job.attained_gpu_s / job.workers
@@ -85,15 +86,21 @@ class PowerMeanSpeedup:
 
     @staticmethod
     def _speedups(c: Candidate, most: int, fair: int) -> list[float]:
+        """Speed-up at ``k`` = 0 .. ``most``: none below the job's ``min_gpus``, and one
+        at every count for a job with no speed model yet (measured at one size only,
+        on the server), which is then given the least it runs on rather than nothing."""
+        floor = c.job.min_gpus
         done = 1.0 - c.job.remaining_fraction
         speed = c.speed
+        if speed is None:
+            return [0.0 if k < floor else 1.0 for k in range(most + 1)]
         if isinstance(speed, GoodputSpeed) and speed.best_at is not None:
             rates = [0.0] + [speed.goodput(k, done) for k in range(1, most + 1)]
             base = speed.goodput(min(fair, c.job.max_gpus), done)
         else:
             rates = [0.0] + [1.0 / c.whole_seconds(k) for k in range(1, most + 1)]
             base = 1.0 / c.whole_seconds(min(fair, c.job.max_gpus))
-        return [r / base if base > 0 else 0.0 for r in rates]
+        return [r / base if base > 0 and k >= floor else 0.0 for k, r in enumerate(rates)]
 
 
 def _cheapest(costs: Sequence[np.ndarray], capacity: int) -> list[int]:
