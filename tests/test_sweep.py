@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +12,7 @@ from pathlib import Path
 def _sweep(config: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "ringleader", "sweep", str(config)],
+        env={**os.environ, "COLUMNS": "160"},
         capture_output=True,
         text=True,
         timeout=300,
@@ -41,6 +43,21 @@ def test_a_grid_becomes_one_row_per_run_and_plots(tmp_path: Path) -> None:
     assert by[("1.0", "fifo", "3")] != by[("1.0", "fifo", "0")]  # a seed jitters arrivals
     for plot in ("jct_vs_load.png", "jct_cdf.png", "utilization.png"):
         assert (out / plot).read_bytes()[:4] == b"\x89PNG"
+    # The run ends with a table of means over seeds, each against the best policy there.
+    table = [
+        [cell.strip() for cell in line.split("│")[1:-1]]
+        for line in done.stdout.splitlines()
+        if "itp:cluster10" in line
+    ]
+    assert len(table) == 2 * 2  # (load, policy), the two seeds folded into one line
+    shown = {
+        (load, policy): (seeds, avg, ratio) for _, _, load, policy, seeds, avg, _, ratio, _ in table
+    }
+    for ls in ("1.0", "2.0"):
+        for policy in ("fifo", "ringleader"):
+            mean_h = (by[(ls, policy, "0")] + by[(ls, policy, "3")]) / 2 / 3600
+            assert shown[(ls[0], policy)][:2] == ("2", f"{mean_h:.2f}")
+        assert "1.00x" in {shown[(ls[0], p)][2] for p in ("fifo", "ringleader")}
 
 
 def test_bad_sweep_configs_exit_2(tmp_path: Path) -> None:
