@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -104,6 +105,18 @@ def test_the_default_policy_time_slices_its_last_queue_on_real_processes(
     assert _steps(server.progress(ids[1]))[0]["t"] < first_end
 
 
+def _alone_after_a_trial(server: LiveServer, a: str, b: str) -> int:
+    """``a``'s minibatches more than a second after it last ran packed with ``b``
+    (0 before any packed minibatch)."""
+    time.sleep(1.0)  # between looks: each reads both jobs' whole progress
+    progress = server.progress(a)
+    overlaps = _overlaps(progress, server.progress(b))
+    if not overlaps:
+        return 0
+    last = max(e for _, e in overlaps)
+    return sum(1 for r in _steps(progress) if r["t"] > last + 1)
+
+
 def test_a_packing_that_hurts_is_reverted_within_two_windows(
     tmp_path: Path, stop_after: list[LiveServer]
 ) -> None:
@@ -120,10 +133,15 @@ def test_a_packing_that_hurts_is_reverted_within_two_windows(
     # Long enough to outlive both turns alone: at 90 epochs each, on the fastest hour
     # seen (calibration loop 0.23 s) the file's run failed here, at 7ea1401's policy
     # code and at 46b054a's alike (no trial seen); at 240 it passed.
+    # Both are cancelled once the trial is over and ``a`` has run alone again for a
+    # while: running the rest of their epochs out took a minute and showed nothing more.
     a = server.submit(tiny_job("pack-a", epochs=240))
     b = server.submit(tiny_job("pack-b", epochs=240))
+    wait_for(lambda: _alone_after_a_trial(server, a, b) >= 30, 240, "a trial and its revert")
     for job_id in (a, b):
-        assert server.wait_state(job_id, {"succeeded", "failed"}, 300)["state"] == "succeeded"
+        assert server.job(job_id)["state"] != "failed"
+        server.http.delete(f"/jobs/{job_id}", timeout=10)  # 409 if it has just ended
+        assert server.wait_state(job_id, {"cancelled", "succeeded"}, 60)["state"] != "failed"
     overlaps = _overlaps(server.progress(a), server.progress(b))
     assert overlaps, "the policy never tried packing the two jobs"
     start = overlaps[0][0]
@@ -136,6 +154,16 @@ def test_a_packing_that_hurts_is_reverted_within_two_windows(
     alone_steps = [r["step_time"] for r in _steps(server.progress(a)) if r["t"] > last + 1]
     assert packed_steps and alone_steps
     assert sum(packed_steps) / len(packed_steps) > 2 * sorted(alone_steps)[len(alone_steps) // 2]
+
+
+def _moved_and_trained(server: LiveServer, jobs: tuple[str, ...]) -> bool:
+    """Whether one of ``jobs`` has run in two generations, 10 minibatches in the last."""
+    time.sleep(1.0)  # between looks: each reads the jobs' whole progress
+    for job_id in jobs:
+        steps = _steps(server.progress(job_id))
+        if len({r["g"] for r in steps}) > 1 and sum(r["g"] == steps[-1]["g"] for r in steps) >= 10:
+            return True
+    return False
 
 
 def test_migration_keeps_the_step_count_and_loss_continuous(
@@ -156,8 +184,13 @@ def test_migration_keeps_the_step_count_and_loss_continuous(
         "both time-sliced jobs to have trained",
     )
     server.cancel(other)
+    # Both are cancelled once one has trained a while where it moved to: running their
+    # epochs out took half a minute more and showed nothing more.
+    wait_for(lambda: _moved_and_trained(server, (first, third)), 240, "a job to migrate")
     for job_id in (first, third):
-        assert server.wait_state(job_id, {"succeeded", "failed"}, 300)["state"] == "succeeded"
+        assert server.job(job_id)["state"] not in ("failed", "cancelled")
+        server.http.delete(f"/jobs/{job_id}", timeout=10)  # 409 if it has just ended
+        assert server.wait_state(job_id, {"cancelled", "succeeded"}, 60)["state"] != "failed"
     moved = [j for j in (first, third) if len({r["g"] for r in _steps(server.progress(j))}) > 1]
     assert moved, "no job migrated when the cancelled job's device came free"
     for job_id in moved:

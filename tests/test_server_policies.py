@@ -26,12 +26,13 @@ COLD = ("--no-warm-start",)
 while their one job starts: the test took 69 s with them and 56 s without on two
 cores. Warm starts are the executor's, not the policy's; ``tests/test_warm.py``
 runs them."""
-NOT_LIVE = ("one", "four", "eight", "time-slicing", "gavel-mmf-agnostic")
+NOT_LIVE = ("one", "four", "eight", "time-slicing", "no-sharing", "gavel-mmf-agnostic")
 """Served, but not run live here: each is another live policy with one number or flag
 changed (checked below). ``one``, ``four`` and ``eight`` are ``two``'s stage with another
 size (``FixedSize``): ``two`` runs the multi-rank fixed path, and their 13 more ranks,
 each a torch process, were a third of the test's time on two cores. ``time-slicing``
-is ``gandiva`` without packing, which a server with one job never tries;
+is ``gandiva`` without packing, which a server with one job never tries, and
+``no-sharing`` is ``gandiva`` with each of its mechanisms off;
 ``gavel-mmf-agnostic`` is ``gavel-mmf`` with the type speeds read as one."""
 LIVE = [name for name in SERVED if name not in NOT_LIVE]
 
@@ -46,6 +47,8 @@ def test_only_oracles_are_refused() -> None:
         assert policy_named(name) == replace(two, name=name, size=replace(two.size, size=n))
     gandiva = policy_named("gandiva")
     assert policy_named("time-slicing") == replace(gandiva, name="time-slicing", packing=False)
+    off = {"time_slicing": False, "packing": False, "migration": False, "grow_shrink": False}
+    assert policy_named("no-sharing") == replace(gandiva, name="no-sharing", **off)
     assert set(NOT_LIVE) <= set(SERVED) and not set(NOT_LIVE) & set(LIVE)
 
 
