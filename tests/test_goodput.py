@@ -12,9 +12,10 @@ from ringleader.perf.allreduce import Algorithm
 from ringleader.perf.epochs import EpochsToConverge
 from ringleader.perf.goodput import GoodputSpeed, best_split
 from ringleader.perf.measured import BatchSplit, read_measured_job
+from ringleader.perf.speed import SpeedModel
 from ringleader.policy.catalog import policy_from_config
 from ringleader.policy.model.objective import Candidate
-from ringleader.policy.model.views import JobShape, JobView
+from ringleader.policy.model.views import JobShape, JobView, Observation
 from ringleader.policy.size.fitness import PowerMeanSpeedup, _cheapest, _greedy
 from ringleader.sim import pollux
 from ringleader.sim.jobs import SimJob
@@ -144,3 +145,34 @@ def test_pollux_gives_a_job_with_no_speed_model_the_least_it_runs_on_not_nothing
     both = PowerMeanSpeedup().grow([Candidate(one, None), Candidate(wide, None)], {}, 4)
     assert both.counts == {"one": 1, "wide": 3}
     assert PowerMeanSpeedup().grow([Candidate(wide, None)], {}, 2).counts == {}
+
+
+def test_shortest_first_gives_the_gpus_to_the_job_nearer_its_end_where_they_help() -> None:
+    # Two jobs alike but for how much is left: the p-mean splits four GPUs evenly, the
+    # shortest-first objective gives the nearer one the GPUs that still speed it up.
+    shape = JobShape(50_000, 64, 1e6, Algorithm.RING, global_batch=256)
+    speed = SpeedModel(
+        theta=(1e-3, 0.0, 0.0, 0.0, 0.05),
+        algorithm=Algorithm.RING,
+        grad_bytes=1e6,
+        batch_per_worker=64,
+        examples_per_epoch=50_000,
+        global_batch=256,
+    )
+    seen = {1: Observation(0.1, 10.0, 256.0), 4: Observation(0.1, 10.0, 64.0)}
+    views = [
+        JobView(
+            name,
+            0.0,
+            shape,
+            EpochsToConverge.constant(10),
+            max_gpus=4,
+            remaining_fraction=left,
+            observations=seen,
+        )
+        for name, left in (("near", 0.1), ("far", 0.9))
+    ]
+    jobs = [Candidate(v, speed) for v in views]
+    assert PowerMeanSpeedup().grow(jobs, {}, 4).counts == {"near": 2, "far": 2}
+    shortest = PowerMeanSpeedup(shortest_first=0.5).grow(jobs, {}, 4).counts
+    assert shortest["near"] > shortest.get("far", 0) and sum(shortest.values()) == 4

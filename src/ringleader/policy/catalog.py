@@ -23,7 +23,7 @@ from ringleader.policy.share.packing import Packing
 from ringleader.policy.share.timeslice import TimeSlice
 from ringleader.policy.size.allocators import Doubling, FixedSize, OptimusGreedy
 from ringleader.policy.size.fitness import PowerMeanSpeedup
-from ringleader.policy.size.goodput import GoodputWhereReported
+from ringleader.policy.size.goodput import TRUST, GoodputWhereReported
 from ringleader.policy.traffic import Priorities, TrafficPolicy
 
 STARVE_AFTER_S = 7 * 86_400.0
@@ -66,6 +66,16 @@ _BUILDERS: dict[str, tuple[str, Callable[[], Decider]]] = {
         "Pollux (OSDI'21): GPU counts maximising the harmonic mean of goodput speed-ups "
         "over a fair share, jobs picking their own batch; speed models known on arrival",
         lambda: Policy("pollux", PowerMeanSpeedup(), Precompute()),
+    ),
+    "pollux-shortest": (
+        "ORACLE: Pollux's goodput speed-ups, spent where they end jobs soonest (the counts "
+        "maximising the sum of each job's speed-up^0.5 over its remaining time), and "
+        "trusted 16x past the sizes a job ran at; speed models known on arrival",
+        lambda: Policy(
+            "pollux-shortest",
+            PowerMeanSpeedup("pollux-shortest", trust=TRUST, shortest_first=0.5),
+            Precompute(),
+        ),
     ),
     "ftf": (
         "ORACLE: finish-time fairness (Themis; as Gavel runs it): each job's share of time "

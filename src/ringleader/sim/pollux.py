@@ -37,7 +37,7 @@ DATA = Path(__file__).resolve().parents[1] / "data" / "pollux"
 """The Pollux data shipped with ringleader (``data/pollux/SOURCE.md``)."""
 TIRESIAS_THRESHOLDS_GPU_S = (57_600.0,)
 """Pollux's Tiresias baseline: two queues, split at 16 GPU-hours (its ``tiresias.py``)."""
-ADAPTIVE_POLICIES = frozenset({"pollux", "sia", "ringleader"})
+ADAPTIVE_POLICIES = frozenset({"pollux", "pollux-shortest", "sia", "ringleader"})
 """Policies whose jobs pick their own batch (Pollux's runs; the default sizes them by the
 goodput their gradients report); the others play each job at the GPUs and batch its row
 gives, tuned by hand (Pollux's "TunedJobs" baselines)."""

@@ -42,6 +42,9 @@ EPSILON = 4e-3
 """Added to each speed-up before the power mean: Pollux's 1e-3, on speed-ups it scales
 by a node's share of the cluster (a quarter, on its 4-GPU nodes)."""
 
+UNTOLD_S = 1e12
+"""The remaining seconds weighed for a job whose model cannot tell them."""
+
 
 @dataclass(frozen=True, slots=True)
 class PowerMeanSpeedup:
@@ -51,6 +54,11 @@ class PowerMeanSpeedup:
     p: float = -1.0
     trust: int = 2
     """The most GPUs a job is given, as a multiple of the most it was measured on."""
+    shortest_first: float = 0.0
+    """0: Pollux's p-mean. Above 0: the counts that maximise ``Σ speedup ^ q / remaining``
+    instead (``q`` this value; ``remaining`` the job's seconds left at its fair share):
+    goodput spent where it ends a job soonest, as shortest-remaining-first does, but
+    only as far as a GPU still helps (see ``remaining_at_fair``)."""
     needs_speed: bool = True
     needs_true_remaining: bool = False
 
@@ -82,6 +90,8 @@ class PowerMeanSpeedup:
             age = job.attained_gpu_s / job.workers
             discount = age / (age + job.restart_s)
             speed = [s if k == job.workers else s * discount for k, s in enumerate(speed)]
+        if self.shortest_first > 0:
+            return -(np.asarray(speed) ** self.shortest_first) / remaining_at_fair(c, fair)
         return (np.asarray(speed) + EPSILON) ** self.p
 
     @staticmethod
@@ -101,6 +111,27 @@ class PowerMeanSpeedup:
             rates = [0.0] + [1.0 / c.whole_seconds(k) for k in range(1, most + 1)]
             base = 1.0 / c.whole_seconds(min(fair, c.job.max_gpus))
         return [r / base if base > 0 and k >= floor else 0.0 for k, r in enumerate(rates)]
+
+
+def remaining_at_fair(c: Candidate, fair: int) -> float:
+    """Seconds the job has left on a fair share of the cluster, as its view tells them.
+
+    A job that picks its batch has ``epochs`` at its submitted batch ``B``; as
+    progress in steps at the smallest batch ``M0`` that is ``epochs · examples / M0``
+    (exact at ``B = M0``, more than it will need above it), over its goodput there.
+    Any other job: its predicted remaining time. No less than a second; ``UNTOLD_S``
+    for a job whose model cannot say, which then takes only what no other job helps on."""
+    job = c.job
+    k = min(fair, job.max_gpus)
+    speed = c.speed
+    if isinstance(speed, GoodputSpeed) and speed.best_at is not None:
+        shape = job.shape
+        submitted = shape.global_batch or shape.batch_per_worker
+        m0 = job.gradient.smallest_batch if job.gradient is not None else submitted
+        progress = job.epochs.at(1) * shape.examples_per_epoch / max(m0, 1)
+        rate = speed.goodput(k, 1.0 - job.remaining_fraction)
+        return max(job.remaining_fraction * progress / rate, 1.0) if rate > 0 else UNTOLD_S
+    return max(c.remaining_seconds(k), 1.0) if c.solo is not None else UNTOLD_S
 
 
 def _cheapest(costs: Sequence[np.ndarray], capacity: int) -> list[int]:
