@@ -49,6 +49,17 @@ def resnet_job(job_id: str, at: float = 0.0, remaining: float = 1.0, **kw: objec
     return JobView(**fields)  # type: ignore[arg-type]
 
 
+PER_EXAMPLE_MODEL = SpeedModel(
+    theta=(1e-3, 0.0, 0.0, 0.0, 0.05),
+    algorithm=Algorithm.RING,
+    grad_bytes=1e6,
+    batch_per_worker=64,
+    examples_per_epoch=50_000,
+    global_batch=256,
+)
+"""A millisecond per example, 50 ms a step besides, and no cost to synchronise."""
+
+
 def latency_bound_model() -> SpeedModel:
     """Compute = 7 message latencies: +1 worker helps up to 8, 8→9 hurts, 8→16 helps."""
     alpha = 0.01

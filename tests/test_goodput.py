@@ -12,7 +12,6 @@ from ringleader.perf.allreduce import Algorithm
 from ringleader.perf.epochs import EpochsToConverge
 from ringleader.perf.goodput import GoodputSpeed, best_split
 from ringleader.perf.measured import BatchSplit, read_measured_job
-from ringleader.perf.speed import SpeedModel
 from ringleader.policy.catalog import policy_from_config
 from ringleader.policy.model.objective import Candidate
 from ringleader.policy.model.views import JobShape, JobView, Observation
@@ -20,6 +19,7 @@ from ringleader.policy.size.fitness import PowerMeanSpeedup, _cheapest, _greedy
 from ringleader.sim import pollux
 from ringleader.sim.jobs import SimJob
 from ringleader.sim.tabled import adaptive_profile
+from tests.helpers import PER_EXAMPLE_MODEL
 
 CIFAR10 = read_measured_job(pollux.DATA / "traces" / "cifar10", epochs=100)
 
@@ -151,14 +151,7 @@ def test_shortest_first_gives_the_gpus_to_the_job_nearer_its_end_where_they_help
     # Two jobs alike but for how much is left: the p-mean splits four GPUs evenly, the
     # shortest-first objective gives the nearer one the GPUs that still speed it up.
     shape = JobShape(50_000, 64, 1e6, Algorithm.RING, global_batch=256)
-    speed = SpeedModel(
-        theta=(1e-3, 0.0, 0.0, 0.0, 0.05),
-        algorithm=Algorithm.RING,
-        grad_bytes=1e6,
-        batch_per_worker=64,
-        examples_per_epoch=50_000,
-        global_batch=256,
-    )
+    speed = PER_EXAMPLE_MODEL
     seen = {1: Observation(0.1, 10.0, 256.0), 4: Observation(0.1, 10.0, 64.0)}
     views = [
         JobView(

@@ -11,23 +11,15 @@ from ringleader.perf.allreduce import Algorithm
 from ringleader.perf.epochs import EpochsToConverge
 from ringleader.perf.goodput import GoodputSpeed
 from ringleader.perf.gradient import GradientReport, best_goodput
-from ringleader.perf.speed import SpeedModel
 from ringleader.policy.catalog import policy_from_config
 from ringleader.policy.model.views import JobShape, JobView, Observation
 from ringleader.policy.profile.sources import Online
 from ringleader.policy.size.goodput import GoodputWhereReported
 from ringleader.scenarios import table3
 from ringleader.sim import Simulator
+from tests.helpers import PER_EXAMPLE_MODEL
 
-MODEL = SpeedModel(
-    theta=(1e-3, 0.0, 0.0, 0.0, 0.05),
-    algorithm=Algorithm.RING,
-    grad_bytes=1e6,
-    batch_per_worker=64,
-    examples_per_epoch=50_000,
-    global_batch=256,
-)
-"""A millisecond per example, 50 ms a step besides, and no cost to synchronise."""
+MODEL = PER_EXAMPLE_MODEL
 
 
 def _report(sqr: float, var: float) -> GradientReport:

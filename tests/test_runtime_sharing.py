@@ -105,6 +105,12 @@ def test_the_default_policy_time_slices_its_last_queue_on_real_processes(
     assert _steps(server.progress(ids[1]))[0]["t"] < first_end
 
 
+def _cancel(server: LiveServer, job_id: str) -> None:
+    """Cancel a job that has shown what its test judges; it may have just ended."""
+    server.http.delete(f"/jobs/{job_id}", timeout=10)  # 409 if it has just ended
+    assert server.wait_state(job_id, {"cancelled", "succeeded"}, 60)["state"] != "failed"
+
+
 def _alone_after_a_trial(server: LiveServer, a: str, b: str) -> int:
     """``a``'s minibatches more than a second after it last ran packed with ``b``
     (0 before any packed minibatch)."""
@@ -140,8 +146,7 @@ def test_a_packing_that_hurts_is_reverted_within_two_windows(
     wait_for(lambda: _alone_after_a_trial(server, a, b) >= 30, 240, "a trial and its revert")
     for job_id in (a, b):
         assert server.job(job_id)["state"] != "failed"
-        server.http.delete(f"/jobs/{job_id}", timeout=10)  # 409 if it has just ended
-        assert server.wait_state(job_id, {"cancelled", "succeeded"}, 60)["state"] != "failed"
+        _cancel(server, job_id)
     overlaps = _overlaps(server.progress(a), server.progress(b))
     assert overlaps, "the policy never tried packing the two jobs"
     start = overlaps[0][0]
@@ -189,8 +194,7 @@ def test_migration_keeps_the_step_count_and_loss_continuous(
     wait_for(lambda: _moved_and_trained(server, (first, third)), 240, "a job to migrate")
     for job_id in (first, third):
         assert server.job(job_id)["state"] not in ("failed", "cancelled")
-        server.http.delete(f"/jobs/{job_id}", timeout=10)  # 409 if it has just ended
-        assert server.wait_state(job_id, {"cancelled", "succeeded"}, 60)["state"] != "failed"
+        _cancel(server, job_id)
     moved = [j for j in (first, third) if len({r["g"] for r in _steps(server.progress(j))}) > 1]
     assert moved, "no job migrated when the cancelled job's device came free"
     for job_id in moved:
