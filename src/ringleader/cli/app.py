@@ -14,6 +14,7 @@ import sys
 import typer
 
 from ringleader import __version__
+from ringleader.cli.help import plain_help
 
 COMMANDS: dict[str, str] = {
     "simulate": "ringleader.cli.simulate",
@@ -111,7 +112,7 @@ def build(names: list[str] | None = None) -> typer.Typer:
             app.add_typer(command, name=name)
         else:
             app.command(name=name)(command)
-    return app
+    return plain_help(app)
 
 
 def _wanted(argv: list[str]) -> list[str] | None:
