@@ -8,6 +8,7 @@ See ``docs/workload-files.md`` and ``examples/workload.yaml``.
 
 from __future__ import annotations
 
+import gc
 import math
 from collections import Counter
 from dataclasses import replace
@@ -28,7 +29,10 @@ from ringleader.sim.workload_spec import (
     WorkloadSpec,
 )
 
-MAX_FILE_BYTES = 10 * 1024 * 1024
+MAX_FILE_BYTES = 256 << 20
+"""A workload file as JSON: some 2.5 million jobs of five fields."""
+MAX_YAML_BYTES = 32 << 20
+"""As YAML: some 350,000 jobs (PyYAML's nodes for them take about 2 GB)."""
 
 
 def _type_speeds(name: str, model: ModelSpec, types: tuple[str, ...]) -> dict[str, float] | None:
@@ -161,13 +165,29 @@ def _sim_job(
 
 
 def load_workload(path: Path) -> Workload:
-    """Read and validate a workload file; raises ``WorkloadFileError`` on any problem."""
+    """Read and validate a workload file; raises ``WorkloadFileError`` on any problem.
+
+    The cyclic collector is paused meanwhile: a file of a million jobs makes tens of
+    millions of objects, none in a cycle, and each collection of the oldest generation
+    would walk all made so far (with it, such a file took twice as long).
+    """
+    was_on = gc.isenabled()
+    gc.disable()
+    try:
+        return _load_workload(path)
+    finally:
+        if was_on:
+            gc.enable()
+
+
+def _load_workload(path: Path) -> Workload:
     spec = load_yaml_model(
         path,
         WorkloadSpec,
         what="workload",
         error=WorkloadFileError,
         limit=MAX_FILE_BYTES,
+        yaml_limit=MAX_YAML_BYTES,
         top="'cluster' and 'jobs' or 'poisson'",
     )
     try:

@@ -236,6 +236,8 @@ class WorkloadSpec(_Strict):
     def _check(self) -> WorkloadSpec:
         known = set(PROFILES) | set(self.models) | set(self.measured_models)
         cluster = self.cluster.view()
+        whole = cluster.capacity  # once: a sum over the nodes, and a file may list 10^6 jobs
+        of_types: dict[tuple[str, ...], int] = {}
         types = self.cluster.type_names
         self._check_measured(types)
         for name, model in self.models.items():
@@ -251,7 +253,7 @@ class WorkloadSpec(_Strict):
                         f"{kind}[{i}].model: unknown model {entry.model!r}; "
                         f"known: {', '.join(sorted(known))} (or define it under 'models')"
                     )
-                capacity, of = cluster.capacity, ""
+                capacity, of = whole, ""
                 if entry.gpu_type is not None:
                     unknown = [t for t in entry.gpu_type if t not in types]
                     if unknown:
@@ -268,7 +270,9 @@ class WorkloadSpec(_Strict):
                         f"measured_models.{entry.model}.types"
                     )
                 if allowed is not None:
-                    capacity = sum(map(cluster.capacity_of, allowed))
+                    if allowed not in of_types:
+                        of_types[allowed] = sum(map(cluster.capacity_of, allowed))
+                    capacity = of_types[allowed]
                     of = f" of type {', '.join(allowed)}"
                 for field in ("min_gpus", "gpus"):
                     if getattr(entry, field) > capacity:
