@@ -205,3 +205,28 @@ def test_jobs_keeps_every_id_whole_on_an_80_column_terminal() -> None:
     assert all(len(line) <= 80 for line in lines)
     for i in ids:  # each on one line, not cut ("resn…") nor folded
         assert any(i in line for line in lines), out.getvalue()
+
+
+def test_one_point_of_the_heterogeneity_sweep(tmp_path: Path) -> None:
+    out = ringleader(
+        *("simulate", "--scenario", "heterogeneity", "--load", "1.35"),
+        *("--policy", "ringleader", "--seeds", "1", "--json", str(tmp_path / "h.json")),
+    )
+    assert out.returncode == 0, out.stderr
+    cells = json.loads((tmp_path / "h.json").read_text())["results"]
+    assert {(c["policy"], c["load"]) for c in cells} == {("ringleader", 1.35)}
+    assert sorted(c["type_aware"] for c in cells) == [False, True]
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (("--scenario", "table3", "--load", "1"), "--load applies to --scenario heterogeneity"),
+        (("--scenario", "heterogeneity", "--policy", "fifo"), "compares tiresias and ringleader"),
+        (("--scenario", "table3", "--policy", "fifo"), "this scenario runs its own strategies"),
+    ],
+)
+def test_scenario_flags_that_do_not_apply_are_refused(args: tuple[str, ...], says: str) -> None:
+    out = ringleader("simulate", *args)
+    assert out.returncode == 2
+    assert says in out.stderr

@@ -26,6 +26,10 @@ class ScenarioRequest:
     plot: Path | None
     processes: int | None
     fifo_model: str = "drain"
+    load: float | None = None
+    """Only this load, where the scenario sweeps loads (``--load``)."""
+    policy: str | None = None
+    """Only this one of the scenario's policies (``--policy``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,11 +222,23 @@ def heterogeneity(req: ScenarioRequest) -> None:
         run_heterogeneity,
     )
 
-    total = req.seeds * len(LOADS) * len(POLICIES) * 2
+    loads = LOADS if req.load is None else (req.load,)
+    policies = POLICIES if req.policy is None else (req.policy,)
+    if req.policy is not None and req.policy not in POLICIES:
+        fail(
+            f"--policy: the heterogeneity scenario compares {' and '.join(POLICIES)}, "
+            f"not {req.policy!r}; for another policy on these GPU types, use --trace with "
+            "--gpu-types v100:1,p100:1,k80:1"
+        )
+    total = req.seeds * len(loads) * len(policies) * 2
     with progress_bar() as bar:
         task = bar.add_task(f"heterogeneity: {total} simulations", total=total)
         cells = run_heterogeneity(
-            req.seeds, processes=req.processes, on_done=lambda _: bar.advance(task)
+            req.seeds,
+            loads,
+            policies,
+            processes=req.processes,
+            on_done=lambda _: bar.advance(task),
         )
     table = Table(
         title="heterogeneity: 36 GPUs (12 V100, 12 P100, 12 K80), Gavel's job types",

@@ -1,7 +1,9 @@
 """``ringleader simulate``: reproduce a seed's table, or play your own workload.
 
 The command checks its flags and hands over: a scenario to ``cli.scenarios``, a
-trace to ``cli.simulate_trace``, a workload file to ``cli.simulate_workload``.
+trace to ``cli.simulate_trace``, a workload file to ``cli.simulate_workload``, a
+Pollux CSV to ``cli.simulate_pollux``; each imported only when it is the one run, so
+a short simulation does not pay for the others' imports.
 """
 
 from __future__ import annotations
@@ -12,9 +14,6 @@ from typing import Annotated
 import typer
 
 from ringleader.cli.errors import check_output_file, fail
-from ringleader.cli.simulate_policy import policy_for
-from ringleader.cli.simulate_trace import play_trace
-from ringleader.cli.simulate_workload import play_workload
 from ringleader.policy.catalog import POLICY_NAMES, has_type_variant, policy_named, with_types
 
 SCENARIO_NAMES = "table3, tensorlights, gandiva-cluster, automl, heterogeneity"
@@ -63,7 +62,19 @@ GpusFlag = Annotated[
 ]
 PolicyFlag = Annotated[
     str | None,
-    typer.Option(help=f"Policy for --workload/--trace: {', '.join(POLICY_NAMES)}."),
+    typer.Option(
+        help=f"Policy for --workload/--trace/--pollux: {', '.join(POLICY_NAMES)}. With "
+        "--scenario heterogeneity: only this one of its policies (tiresias, ringleader)."
+    ),
+]
+LoadFlag = Annotated[
+    float | None,
+    typer.Option(
+        min=0.01,
+        max=1000,
+        help="--scenario heterogeneity: only this load, in jobs per hour (default: its sweep, "
+        "0.3 to 1.35); with --policy and --seeds 1, one point of the sweep.",
+    ),
 ]
 SeedsFlag = Annotated[
     int | None,
@@ -142,6 +153,7 @@ def simulate(
     tick_s: TickFlag = None,
     pollux_workload: PolluxFlag = None,
     profiles: ProfilesFlag = None,
+    load: LoadFlag = None,
 ) -> None:
     """Run the simulator: the same policy core the runtime uses, on a virtual clock.
 
@@ -176,6 +188,9 @@ def simulate(
     if trace is not None:
         if policy is None:
             fail(f"--trace needs --policy NAME; choose one of: {', '.join(POLICY_NAMES)}")
+        from ringleader.cli.simulate_policy import policy_for
+        from ringleader.cli.simulate_trace import play_trace
+
         chosen = policy_for(policy, quantum_s, tiresias_thresholds, None)
         play_trace(
             trace,
@@ -189,17 +204,28 @@ def simulate(
             tick_s,
         )
         return
+    if load is not None and scenario != "heterogeneity":
+        fail("--load applies to --scenario heterogeneity (a workload file states its arrivals)")
     if scenario is not None:
-        if policy is not None or quantum_s is not None or tiresias_thresholds is not None:
+        if quantum_s is not None or tiresias_thresholds is not None:
             fail(
-                "--policy, --quantum-s and --tiresias-thresholds apply to --workload and "
-                "--trace; a scenario runs its own strategies"
+                "--quantum-s and --tiresias-thresholds apply to --workload, --trace and "
+                "--pollux; a scenario runs its own strategies"
             )
-        _run_scenario(scenario, seeds, json_path, plot, processes, fifo_model)
+        if policy is not None and scenario != "heterogeneity":
+            fail(
+                "--policy applies to --workload, --trace, --pollux and --scenario "
+                "heterogeneity; this scenario runs its own strategies"
+            )
+        _run_scenario(
+            scenario, seeds, json_path, plot, processes, fifo_model, load=load, policy=policy
+        )
         return
     assert workload is not None
     if policy is None:
         fail(f"--workload needs --policy NAME; choose one of: {', '.join(POLICY_NAMES)}")
+    from ringleader.cli.simulate_workload import play_workload
+
     play_workload(
         workload, policy, quantum_s, tiresias_thresholds, json_path, plot, type_agnostic, tick_s
     )
@@ -212,13 +238,16 @@ def _run_scenario(
     plot: Path | None,
     processes: int | None,
     fifo_model: str,
+    *,
+    load: float | None,
+    policy: str | None,
 ) -> None:
     from ringleader.cli.scenarios import SCENARIOS, ScenarioRequest
 
     chosen = SCENARIOS.get(scenario)
     if chosen is None:
         fail(f"--scenario: unknown scenario {scenario!r}; choose one of: {', '.join(SCENARIOS)}")
-    chosen.run(ScenarioRequest(seeds, json_path, plot, processes, fifo_model))
+    chosen.run(ScenarioRequest(seeds, json_path, plot, processes, fifo_model, load, policy))
 
 
 def _check_type_variant(policy: str | None, type_agnostic: bool) -> None:
