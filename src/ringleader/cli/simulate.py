@@ -173,15 +173,13 @@ def simulate(
     if seeds is None:
         seeds = 3 if scenario in ("tensorlights", "heterogeneity") else 10
     _check_flags(seeds, processes, scenario, trace, gpu_types, type_agnostic, tick_s)
+    if load is not None and scenario != "heterogeneity":
+        fail("--load applies to --scenario heterogeneity (a workload file states its arrivals)")
     _check_type_variant(policy, type_agnostic)
     if pollux_workload is not None:
-        if policy is None:
-            fail(f"--pollux needs --policy NAME; choose one of: {', '.join(POLICY_NAMES)}")
         if tick_s is not None or type_agnostic:
             fail("--tick-s and --type-agnostic do not apply to --pollux: it decides every 60 s")
-        from ringleader.cli.simulate_pollux import play_pollux
-
-        play_pollux(
+        _run_pollux(
             pollux_workload, profiles, policy, quantum_s, tiresias_thresholds, json_path, plot
         )
         return
@@ -192,30 +190,17 @@ def simulate(
         from ringleader.cli.simulate_trace import play_trace
 
         chosen = policy_for(policy, quantum_s, tiresias_thresholds, None)
+        named = chosen.name if not type_agnostic else f"{policy} (type-agnostic)"
         play_trace(
-            trace,
-            trace_format,
-            gpus,
-            with_types(chosen, not type_agnostic),
-            chosen.name if not type_agnostic else f"{policy} (type-agnostic)",
-            json_path,
-            plot,
-            gpu_types,
-            tick_s,
+            *(trace, trace_format, gpus, with_types(chosen, not type_agnostic), named),
+            *(json_path, plot, gpu_types, tick_s),
         )
         return
-    if load is not None and scenario != "heterogeneity":
-        fail("--load applies to --scenario heterogeneity (a workload file states its arrivals)")
     if scenario is not None:
         if quantum_s is not None or tiresias_thresholds is not None:
             fail(
                 "--quantum-s and --tiresias-thresholds apply to --workload, --trace and "
                 "--pollux; a scenario runs its own strategies"
-            )
-        if policy is not None and scenario != "heterogeneity":
-            fail(
-                "--policy applies to --workload, --trace, --pollux and --scenario "
-                "heterogeneity; this scenario runs its own strategies"
             )
         _run_scenario(
             scenario, seeds, json_path, plot, processes, fifo_model, load=load, policy=policy
@@ -231,6 +216,22 @@ def simulate(
     )
 
 
+def _run_pollux(
+    workload: str,
+    profiles: Path | None,
+    policy: str | None,
+    quantum_s: float | None,
+    thresholds: str | None,
+    json_path: Path | None,
+    plot: Path | None,
+) -> None:
+    if policy is None:
+        fail(f"--pollux needs --policy NAME; choose one of: {', '.join(POLICY_NAMES)}")
+    from ringleader.cli.simulate_pollux import play_pollux
+
+    play_pollux(workload, profiles, policy, quantum_s, thresholds, json_path, plot)
+
+
 def _run_scenario(
     scenario: str,
     seeds: int,
@@ -244,6 +245,11 @@ def _run_scenario(
 ) -> None:
     from ringleader.cli.scenarios import SCENARIOS, ScenarioRequest
 
+    if policy is not None and scenario != "heterogeneity":
+        fail(
+            "--policy applies to --workload, --trace, --pollux and --scenario "
+            "heterogeneity; this scenario runs its own strategies"
+        )
     chosen = SCENARIOS.get(scenario)
     if chosen is None:
         fail(f"--scenario: unknown scenario {scenario!r}; choose one of: {', '.join(SCENARIOS)}")
