@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo table3 test test-fast lint bench bench-compiled clean chromium compiled uncompiled
+.PHONY: demo table3 test test-fast lint bench bench-compiled clean chromium slurm slurm-lab slurm-lab-down compiled uncompiled
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -55,13 +55,37 @@ chromium:
 	    exit 1; \
 	  fi; }
 
+# The Slurm lab's daemons (tests/test_slurm_lab.py; docs/slurm.md): Debian's Slurm
+# 22.05 and munge, installed here when missing. No daemon is started by the
+# install: there is no init system, and the lab starts its own.
+slurm:
+	@command -v slurmctld >/dev/null 2>&1 && command -v slurmd >/dev/null 2>&1 && \
+	  command -v srun >/dev/null 2>&1 && command -v munged >/dev/null 2>&1 || { \
+	  echo "make test: installing Debian's Slurm and munge for the Slurm lab (about 15 s)"; \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+	      slurmctld slurmd slurm-client munge >/dev/null; \
+	  else \
+	    echo "make test: run 'sudo apt-get install slurmctld slurmd slurm-client munge'"; \
+	    exit 1; \
+	  fi; }
+
+# A Slurm cluster on this machine to try things on: a controller and 3 nodes of 2
+# virtual GPUs, each in namespaces of its own (root). Clients run on its controller:
+# the command `make slurm-lab` prints says how. `make slurm-lab-down` removes it.
+slurm-lab: $(STAMP) slurm
+	$(BIN)/python -m ringleader.slurm.lab up
+
+slurm-lab-down: $(STAMP)
+	$(BIN)/python -m ringleader.slurm.lab down
+
 # Every tier; what CI runs. ruff first (seconds); then the type check (mypy, ~30 s
 # from a fresh clone) and the Ray harness (a 3-node cluster in its own network
 # namespace, ~70 s, mostly waiting) run beside the rest of the tests, which run in
 # order, and any of the three failing fails the target. Then the benchmark
 # regression check (bench/regress.py, ~15 s): it fails on a slowdown beyond 2x the
 # committed figures, measured against a calibration loop.
-test: $(STAMP) chromium
+test: $(STAMP) chromium slurm
 	$(BIN)/ruff check src tests bench
 	$(BIN)/ruff format --check src tests bench
 	@$(BIN)/mypy src > .mypy.log 2>&1 & typed=$$!; \

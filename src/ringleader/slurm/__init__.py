@@ -1,0 +1,1 @@
+"""Slurm: a real Slurm cluster on one machine for tests and demos (``lab``)."""
