@@ -157,3 +157,14 @@ def test_the_figure_stacks_one_area_per_job_and_names_them(tmp_path: Path) -> No
     image = matplotlib.image.imread(path)
     assert image.shape[0] > 500 and image.shape[1] > 1000
     assert len(np.unique(image[..., 0])) > 20  # not blank: many shades of red alone
+
+
+def test_binned_mean_weighs_each_step_by_the_time_it_lasts() -> None:
+    from ringleader.report.plots import binned_mean
+
+    centres, means = binned_mean([(0.0, 1.0), (1.0, 3.0), (3.0, 0.0)], 4.0, bins=2)
+    assert list(centres) == [1.0, 3.0]
+    assert list(means) == [2.0, 1.5]  # (1 + 3) / 2, then (3 + 0) / 2
+    centres, means = binned_mean([(0.5, 1.0), (1.0, 3.0)], 2.0, bins=3)
+    assert list(means) == [1.0, 3.0, 3.0]
+    assert binned_mean([], 1.0)[0].size == 0

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
+from rich import box
 from rich.table import Table
 
 from ringleader.cli import terminal
@@ -32,28 +33,40 @@ def summary(rows: Sequence[Row]) -> Table:
     for (trace, gpus, load, _), avg in means.items():
         point = (trace, gpus, load)
         best[point] = min(avg, best.get(point, avg))
-    table = Table(title="sweep: means over seeds")
-    for name in ("trace", "GPUs", "load", "policy", "seeds", "avg JCT h", "p95 JCT h"):
-        table.add_column(name, justify="left" if name in ("trace", "policy") else "right")
-    table.add_column("vs best", justify="right")
-    table.add_column("util", justify="right")
+    lines = []
     for key in sorted(cells):
         runs = cells[key]
         p95 = sum(r.p95_jct_s for r in runs) / len(runs)
         util = sum(r.utilization for r in runs) / len(runs)
         trace, gpus, load, policy = key
         ratio = means[key] / best[(trace, gpus, load)] if best[(trace, gpus, load)] else 1.0
-        table.add_row(
-            trace,
-            str(gpus),
-            f"{load:g}",
-            policy,
-            str(len(runs)),
-            f"{means[key] / 3600:.2f}",
-            f"{p95 / 3600:.2f}",
-            f"{ratio:.2f}x",
-            f"{util:.0%}",
+        lines.append(
+            (
+                *(trace, str(gpus), f"{load:g}", policy, str(len(runs))),
+                *(f"{means[key] / 3600:.2f}", f"{p95 / 3600:.2f}", f"{ratio:.2f}x"),
+                f"{util:.0%}",
+            )
         )
+    # No cell is cut: each column is as wide as its widest value or header line, and
+    # one space apart (80 columns hold a sweep of ITP traces).
+    table = Table(
+        title="sweep: means over seeds",
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        pad_edge=False,
+        collapse_padding=True,
+    )
+    heads = ("trace", "GPUs", "load", "policy", "seeds", "avg\nJCT h", "p95\nJCT h", "vs\nbest")
+    for i, name in enumerate((*heads, "util")):
+        widest = max(max(len(line[i]) for line in lines), *map(len, name.split("\n")))
+        table.add_column(
+            name,
+            justify="left" if name in ("trace", "policy") else "right",
+            no_wrap=True,
+            min_width=widest,
+        )
+    for line in lines:
+        table.add_row(*line)
     return table
 
 

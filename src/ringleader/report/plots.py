@@ -11,6 +11,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.ticker import MaxNLocator
 
 from ringleader.metrics import UsagePoint
 
@@ -53,23 +54,56 @@ def jct_cdf_grid(
     return save_figure(fig, path)
 
 
+BINS = 120
+"""Spans a run's time is cut into where several runs' GPU use share one axis."""
+
+
+def binned_mean(
+    steps: Sequence[tuple[float, float]], end: float, bins: int = BINS
+) -> tuple[Any, Any]:
+    """A step function (value from each time until the next) averaged over ``bins``
+    equal spans up to ``end``: bin centres and means. Raw steps of several runs drawn
+    on one axis sit on top of each other; their means over a bin can be told apart."""
+    if not steps or end <= steps[0][0]:
+        return np.array([]), np.array([])
+    times = np.array([t for t, _ in steps] + [end], dtype=float)
+    values = np.array([v for _, v in steps], dtype=float)
+    edges = np.linspace(times[0], end, bins + 1)
+    area = np.concatenate([[0.0], np.cumsum(values * np.diff(times))])
+    # The integral up to each edge: the areas before it, plus the part of its step.
+    at = np.clip(np.searchsorted(times, edges, side="right") - 1, 0, len(values) - 1)
+    integral = area[at] + values[at] * (edges - times[at])
+    return (edges[:-1] + edges[1:]) / 2, np.diff(integral) / np.diff(edges)
+
+
 def run_overview(
     jcts_h: Sequence[float], usage: Sequence[UsagePoint], gpus: int, path: Path, *, title: str
 ) -> Path:
-    """A single run: its JCT CDF beside GPUs in use and jobs in the system over time."""
+    """A single run: its JCT CDF beside GPUs in use and jobs in the system over time.
+
+    GPUs and jobs count different things, so jobs get an axis of their own; GPUs held
+    are an area with the GPUs running workers drawn over it."""
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
     _cdf(left, jcts_h, "jobs")
     left.set_xlabel("job completion time (hours)")
     left.set_ylabel("fraction of jobs")
     left.grid(alpha=0.3)
     times = [p.time / 3600 for p in usage]
+    right.fill_between(times, [p.held for p in usage], step="post", alpha=0.25, label="GPUs held")
     right.step(times, [p.busy for p in usage], where="post", label="GPUs running workers")
-    right.step(times, [p.held for p in usage], where="post", label="GPUs held", alpha=0.6)
-    right.step(times, [p.jobs for p in usage], where="post", label="jobs in system", alpha=0.6)
     right.axhline(gpus, color="grey", linestyle=":", label="cluster GPUs")
+    right.set_ylim(0, gpus * 1.08)
     right.set_xlabel("time (hours)")
-    right.legend(fontsize="small")
+    right.set_ylabel("GPUs")
     right.grid(alpha=0.3)
+    jobs = right.twinx()
+    jobs.step(times, [p.jobs for p in usage], where="post", color="tab:red", alpha=0.7)
+    jobs.set_ylabel("jobs in the system", color="tab:red")
+    jobs.tick_params(axis="y", colors="tab:red")
+    jobs.set_ylim(bottom=0)
+    jobs.yaxis.set_major_locator(MaxNLocator(integer=True))
+    handles, labels = right.get_legend_handles_labels()
+    right.legend(handles, labels, fontsize="small", loc="upper left")
     fig.suptitle(title)
     return save_figure(fig, path)
 

@@ -241,7 +241,7 @@ def _plots(
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from ringleader.report.plots import jct_cdf_grid, save_figure
+    from ringleader.report.plots import BINS, binned_mean, jct_cdf_grid, save_figure
 
     traces = sorted({r.trace for r in rows})
     fig, axes = plt.subplots(1, len(traces), figsize=(5 * len(traces), 4), squeeze=False)
@@ -269,22 +269,34 @@ def _plots(
     }
     jct_cdf_grid(panels, out / "jct_cdf.png", title=f"JCT CDFs at load scale {base:g}")
     gpus = {r.trace: r.gpus for r in rows}
-    fig, axes = plt.subplots(1, len(traces), figsize=(5 * len(traces), 4), squeeze=False)
-    for ax, trace in zip(axes[0], traces, strict=True):
-        for policy in sorted({r.policy for r in rows}):
-            series = usage.get((trace, policy, base), [])
-            if series:
-                ax.step(
-                    [t / 3600 for t, _ in series],
-                    [b / gpus[trace] for _, b in series],
-                    where="post",
-                    label=policy,
-                    alpha=0.8,
+    policies = sorted({r.policy for r in rows})
+    fig, axes = plt.subplots(
+        len(policies),
+        len(traces),
+        figsize=(5 * len(traces), 1.2 + 1.3 * len(policies)),
+        squeeze=False,
+        sharex="col",
+        sharey=True,
+    )
+    # One row a policy: work-conserving policies keep the same GPUs busy most of the
+    # time, so their lines on one axis hide each other.
+    for col, trace in enumerate(traces):
+        runs = {p: usage.get((trace, p, base), []) for p in policies}
+        end = max((s[-1][0] for s in runs.values() if s), default=0.0)
+        for row, policy in enumerate(policies):
+            ax = axes[row][col]
+            steps = [(t / 3600, b / gpus[trace]) for t, b in runs[policy]]
+            hours, busy = binned_mean(steps, end / 3600)
+            if len(hours):
+                ax.fill_between(hours, busy, color=f"C{row}", alpha=0.5, linewidth=0)
+                ax.plot(hours, busy, color=f"C{row}", linewidth=1)
+                ax.set_title(
+                    f"{trace}, {policy}: mean {float(np.mean(busy)):.2f}", fontsize="small"
                 )
-        ax.set_title(f"{trace} (load {base:g})")
-        ax.set_xlabel("hours since first arrival")
-        ax.set_ylabel("GPUs busy (fraction)")
-        ax.set_ylim(0, 1.05)
-        ax.grid(alpha=0.3)
-    axes[0][0].legend(fontsize="small")
+            ax.set_ylim(0, 1.05)
+            ax.grid(alpha=0.3)
+            if col == 0:
+                ax.set_ylabel("GPUs busy")
+        axes[-1][col].set_xlabel(f"hours since first arrival (load {base:g})")
+    fig.suptitle(f"GPUs busy as a fraction of the cluster, mean of each 1/{BINS} of the run")
     save_figure(fig, out / "utilization.png")
