@@ -70,7 +70,8 @@ def print_users(result: Any, capacity: int, weights: dict[str, float]) -> list[d
 
 
 def job_rows(result: SimResult) -> list[dict[str, Any]]:
-    """Each job's times for ``--json``: when it came, started and ended, and why it waited."""
+    """Each job's times for ``--json``: when it came, started and ended, why it waited,
+    and ``gpus``: ``[time, GPUs]`` at each change of the GPUs running its workers."""
     return [
         {
             "id": r.id,
@@ -83,6 +84,7 @@ def job_rows(result: SimResult) -> list[dict[str, Any]]:
                 code: round(seconds, 3)
                 for code, seconds in sorted(result.waits.get(r.id, {}).items())
             },
+            "gpus": [[round(t, 3), n] for t, n in result.gpus.get(r.id, ())],
         }
         for r in result.records
     ]

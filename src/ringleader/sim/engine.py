@@ -288,7 +288,7 @@ class Simulator:
         )
         plan = decided.plan
         if explain:
-            log.waits.decided(now, plan, decided.reasons)
+            log.explained(now, plan, decided.reasons)
         if freezing:
             gc.freeze()  # what the decision leaves behind (``run``)
         log.decided(now, plan, active, capacity)

@@ -7,15 +7,16 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ringleader.fairness import ShareSample
 from ringleader.metrics import JobRecord, Summary, UsagePoint, summarize
 from ringleader.policy.model.plan import Plan
 from ringleader.sim.jobs import JobState
-from ringleader.sim.waits import Waits
+from ringleader.sim.waits import GpuTimeline, Waits
 from ringleader.spine.actions import EventCounts
+from ringleader.spine.reasons import Reason
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +48,8 @@ class SimResult:
     """Per-user GPUs and demand over time, where jobs name more than one user."""
     waits: dict[str, dict[str, float]] = field(default_factory=dict)
     """Per job, seconds waited for each reason code (``Simulator(explain=True)``; else empty)."""
+    gpus: dict[str, list[tuple[float, int]]] = field(default_factory=dict)
+    """Per job, (time, GPUs running its workers) at each change (``explain=True``; else empty)."""
 
 
 def sample_shares(
@@ -73,7 +76,17 @@ class RunLog:
     """A run's record while it plays: what its result is made of, kept apart from the
     state the event loop steps (who runs, when each finishes)."""
 
-    __slots__ = ("by_user", "decisions", "done", "marks", "shares", "snapshots", "usage", "waits")
+    __slots__ = (
+        "by_user",
+        "decisions",
+        "done",
+        "gpus",
+        "marks",
+        "shares",
+        "snapshots",
+        "usage",
+        "waits",
+    )
 
     def __init__(self, now: float, snapshot_at: Sequence[float], by_user: bool) -> None:
         self.done: list[JobState] = []
@@ -87,6 +100,13 @@ class RunLog:
         self.by_user = by_user
         """Whether jobs name more than one user: then each decision's shares are sampled."""
         self.waits = Waits(now)
+        self.gpus = GpuTimeline()
+
+    def explained(self, now: float, plan: Plan, why: Mapping[str, Reason]) -> None:
+        """A decision the run explains (``Simulator(explain=True)``): each job's reason to
+        wait, and its GPUs."""
+        self.waits.decided(now, plan, why)
+        self.gpus.decided(now, plan)
 
     def decided(self, now: float, plan: Plan, active: dict[str, JobState], capacity: int) -> None:
         """Count a decision at ``now``, and sample each user's share of it."""
@@ -122,6 +142,9 @@ class RunLog:
         ``time.perf_counter()`` at the start, for the wall time)."""
         self.waits.close(now)
         usage, done = self.usage, self.done
+        for s in done:
+            if s.finished_at is not None:
+                self.gpus.finished(s.job.id, s.finished_at)
         usage.append(UsagePoint(now, 0, 0, 0))
         progress = tuple(
             JobProgress(s.job.id, s.job.submitted_at, 1.0 - s.remaining, s.first_at, s.finished_at)
@@ -148,4 +171,5 @@ class RunLog:
             snapshots=self.snapshots,
             shares=tuple(self.shares),
             waits=self.waits.totals,
+            gpus=self.gpus.changes,
         )

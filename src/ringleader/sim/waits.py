@@ -1,4 +1,5 @@
-"""How long each simulated job waited, per reason code (``spine.reasons``).
+"""How long each simulated job waited, per reason code (``spine.reasons``), and the
+GPUs each ran on over time: what ``Simulator(explain=True)`` records per job.
 
 Each decision gives every job the plan does not run a reason; the job waits
 for that reason until the next decision (a skipped round leaves the plan, and
@@ -45,3 +46,36 @@ class Waits:
         for job, code in self._waiting.items():
             mine = self.totals.setdefault(job, {})
             mine[code] = mine.get(code, 0.0) + span
+
+
+class GpuTimeline:
+    """Each job's GPUs over the run: ``(time, GPUs running its workers)`` at every
+    decision that changed them, 0 while it waits or is suspended (what ``simulate
+    --json`` writes per job). A plan is carried out whole at its decision, so the
+    plan's counts are the job's."""
+
+    __slots__ = ("changes",)
+
+    def __init__(self) -> None:
+        self.changes: dict[str, list[tuple[float, int]]] = {}
+        """By job id; a job never placed is absent."""
+
+    def decided(self, now: float, plan: Plan) -> None:
+        changes = self.changes
+        for job, a in plan.assignments.items():
+            gpus = a.workers if a.running else 0
+            seen = changes.get(job)
+            if seen is None:
+                if gpus:
+                    changes[job] = [(now, gpus)]
+            elif seen[-1][1] != gpus:
+                if seen[-1][0] == now:
+                    seen[-1] = (now, gpus)
+                else:
+                    seen.append((now, gpus))
+
+    def finished(self, job: str, at: float) -> None:
+        """The job ended at ``at``: its GPUs go back."""
+        seen = self.changes.get(job)
+        if seen and seen[-1][1]:
+            seen.append((at, 0))
