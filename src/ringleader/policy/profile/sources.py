@@ -231,7 +231,7 @@ class Online:
 
     @staticmethod
     def prior(job: JobView) -> SpeedModel:
-        batch: float = job.shape.batch_per_worker
+        batch = float(job.shape.batch_per_worker)  # float: mypyc refuses an int in a float variable
         if not job.observations:
             step, workers = 1.0, 1
         else:
