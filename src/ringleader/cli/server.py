@@ -35,7 +35,10 @@ if TYPE_CHECKING:
 # its list of settings; typer names each flag after its parameter.
 _ExecutorFlag = Annotated[
     str,
-    typer.Option(help="Where workers run: local (this machine) or ray (a Ray cluster)."),
+    typer.Option(
+        help="Where workers run: local (this machine), ray (a Ray cluster) or slurm (a "
+        "Slurm cluster, found by SLURM_CONF and Slurm's commands; docs/slurm.md)."
+    ),
 ]
 _AddressFlag = Annotated[
     str,
@@ -258,8 +261,10 @@ def server(
 
 def _layout(executor: str, gpus: str | None) -> GpuLayout | None:
     """The ``--gpus`` layout (None: the executor's own), once ``--executor`` is known good."""
-    if executor not in ("local", "ray"):
-        fail(f"--executor: {executor!r} is not one of: local, ray")
+    if executor not in ("local", "ray", "slurm"):
+        fail(f"--executor: {executor!r} is not one of: local, ray, slurm")
+    if executor == "slurm" and gpus is not None:
+        fail("--gpus: with --executor slurm the nodes and GPUs are Slurm's (sinfo); drop it")
     layout = None
     if gpus is not None:
         from ringleader.runtime.workers.gpus import GpuSpecError, parse_gpus

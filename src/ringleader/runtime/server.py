@@ -163,6 +163,8 @@ def build(config: ServerConfig) -> tuple[Store, Users, Controller]:
         from ringleader.runtime.workers.executor.ray import RayExecutor
 
         executor = RayExecutor(config.address)
+    elif config.executor == "slurm":
+        executor = slurm_executor()
     else:
         try:
             executor = LocalExecutor(config.gpus, warm=config.warm_start)
@@ -202,6 +204,27 @@ def build(config: ServerConfig) -> tuple[Store, Users, Controller]:
         ),
     )
     return store, users, controller
+
+
+def slurm_executor() -> Executor:
+    """The Slurm executor, once Slurm has answered (``ConfigError`` naming the fix if not)."""
+    from ringleader.runtime.workers.executor.slurm import SlurmExecutor
+    from ringleader.slurm.client import SlurmUnavailable
+
+    executor = SlurmExecutor()
+    try:
+        nodes = executor.cluster().nodes
+    except SlurmUnavailable as err:
+        raise ConfigError(
+            f"--executor slurm: Slurm did not answer ({err}); set SLURM_CONF to the "
+            "cluster's slurm.conf, or run the server where Slurm's commands reach slurmctld"
+        ) from None
+    if not nodes:
+        raise ConfigError(
+            "--executor slurm: sinfo lists no usable node with GPUs (GRES gpu); see "
+            "docs/slurm.md for the partition and gres.conf ringleader needs"
+        )
+    return executor
 
 
 def traffic_control(config: ServerConfig, executor: Executor) -> TrafficControl | None:

@@ -1,0 +1,200 @@
+"""Run gangs on a Slurm cluster: ringleader decides, Slurm runs each generation as a job.
+
+For clusters that already run Slurm: ringleader is its external scheduler
+(``docs/slurm.md``), and Slurm only supplies the nodes and starts the tasks.
+
+* ``cluster()`` reads the partition's nodes and GPUs (GRES ``gpu``) from
+  ``sinfo`` at every call; a drained, down or failed node leaves the view.
+* A gang's generation is one batch job pinned to the Plan's nodes (``-w``),
+  one task per rank in the Plan's order (``--distribution=arbitrary``); each
+  task becomes its rank through ``ringleader.slurm.rank``, which starts the
+  same launch wrapper the local executor does. So the job library, control
+  files, progress and checkpoints work unchanged, and the wrapper's pid and
+  exit files say how each rank ended.
+* ``status`` reads those exit files and asks Slurm whether the job still
+  runs; ranks of a job Slurm ended without an exit file (its node died) are
+  lost, which the controller treats as preemption, not as the job's failure.
+* ``terminate`` is ``scancel -s TERM`` (every task's wrapper forwards it to
+  its worker, as locally); ``kill`` is ``scancel``.
+
+The job directory (``--state-dir``) must be storage every node can read and
+write, as for Ray.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import zlib
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+from ringleader.job.records import rank_of, read_exit_code
+from ringleader.policy.model.views import ClusterView, Device, Node
+from ringleader.runtime.workers.executor.base import GangStatus, gang_places
+from ringleader.runtime.workers.executor.local import WorkerLaunch, worker_env
+from ringleader.runtime.workers.identity import prepare_job_dir
+from ringleader.runtime.workers.wrapper import run_dir
+from ringleader.slurm.client import USABLE, Slurm, SlurmUnavailable
+from ringleader.slurm.rank import launch_file
+
+JOB_ID_FILE = "slurm.jobid"
+GONE = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "PREEMPTED", "BOOT_FAIL")
+
+
+class SlurmExecutor:
+    name = "slurm"
+
+    def __init__(self, slurm: Slurm | None = None) -> None:
+        self.slurm = slurm or Slurm()
+        self.cuda = False
+        """Whether the nodes' GPUs are real; the lab's are character devices."""
+        self._jobs: dict[tuple[Path, int], str] = {}
+
+    def cluster(self) -> ClusterView:
+        nodes = [
+            Node(n.name, n.gpus, gpu_type=n.gpu_type)
+            for n in self.slurm.nodes()
+            if n.gpus > 0 and n.state in USABLE
+        ]
+        return ClusterView(tuple(nodes))
+
+    def launch(
+        self,
+        job_id: str,
+        job_dir: Path,
+        generation: int,
+        command: Sequence[str],
+        devices: Sequence[Device],
+        env: Mapping[str, str],
+        *,
+        max_restarts: int = 0,
+        workdir: str | None = None,
+        uid: int | None = None,
+    ) -> None:
+        job_dir = job_dir.absolute()
+        if uid is not None:
+            prepare_job_dir(job_dir, uid)
+        else:
+            job_dir.mkdir(parents=True, exist_ok=True)
+        here = run_dir(job_dir, generation)
+        here.mkdir(parents=True, exist_ok=True)
+        places = gang_places(devices)
+        port = 20_000 + zlib.crc32(f"{job_id}/{generation}".encode()) % 20_000
+        for rank, device in enumerate(devices):
+            w = WorkerLaunch(
+                job_id=job_id,
+                job_dir=job_dir,
+                generation=generation,
+                rank=rank,
+                world=len(devices),
+                master_addr=devices[0].node,
+                master_port=port,
+                cuda=self.cuda,
+                cuda_visible="",
+                where=f"{device.node}:{device.index}",
+                place=places[rank],
+                max_restarts=max_restarts,
+                workdir=workdir,
+                uid=uid,
+            )
+            spec = {"argv": _wrapper_argv(w, command), "env": worker_env(w, env)}
+            path = launch_file(here, rank)
+            path.write_text(json.dumps(spec))
+            path.chmod(0o600)
+        per_node: dict[str, int] = {}
+        for device in devices:
+            per_node[device.node] = per_node.get(device.node, 0) + 1
+        hostfile = here / "slurm.hosts"
+        hostfile.write_text("".join(f"{d.node}\n" for d in devices))
+        script = (
+            "#!/bin/sh\n"
+            f"export SLURM_HOSTFILE={hostfile}\n"
+            f"exec srun --distribution=arbitrary --ntasks={len(devices)} --kill-on-bad-exit=0 "
+            f"{sys.executable} -m ringleader.slurm.rank {here}\n"
+        )
+        args = [
+            f"--job-name=rl-{job_id}-g{generation}",
+            f"--nodelist={','.join(per_node)}",
+            f"--nodes={len(per_node)}",
+            f"--ntasks={len(devices)}",
+            f"--gres=gpu:{max(per_node.values())}",
+            f"--output={here / 'slurm.out'}",
+            f"--chdir={job_dir}",
+            *([f"--uid={uid}"] if uid is not None else []),
+        ]
+        slurm_id = self.slurm.submit(script, args)
+        (here / JOB_ID_FILE).write_text(slurm_id + "\n")
+        self._jobs[(job_dir, generation)] = slurm_id
+
+    def _slurm_id(self, job_dir: Path, generation: int) -> str | None:
+        key = (job_dir.absolute(), generation)
+        if key not in self._jobs:
+            try:
+                self._jobs[key] = (run_dir(*key) / JOB_ID_FILE).read_text().strip()
+            except OSError:
+                return None
+        return self._jobs[key]
+
+    def status(self, job_dir: Path, generation: int, world: int) -> GangStatus:
+        here = run_dir(job_dir, generation)
+        exits: dict[int, int] = {}
+        for rank in range(world):
+            code = read_exit_code(here / f"rank{rank}.exit")
+            if code is not None:
+                exits[rank] = code
+        slurm_id = self._slurm_id(job_dir, generation)
+        if slurm_id is None:
+            return GangStatus(world, 0, exits, starting=world - len(exits))
+        try:
+            state = self.slurm.states([slurm_id]).get(slurm_id, "COMPLETED")
+        except SlurmUnavailable as err:
+            if "Invalid job id" not in str(err):
+                raise
+            state = "COMPLETED"  # past MinJobAge: Slurm forgot it
+        left = world - len(exits)
+        if state == "PENDING" or state == "CONFIGURING":
+            return GangStatus(world, 0, exits, starting=left)
+        if state in GONE or state not in ("RUNNING", "COMPLETING", "SUSPENDED"):
+            return GangStatus(world, 0, exits, lost=left)
+        started = sum(1 for r in range(world) if (here / f"rank{r}.pid").exists())
+        return GangStatus(world, started - len(exits), exits, starting=world - started)
+
+    def on_exit(self, wake: Callable[[], None]) -> None:
+        """Slurm tells nobody: the controller sees exits at its next look."""
+
+    def terminate(
+        self, job_dir: Path, generation: int, skip: frozenset[int] = frozenset()
+    ) -> set[int]:
+        slurm_id = self._slurm_id(job_dir, generation)
+        if slurm_id is None:
+            return set()
+        here = run_dir(job_dir, generation)
+        started = {r for p in here.glob("rank*.pid") if (r := rank_of(p, ".pid")) is not None}
+        self.slurm.cancel(slurm_id, "TERM")
+        return started - skip
+
+    def kill(self, job_dir: Path, generation: int) -> None:
+        slurm_id = self._slurm_id(job_dir, generation)
+        if slurm_id is not None:
+            self.slurm.cancel(slurm_id)
+
+    def cpu_s(self, job_dir: Path, generation: int) -> dict[int, float]:
+        return {}  # not known from here: a lingering rank is taken to be idle
+
+
+def _wrapper_argv(w: WorkerLaunch, command: Sequence[str]) -> list[str]:
+    """The launch wrapper's command line for ``w``, as the local executor starts it."""
+    banner = f"--- generation {w.generation}, rank {w.rank}/{w.world}, device {w.where} ---\n"
+    return [
+        sys.executable,
+        "-m",
+        "ringleader.runtime.workers.launch",
+        *("--job-dir", str(w.job_dir), "--generation", str(w.generation)),
+        *("--rank", str(w.rank), "--log", str(w.job_dir / "logs" / f"rank{w.rank}.log")),
+        f"--banner={banner}",
+        *(["--workdir", w.workdir] if w.workdir else []),
+        *(["--uid", str(w.uid)] if w.uid is not None else []),
+        "--",
+        *command,
+    ]

@@ -1,0 +1,102 @@
+"""Slurm's own commands, as an external scheduler calls them: sinfo, sbatch, squeue, scancel.
+
+Found as Slurm's clients find Slurm: the commands on ``PATH`` and ``SLURM_CONF``.
+``prefix`` runs each one somewhere else first (the lab's controller host, entered
+with ``nsenter``); on a real cluster it is empty. Every call has a timeout: a
+controller that does not answer is ``SlurmUnavailable``, never a hang.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+TIMEOUT_S = 20.0
+USABLE = ("idle", "mix", "alloc", "comp")
+"""Node states ``sinfo -h -N -o %t`` gives a node the executor may place on (a
+drained, down, failed or unknown node leaves ringleader's view)."""
+_GRES_GPU = re.compile(r"gpu(?::([A-Za-z0-9_.-]+))?:(\d+)")
+
+
+class SlurmUnavailable(RuntimeError):
+    """Slurm did not answer, or refused; the message says which command and why."""
+
+
+@dataclass(frozen=True, slots=True)
+class SlurmNode:
+    name: str
+    gpus: int
+    gpu_type: str
+    state: str
+
+
+@dataclass(frozen=True, slots=True)
+class Slurm:
+    """How to reach one Slurm cluster."""
+
+    prefix: tuple[str, ...] = ()
+    env: Mapping[str, str] | None = None
+    partition: str | None = None
+
+    def call(self, args: Sequence[str], *, stdin: str | None = None) -> str:
+        """Run a Slurm client command; its standard output, or ``SlurmUnavailable``."""
+        try:
+            done = subprocess.run(
+                [*self.prefix, *args],
+                input=stdin,
+                capture_output=True,
+                text=True,
+                timeout=TIMEOUT_S,
+                env=None if self.env is None else dict(self.env),
+            )
+        except FileNotFoundError:
+            raise SlurmUnavailable(
+                f"{args[0]} is not on PATH: install Slurm's client commands (Debian: "
+                "slurm-client) and set SLURM_CONF to the cluster's slurm.conf"
+            ) from None
+        except subprocess.TimeoutExpired:
+            raise SlurmUnavailable(f"{args[0]} got no answer in {TIMEOUT_S:g} s") from None
+        if done.returncode != 0:
+            raise SlurmUnavailable(f"{' '.join(args[:2])} failed: {done.stderr.strip()}")
+        return done.stdout
+
+    def nodes(self) -> list[SlurmNode]:
+        """Every node of the partition, its GPUs (GRES ``gpu``) and state."""
+        where = ["-p", self.partition] if self.partition else []
+        out = self.call(["sinfo", "-h", "-N", *where, "-o", "%N|%G|%t"])
+        found: dict[str, SlurmNode] = {}
+        for line in out.splitlines():
+            name, _, rest = line.strip().partition("|")
+            gres, _, state = rest.partition("|")
+            if not name:
+                continue
+            gpus, gpu_type = 0, ""
+            for match in _GRES_GPU.finditer(gres):
+                gpus += int(match.group(2))
+                gpu_type = gpu_type or (match.group(1) or "")
+            found[name] = SlurmNode(name, gpus, gpu_type, state.strip().rstrip("*~#!%$@^-"))
+        return list(found.values())
+
+    def submit(self, script: str, args: Sequence[str]) -> str:
+        """``sbatch --parsable`` of ``script`` (on stdin); the Slurm job id."""
+        where = ["-p", self.partition] if self.partition else []
+        out = self.call(["sbatch", "--parsable", *where, *args], stdin=script)
+        return out.strip().split(";")[0]
+
+    def states(self, job_ids: Sequence[str]) -> dict[str, str]:
+        """The state of each job Slurm still lists (``RUNNING``, ``PENDING``...)."""
+        if not job_ids:
+            return {}
+        out = self.call(["squeue", "-h", "-j", ",".join(job_ids), "-o", "%i|%T"])
+        states = {}
+        for line in out.splitlines():
+            job, _, state = line.strip().partition("|")
+            if job:
+                states[job] = state
+        return states
+
+    def cancel(self, job_id: str, signal: str | None = None) -> None:
+        """``scancel``: the job's steps get ``signal``; without one, the job ends."""
+        self.call(["scancel", *(["-s", signal] if signal else []), job_id])
