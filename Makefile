@@ -7,11 +7,15 @@ STAMP := $(VENV)/.installed
 .PHONY: demo table3 test test-fast lint bench bench-compiled clean chromium slurm slurm-lab slurm-lab-down compiled uncompiled
 
 $(STAMP): pyproject.toml
+	@echo "ringleader: setting up $(VENV) once (about 2 minutes on 2 cores)"
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@echo "ringleader: [1/2] PyTorch 2.13 (CPU build), about 1 minute"
 	# Pin the CPU build provided on our machines first, so `torch>=2.3` is already met.
 	$(BIN)/python -m pip install --quiet torch==2.13.0
+	@echo "ringleader: [2/2] ringleader and its dependencies, about 1 minute"
 	$(BIN)/python -m pip install --quiet -e '.[dev,job,automl]'
 	touch $(STAMP)
+	@echo "ringleader: $(VENV) is ready"
 
 # The main job: a scheduler on this machine running real training jobs, end to end.
 demo: $(STAMP)
