@@ -28,7 +28,7 @@ import shutil
 import signal
 import subprocess
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -80,13 +80,16 @@ class SlurmLab:
         """``args`` run inside the controller host, where the nodes reach srun back."""
         return ["nsenter", "-t", str(self.holders["ctl"]), "--net", "--uts", "--mount", *args]
 
-    def run(self, args: list[str], timeout: float = 60.0) -> subprocess.CompletedProcess[str]:
-        """A Slurm client command (``srun``, ``sinfo``, ``sbatch``) on the controller host."""
+    def run(
+        self, args: list[str], timeout: float = 60.0, env: Mapping[str, str] | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        """A command on the controller host (``srun``, ``sinfo``, a ringleader client),
+        with ``env`` over the lab's."""
         return subprocess.run(
             self.on_controller(args),
             capture_output=True,
             text=True,
-            env=self.env(),
+            env={**self.env(), **(env or {})},
             timeout=timeout,
         )
 
