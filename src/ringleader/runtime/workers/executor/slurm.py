@@ -48,7 +48,7 @@ class SlurmExecutor:
     def __init__(self, slurm: Slurm | None = None) -> None:
         self.slurm = slurm or Slurm()
         self.cuda = False
-        """Whether the nodes' GPUs are real; the lab's are character devices."""
+        """What the server reports; each rank finds out on its node (``slurm.rank``)."""
         self._jobs: dict[tuple[Path, int], str] = {}
 
     def cluster(self) -> ClusterView:
@@ -171,6 +171,8 @@ class SlurmExecutor:
             return set()
         here = run_dir(job_dir, generation)
         started = {r for p in here.glob("rank*.pid") if (r := rank_of(p, ".pid")) is not None}
+        # scancel signals every task: one in ``skip`` that still runs gets it again,
+        # which its wrapper hands on as a second SIGTERM.
         self.slurm.cancel(slurm_id, "TERM")
         return started - skip
 
