@@ -175,7 +175,7 @@ def test_type_agnostic_for_a_policy_with_no_type_stage_is_refused_not_ignored(
     assert taken.returncode == 0, taken.stderr
 
 
-def test_jobs_keeps_every_id_whole_on_an_80_column_terminal() -> None:
+def test_jobs_keeps_ids_users_and_states_whole_on_an_80_column_terminal() -> None:
     import io
 
     from rich.console import Console
@@ -183,11 +183,12 @@ def test_jobs_keeps_every_id_whole_on_an_80_column_terminal() -> None:
     from ringleader.cli.runtime import _table
 
     ids = ["resnet20-alice-7f3a9c2d1e", "bert-bob-0001"]
+    states = dict(zip(ids, ("running", "succeeded"), strict=True))
     rows = [
         {
             "id": i,
             "user": "alice",
-            "state": "running",
+            "state": states[i],
             "gpus": 4,
             "step": 1200,
             "epoch": 3.5,
@@ -203,8 +204,9 @@ def test_jobs_keeps_every_id_whole_on_an_80_column_terminal() -> None:
     Console(file=out, width=80).print(_table(rows))
     lines = out.getvalue().splitlines()
     assert all(len(line) <= 80 for line in lines)
-    for i in ids:  # each on one line, not cut ("resn…") nor folded
-        assert any(i in line for line in lines), out.getvalue()
+    for i in ids:  # each on one line with its user and state, none cut ("resn…", "suc…")
+        assert any(i in line and "alice" in line and states[i] in line for line in lines)
+    assert "…" not in out.getvalue()
 
 
 def test_one_point_of_the_heterogeneity_sweep(tmp_path: Path) -> None:

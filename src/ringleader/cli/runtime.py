@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich import box
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
@@ -161,15 +162,9 @@ class _Frames:
         console.print(renderable)
 
 
-def _table(rows: list[dict[str, Any]]) -> Table:
-    table = Table()
-    # The id is what a user copies: on a narrow terminal the other columns give way.
-    widest = max((len(shown(r.get("id"))) for r in rows), default=2)
-    table.add_column("id", no_wrap=True, min_width=widest)
-    for col in ("user", "state", "gpus", "step", "epoch", "loss", "submitted", "finished", "why"):
-        table.add_column(col)
-    for r in rows:
-        table.add_row(
+def _table(rows: list[dict[str, Any]], width: int | None = None) -> Table:
+    cells = [
+        (
             shown(r.get("id")),
             shown(r.get("user")),
             shown(r.get("state")),
@@ -181,6 +176,24 @@ def _table(rows: list[dict[str, Any]]) -> Table:
             _when(r.get("finished_at")),
             why_words(r.get("reason_code")),
         )
+        for r in rows
+    ]
+    # What a user reads or copies is never cut. On a narrow terminal the times go
+    # (finished first), and the why wraps in what is left; columns one space apart.
+    heads = ["id", "user", "state", "gpus", "step", "epoch", "loss", "submitted", "finished"]
+    widths = [max([len(h), *(len(c[i]) for c in cells)]) for i, h in enumerate(heads)]
+    room = (width or console.width) - max([3, *(len(c[-1]) for c in cells)])
+    while sum(widths) + 2 * len(widths) > room and heads[-1] in ("finished", "submitted"):
+        heads.pop()
+        widths.pop()
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 1, 0, 0))
+    for name, wide in zip(heads, widths, strict=True):
+        table.add_column(name, no_wrap=True, min_width=wide)
+    table.add_column("why", ratio=1)
+    kept = len(heads)
+    cells = [(*c[:kept], c[-1]) for c in cells]
+    for c in cells:
+        table.add_row(*c)
     return table
 
 
