@@ -191,9 +191,8 @@ def _table(rows: list[dict[str, Any]], width: int | None = None) -> Table:
         table.add_column(name, no_wrap=True, min_width=wide)
     table.add_column("why", ratio=1)
     kept = len(heads)
-    cells = [(*c[:kept], c[-1]) for c in cells]
     for c in cells:
-        table.add_row(*c)
+        table.add_row(*c[:kept], c[-1])
     return table
 
 
