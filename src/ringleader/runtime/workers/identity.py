@@ -73,11 +73,15 @@ def home_for(uid: int, job_dir: Path) -> str:
     return str(job_dir)
 
 
-def prepare_job_dir(job_dir: Path, uid: int) -> None:
-    """Make ``job_dir`` the uid's own, mode 0700, before its first worker starts.
+def prepare_job_dir(job_dir: Path, uid: int | None) -> None:
+    """Make ``job_dir`` the uid's own, mode 0700, before its first worker starts
+    (``uid`` None: the server's own jobs, the directory only made).
 
     Refuses a job directory that is a link (nothing in the state dir should be).
     """
+    if uid is None:
+        job_dir.mkdir(parents=True, exist_ok=True)
+        return
     job_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     st = job_dir.lstat()
     if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from ringleader.job.records import rank_of, read_exit_code
 from ringleader.policy.model.views import ClusterView, Device
 
 
@@ -112,3 +114,25 @@ def gang_places(devices: Sequence[Device]) -> list[RankPlace]:
         on_node = nodes[device.node]
         places.append(RankPlace(on_node.index(rank), len(on_node), group[device.node], len(nodes)))
     return places
+
+
+def rendezvous_port(job_id: str, generation: int) -> int:
+    """Rank 0's port for a gang on other hosts, from the job and generation: nothing
+    there to ask for a free one before the ranks start; a clash fails the gang, which
+    is retried at the next generation's port."""
+    return 20_000 + zlib.crc32(f"{job_id}/{generation}".encode()) % 30_000
+
+
+def exit_codes(run: Path) -> dict[int, int]:
+    """Each rank's exit status, as its launch wrapper wrote it in the run directory."""
+    exits: dict[int, int] = {}
+    for path in run.glob("rank*.exit"):
+        rank, code = rank_of(path, ".exit"), read_exit_code(path)
+        if rank is not None and code is not None:
+            exits[rank] = code
+    return exits
+
+
+def ranks_started(run: Path) -> set[int]:
+    """The ranks whose launch wrapper has written its pid in the run directory."""
+    return {r for path in run.glob("rank*.pid") if (r := rank_of(path, ".pid")) is not None}

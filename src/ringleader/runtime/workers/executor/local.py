@@ -23,10 +23,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ringleader.job.records import rank_of, read_exit_code, read_regular
+from ringleader.job.records import rank_of, read_regular
 from ringleader.perf.cores import device_cores
 from ringleader.policy.model.views import ClusterView, Device
-from ringleader.runtime.workers.executor.base import GangStatus, RankPlace, gang_places
+from ringleader.runtime.workers.executor.base import GangStatus, RankPlace, exit_codes, gang_places
 from ringleader.runtime.workers.executor.forkserver import Forkserver
 from ringleader.runtime.workers.exits import ExitWatch
 from ringleader.runtime.workers.gpus import GpuLayout, GpuSpecError, detect
@@ -108,10 +108,7 @@ class LocalExecutor:
         uid: int | None = None,
     ) -> None:
         job_dir = job_dir.absolute()  # the command may run elsewhere (its workdir)
-        if uid is not None:
-            prepare_job_dir(job_dir, uid)
-        else:
-            job_dir.mkdir(parents=True, exist_ok=True)
+        prepare_job_dir(job_dir, uid)
         port = free_port()
         places = gang_places(devices)
         for rank, device in enumerate(devices):
@@ -171,12 +168,7 @@ class LocalExecutor:
             # (the exit watch would know): no need to read their files again.
             return GangStatus(world, world)
         self._all_running.pop(key, None)
-        here = run_dir(job_dir, generation)
-        exits: dict[int, int] = {}
-        for path in here.glob("rank*.exit"):
-            rank, code = rank_of(path, ".exit"), read_exit_code(path)
-            if rank is not None and code is not None:
-                exits[rank] = code
+        exits = exit_codes(run_dir(job_dir, generation))
         pids = self._pids(job_dir, generation)
         running = 0
         for rank, (pid, ticks) in pids.items():
@@ -300,27 +292,7 @@ def spawn_worker(
     """
     # The wrapper opens the log itself, as the job's user (``wrapper.log_to``).
     return subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "ringleader.runtime.workers.launch",
-            "--job-dir",
-            str(w.job_dir),
-            "--generation",
-            str(w.generation),
-            "--rank",
-            str(w.rank),
-            "--cpus",
-            ",".join(map(str, w.cpus)),
-            "--log",
-            str(w.job_dir / "logs" / f"rank{w.rank}.log"),
-            f"--banner={_banner(w)}",  # one token: the banner starts with dashes
-            *(["--workdir", w.workdir] if w.workdir else []),
-            *(["--uid", str(w.uid)] if w.uid is not None else []),
-            *([] if own_session else ["--die-with-parent"]),
-            "--",
-            *command,
-        ],
+        wrapper_argv(w, command, die_with_parent=not own_session),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -328,6 +300,34 @@ def spawn_worker(
         start_new_session=own_session,
         cwd=w.job_dir,
     )
+
+
+def wrapper_argv(
+    w: WorkerLaunch, command: Sequence[str], *, die_with_parent: bool = False
+) -> list[str]:
+    """The launch wrapper's command line for ``w``: how every executor starts a rank
+    cold, here or on another host (``ringleader.slurm.rank`` execs it)."""
+    return [
+        sys.executable,
+        "-m",
+        "ringleader.runtime.workers.launch",
+        "--job-dir",
+        str(w.job_dir),
+        "--generation",
+        str(w.generation),
+        "--rank",
+        str(w.rank),
+        "--cpus",
+        ",".join(map(str, w.cpus)),
+        "--log",
+        str(w.job_dir / "logs" / f"rank{w.rank}.log"),
+        f"--banner={_banner(w)}",  # one token: the banner starts with dashes
+        *(["--workdir", w.workdir] if w.workdir else []),
+        *(["--uid", str(w.uid)] if w.uid is not None else []),
+        *(["--die-with-parent"] if die_with_parent else []),
+        "--",
+        *command,
+    ]
 
 
 def _banner(w: WorkerLaunch) -> str:

@@ -27,7 +27,6 @@ import contextlib
 import os
 import shutil
 import socket
-import zlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -35,7 +34,7 @@ from typing import Any
 
 from ringleader.job.records import read_exit_code
 from ringleader.policy.model.views import ClusterView, Device, Node
-from ringleader.runtime.workers.executor.base import GangStatus, gang_places
+from ringleader.runtime.workers.executor.base import GangStatus, gang_places, rendezvous_port
 from ringleader.runtime.workers.executor.local import WorkerLaunch, spawn_worker
 from ringleader.runtime.workers.gpus import type_name
 from ringleader.runtime.workers.identity import prepare_job_dir
@@ -166,10 +165,7 @@ class RayExecutor:
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
         # The wrapper makes the run directory, as the job's user if it has one.
-        if uid is not None:
-            prepare_job_dir(job_dir, uid)
-        else:
-            job_dir.mkdir(parents=True, exist_ok=True)
+        prepare_job_dir(job_dir, uid)
         actors = []
         for rank, device in enumerate(devices):
             strategy = NodeAffinitySchedulingStrategy(self._node_id(device.node), soft=False)
@@ -185,7 +181,7 @@ class RayExecutor:
         # address comes from Ray's node table and the rendezvous port from the
         # job and generation; a clash fails the gang, which is retried.
         master_addr = self._address_of(devices[0].node)
-        port = 20_000 + zlib.crc32(f"{job_id}/{generation}".encode()) % 30_000
+        port = rendezvous_port(job_id, generation)
         places = gang_places(devices)
         for rank, (actor, device) in enumerate(zip(actors, devices, strict=True)):
             launch = WorkerLaunch(

@@ -25,14 +25,18 @@ from __future__ import annotations
 
 import json
 import sys
-import zlib
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from ringleader.job.records import rank_of, read_exit_code
 from ringleader.policy.model.views import ClusterView, Device, Node
-from ringleader.runtime.workers.executor.base import GangStatus, gang_places
-from ringleader.runtime.workers.executor.local import WorkerLaunch, worker_env
+from ringleader.runtime.workers.executor.base import (
+    GangStatus,
+    exit_codes,
+    gang_places,
+    ranks_started,
+    rendezvous_port,
+)
+from ringleader.runtime.workers.executor.local import WorkerLaunch, worker_env, wrapper_argv
 from ringleader.runtime.workers.identity import prepare_job_dir
 from ringleader.runtime.workers.wrapper import run_dir
 from ringleader.slurm.client import USABLE, Slurm, SlurmUnavailable
@@ -73,14 +77,11 @@ class SlurmExecutor:
         uid: int | None = None,
     ) -> None:
         job_dir = job_dir.absolute()
-        if uid is not None:
-            prepare_job_dir(job_dir, uid)
-        else:
-            job_dir.mkdir(parents=True, exist_ok=True)
+        prepare_job_dir(job_dir, uid)
         here = run_dir(job_dir, generation)
         here.mkdir(parents=True, exist_ok=True)
         places = gang_places(devices)
-        port = 20_000 + zlib.crc32(f"{job_id}/{generation}".encode()) % 20_000
+        port = rendezvous_port(job_id, generation)
         for rank, device in enumerate(devices):
             w = WorkerLaunch(
                 job_id=job_id,
@@ -98,7 +99,7 @@ class SlurmExecutor:
                 workdir=workdir,
                 uid=uid,
             )
-            spec = {"argv": _wrapper_argv(w, command), "env": worker_env(w, env)}
+            spec = {"argv": wrapper_argv(w, command), "env": worker_env(w, env)}
             path = launch_file(here, rank)
             path.write_text(json.dumps(spec))
             path.chmod(0o600)
@@ -138,11 +139,7 @@ class SlurmExecutor:
 
     def status(self, job_dir: Path, generation: int, world: int) -> GangStatus:
         here = run_dir(job_dir, generation)
-        exits: dict[int, int] = {}
-        for rank in range(world):
-            code = read_exit_code(here / f"rank{rank}.exit")
-            if code is not None:
-                exits[rank] = code
+        exits = exit_codes(here)
         slurm_id = self._slurm_id(job_dir, generation)
         if slurm_id is None:
             return GangStatus(world, 0, exits, starting=world - len(exits))
@@ -157,7 +154,7 @@ class SlurmExecutor:
             return GangStatus(world, 0, exits, starting=left)
         if state in GONE or state not in ("RUNNING", "COMPLETING", "SUSPENDED"):
             return GangStatus(world, 0, exits, lost=left)
-        started = sum(1 for r in range(world) if (here / f"rank{r}.pid").exists())
+        started = len(ranks_started(here))
         return GangStatus(world, started - len(exits), exits, starting=world - started)
 
     def on_exit(self, wake: Callable[[], None]) -> None:
@@ -169,8 +166,7 @@ class SlurmExecutor:
         slurm_id = self._slurm_id(job_dir, generation)
         if slurm_id is None:
             return set()
-        here = run_dir(job_dir, generation)
-        started = {r for p in here.glob("rank*.pid") if (r := rank_of(p, ".pid")) is not None}
+        started = ranks_started(run_dir(job_dir, generation))
         # scancel signals every task: one in ``skip`` that still runs gets it again,
         # which its wrapper hands on as a second SIGTERM.
         self.slurm.cancel(slurm_id, "TERM")
@@ -183,20 +179,3 @@ class SlurmExecutor:
 
     def cpu_s(self, job_dir: Path, generation: int) -> dict[int, float]:
         return {}  # not known from here: a lingering rank is taken to be idle
-
-
-def _wrapper_argv(w: WorkerLaunch, command: Sequence[str]) -> list[str]:
-    """The launch wrapper's command line for ``w``, as the local executor starts it."""
-    banner = f"--- generation {w.generation}, rank {w.rank}/{w.world}, device {w.where} ---\n"
-    return [
-        sys.executable,
-        "-m",
-        "ringleader.runtime.workers.launch",
-        *("--job-dir", str(w.job_dir), "--generation", str(w.generation)),
-        *("--rank", str(w.rank), "--log", str(w.job_dir / "logs" / f"rank{w.rank}.log")),
-        f"--banner={banner}",
-        *(["--workdir", w.workdir] if w.workdir else []),
-        *(["--uid", str(w.uid)] if w.uid is not None else []),
-        "--",
-        *command,
-    ]
