@@ -33,6 +33,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
+from ringleader.net.tc import NetCommandError
+from ringleader.net.tc import run as net_run
 from ringleader.slurm.conf import LabShape, gres_conf, hosts_file, slurm_conf
 
 DEFAULT_ROOT = Path("/run/ringleader-slurm-lab")
@@ -43,11 +45,12 @@ class LabError(RuntimeError):
     """The lab cannot be brought up here; the message says what is missing."""
 
 
-def _run(args: list[str]) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run(args, capture_output=True, text=True)
-    if done.returncode != 0:
-        raise LabError(f"{' '.join(args)} exited {done.returncode}: {done.stderr.strip()}")
-    return done
+def _run(args: list[str]) -> None:
+    """``net.tc.run``, its failure the lab's: up() names what went wrong and undoes it."""
+    try:
+        net_run(args)
+    except NetCommandError as err:
+        raise LabError(str(err)) from None
 
 
 def missing_tools() -> list[str]:
