@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Hashable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -95,9 +96,13 @@ def _no_aliases(root: Any) -> None:
             stack += node.value
 
 
+_JSON_OBJECT = re.compile(r"\s*\{")
+
+
 def looks_like_json(text: str) -> bool:
-    """Whether ``text`` is a JSON object, as a program writes a large input."""
-    return text.lstrip()[:1] == "{"
+    """Whether ``text`` is a JSON object, as a program writes a large input (read at
+    its start only: ``lstrip`` would copy a file of hundreds of MB)."""
+    return _JSON_OBJECT.match(text) is not None
 
 
 def load_yaml(text: str) -> Any:

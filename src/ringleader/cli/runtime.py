@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich import box
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
@@ -20,8 +19,8 @@ from rich.text import Text
 from ringleader.cli.client import api, failed, job_path, request, request_json
 from ringleader.cli.errors import fail
 from ringleader.cli.events import devices_text, event_text, value_text, why_words
+from ringleader.cli.terminal import compact_table, shown, whole_widths
 from ringleader.cli.terminal import console as make_console
-from ringleader.cli.terminal import shown
 from ringleader.client import ApiError, Unreachable
 
 console = make_console()
@@ -181,12 +180,12 @@ def _table(rows: list[dict[str, Any]], width: int | None = None) -> Table:
     # What a user reads or copies is never cut. On a narrow terminal the times go
     # (finished first), and the why wraps in what is left; columns one space apart.
     heads = ["id", "user", "state", "gpus", "step", "epoch", "loss", "submitted", "finished"]
-    widths = [max([len(h), *(len(c[i]) for c in cells)]) for i, h in enumerate(heads)]
+    widths = whole_widths(heads, cells)
     room = (width or console.width) - max([3, *(len(c[-1]) for c in cells)])
     while sum(widths) + 2 * len(widths) > room and heads[-1] in ("finished", "submitted"):
         heads.pop()
         widths.pop()
-    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 1, 0, 0))
+    table = compact_table()
     for name, wide in zip(heads, widths, strict=True):
         table.add_column(name, no_wrap=True, min_width=wide)
     table.add_column("why", ratio=1)

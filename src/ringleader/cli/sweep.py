@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich import box
 from rich.table import Table
 
 from ringleader.cli import terminal
@@ -47,23 +46,16 @@ def summary(rows: Sequence[Row]) -> Table:
                 f"{util:.0%}",
             )
         )
-    # No cell is cut: each column is as wide as its widest value or header line, and
-    # one space apart (80 columns hold a sweep of ITP traces).
-    table = Table(
-        title="sweep: means over seeds",
-        box=box.SIMPLE_HEAD,
-        show_edge=False,
-        pad_edge=False,
-        collapse_padding=True,
-    )
-    heads = ("trace", "GPUs", "load", "policy", "seeds", "avg\nJCT h", "p95\nJCT h", "vs\nbest")
-    for i, name in enumerate((*heads, "util")):
-        widest = max(max(len(line[i]) for line in lines), *map(len, name.split("\n")))
+    # No cell is cut: 80 columns hold a sweep of ITP traces.
+    table = terminal.compact_table("sweep: means over seeds")
+    heads = ["trace", "GPUs", "load", "policy", "seeds", "avg\nJCT h", "p95\nJCT h", "vs\nbest"]
+    heads.append("util")
+    for name, wide in zip(heads, terminal.whole_widths(heads, lines), strict=True):
         table.add_column(
             name,
             justify="left" if name in ("trace", "policy") else "right",
             no_wrap=True,
-            min_width=widest,
+            min_width=wide,
         )
     for line in lines:
         table.add_row(*line)

@@ -13,8 +13,11 @@ person can read and a terminal does not act on.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
+from rich import box
 from rich.console import Console
+from rich.table import Table
 
 _CONTROL = re.compile(
     r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]"
@@ -42,3 +45,19 @@ def shown(value: object, *, multiline: bool = False) -> str:
     if not multiline:
         text = _LINE_BREAKS.sub(_escape, text)
     return text
+
+
+def compact_table(title: str | None = None) -> Table:
+    """A borderless table, its columns one space apart: what fits most on 80 columns,
+    for tables whose cells must not be cut (``whole_widths``)."""
+    return Table(
+        title=title, box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 1, 0, 0)
+    )
+
+
+def whole_widths(heads: Sequence[str], cells: Sequence[Sequence[str]]) -> list[int]:
+    """Each column's width that cuts nothing: its widest value, or header line."""
+    return [
+        max([*map(len, head.split("\n")), *(len(row[i]) for row in cells)])
+        for i, head in enumerate(heads)
+    ]
