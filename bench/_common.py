@@ -32,6 +32,20 @@ def calibration_s(repeats: int = 3) -> float:
     return round(sorted(times)[len(times) // 2], 3)
 
 
+ENTRY = Path(sys.executable).parent / "ringleader"
+"""The installed ``ringleader`` entry point, as a user's shell runs it."""
+
+
+def timed_command(args: list[str], env: dict[str, str]) -> float:
+    """Wall seconds of ``ringleader ARGS`` as a whole process; it must exit 0."""
+    started = time.perf_counter()
+    done = subprocess.run([str(ENTRY), *args], env=env, capture_output=True, text=True)
+    took = time.perf_counter() - started
+    if done.returncode != 0:
+        raise RuntimeError(f"ringleader {' '.join(args)} exited {done.returncode}: {done.stderr}")
+    return took
+
+
 def calibrated(work: Callable[[], T]) -> tuple[T, float]:
     """``work()`` with the calibration loop run just before and just after it, the faster
     kept (a busy neighbour slows a loop, it never speeds one up): what ``work`` returned,

@@ -16,32 +16,19 @@ import json
 import os
 import platform
 import statistics
-import subprocess
-import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-from _common import calibration_s, commit, wait_until
+from _common import calibration_s, commit, timed_command, wait_until
 from ringleader.runtime.local_server import local_server
 
 OUT = Path(__file__).parent / "results" / "cli.json"
 REPEAT = 15
 TARGET_S = 0.3
-ENTRY = Path(sys.executable).parent / "ringleader"
 SLEEPER = {"name": "sleeper", "command": ["sleep", "600"]}
-
-
-def timed(args: list[str], env: dict[str, str]) -> float:
-    started = time.perf_counter()
-    done = subprocess.run([str(ENTRY), *args], env=env, capture_output=True, text=True)
-    took = time.perf_counter() - started
-    if done.returncode != 0:
-        raise RuntimeError(f"ringleader {' '.join(args)} exited {done.returncode}: {done.stderr}")
-    return took
 
 
 def submit(client: httpx.Client, spec: dict[str, Any]) -> str:
@@ -79,7 +66,8 @@ def main() -> None:
             }
             results: dict[str, Any] = {}
             for name, runs in commands.items():
-                times = [timed(args, env) for args in runs][1:]  # the first warms the disk cache
+                # The first run warms the disk cache.
+                times = [timed_command(args, env) for args in runs][1:]
                 results[name] = {
                     "median_s": round(statistics.median(times), 3),
                     "max_s": round(max(times), 3),

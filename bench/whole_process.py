@@ -25,16 +25,11 @@ from __future__ import annotations
 import json
 import os
 import statistics
-import subprocess
-import sys
-import time
-from pathlib import Path
 from typing import Any
 
-from _common import calibrated, results_file, stamp
+from _common import calibrated, results_file, stamp, timed_command
 
 REPEAT = 5
-ENTRY = Path(sys.executable).parent / "ringleader"
 COMMANDS: dict[str, tuple[list[str], float, float]] = {
     "pollux": (
         ["simulate", "--pollux", "pollux:workload-1", "--policy", "tiresias"],
@@ -60,20 +55,11 @@ COMMANDS: dict[str, tuple[list[str], float, float]] = {
 """Name: (ringleader's arguments, the peer's seconds for the same, the target seconds)."""
 
 
-def timed(args: list[str], env: dict[str, str]) -> float:
-    started = time.perf_counter()
-    done = subprocess.run([str(ENTRY), *args], env=env, capture_output=True, text=True)
-    took = time.perf_counter() - started
-    if done.returncode != 0:
-        raise RuntimeError(f"ringleader {' '.join(args)} exited {done.returncode}: {done.stderr}")
-    return took
-
-
 def measure(args: list[str], env: dict[str, str]) -> dict[str, Any]:
-    timed(args, env)  # untimed: the bytecode cache, the files in the page cache
+    timed_command(args, env)  # untimed: the bytecode cache, the files in the page cache
 
     def runs() -> list[float]:
-        return [timed(args, env) for _ in range(REPEAT)]
+        return [timed_command(args, env) for _ in range(REPEAT)]
 
     times, loop_s = calibrated(runs)
     return {
