@@ -29,10 +29,27 @@ def test_other_events_read_as_key_value_with_json_values_and_nothing_raw() -> No
         "for resize (by signal)"
     )
     said = event_text({"kind": "failed", "generation": 2, "codes": {"0": 1}, "reason": "x"})
-    assert said == 'codes={"0": 1} reason=x'
+    assert said == "x, rank 0 exit 1"
+    assert event_text({"kind": "unknown", "generation": 2, "n": [1, 2]}) == "n=[1, 2]"
     hostile = event_text({"kind": "stopped", "reason": "\x1b[31mred\x1b[0m"})
     assert "\x1b" not in hostile and "red" in hostile
     assert value_text(None) == "–" and value_text(0.123456789) == "0.123457"
+
+
+def test_stops_ends_and_restarts_say_why_and_where_not_key_value() -> None:
+    stopped = {"kind": "stopped", "generation": 1, "reason": "resize", "step": 120}
+    assert event_text(stopped) == "for resize, at step 120"
+    assert event_text({"kind": "succeeded", "generation": 3, "step": 900}) == "at step 900"
+    codes = {"10": 0, "2": 137, "0": 1}  # JSON's keys: text, in rank order
+    failed = event_text({"kind": "failed", "codes": codes, "reason": "weights_not_finite"})
+    assert failed == "weights not finite, rank 0 exit 1, rank 2 exit 137, rank 10 exit 0"
+    again = event_text({"kind": "restarting", "codes": {"0": 1}, "attempt": 2})
+    assert again == "rank 0 exit 1, attempt 2"
+    assert event_text({"kind": "priority", "from": 0, "to": 5}) == "from 0 to 5"
+    lingered = {"kind": "succeeded", "step": 9, "ended_ranks": [1], "warning": "w"}
+    assert event_text(lingered) == "ranks 1 ended for lingering, at step 9"
+    for said in (event_text(stopped), failed, again):
+        assert "=" not in said and "generation" not in said
 
 
 def test_every_reason_code_has_words_for_the_jobs_listing() -> None:

@@ -18,7 +18,7 @@ from ringleader.runtime.control.controller import Controller
 from ringleader.runtime.http import output, schemas
 from ringleader.runtime.http.access import JobId, Me, Named, job_named
 from ringleader.runtime.http.bodies import json_body, problems
-from ringleader.runtime.state import presentation
+from ringleader.runtime.state import presentation, wording
 from ringleader.runtime.state.errors import DamagedRow
 from ringleader.runtime.state.eta import eta_s
 from ringleader.runtime.state.queries import PageQuery
@@ -65,6 +65,15 @@ def _with_reason(
         "turn_in_s": turn,
         "sizing": sizing,
         "eta_s": eta,
+    }
+
+
+def _in_words(event: dict[str, Any]) -> dict[str, Any]:
+    """An event with its kind and detail in words too, as ``ringleader show`` says them."""
+    kind = str(event.get("kind"))
+    return event | {
+        "what": wording.KIND_WORDS.get(kind, kind.replace("_", " ")),
+        "text": wording.event_words(event),
     }
 
 
@@ -185,9 +194,10 @@ def _one_job(api: APIRouter, store: Store, controller: Controller) -> None:
             row = _get(job_id)
             public: dict[str, Any] = _with_reason(presentation.public(row), controller, row)
             public["type_speeds"] = speeds_shown(controller.cluster, row.type_observations)
+            public["log_ranks"] = output.log_ranks(row)
         except DamagedRow as err:
             public = presentation.public(err)
-        return public | {"events": store.events(job_id)}
+        return public | {"events": [_in_words(e) for e in store.events(job_id)]}
 
     @api.delete("/jobs/{job_id}", response_model=None, responses=CHANGED_JOB)
     def cancel(job_id: Named) -> dict[str, Any]:
