@@ -9,6 +9,7 @@ of markup shown as text. ``RINGLEADER_SCREENSHOTS=DIR`` keeps the pictures.
 
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
 from collections.abc import Iterator
@@ -149,6 +150,63 @@ def test_cluster_view_shows_who_holds_gpus_and_only_her_jobs(world: dict[str, An
     context.close()
 
 
+def test_device_map_shows_which_job_holds_each_gpu_and_hides_others_jobs(
+    world: dict[str, Any],
+) -> None:
+    context, page, _ = _signed_in(world)
+    jobs = world["jobs"]
+    page.wait_for_selector(f"#device-map .gpu[data-job='{jobs['train']}']")
+    page.wait_for_selector("#device-map .gpu[data-user='bob']")
+    assert page.locator("#device-map .node").count() == 1
+    assert page.locator("#device-map .gpu").count() == 5  # every GPU, held or idle
+    # Bob's GPU says whose it is, not which job: his job's id and name are his.
+    bob_cell = page.locator("#device-map .gpu[data-user='bob']").first
+    assert bob_cell.get_attribute("data-job") is None
+    assert "bob-train" not in bob_cell.inner_text() and "bob" in bob_cell.inner_text()
+    # Hers name the job and the device, and the cell is in her colour.
+    mine = page.locator(f"#device-map .gpu[data-job='{jobs['train']}']").first
+    assert "alice-train" in mine.inner_text()
+    title = mine.get_attribute("title") or ""
+    assert title.startswith("local:") and "alice-train (alice, running)" in title
+    # The same rule in the API; an admin sees every job on every device.
+    held = [
+        h
+        for n in world["alice"].get("/cluster/devices").json()["nodes"]
+        for g in n["gpus"]
+        for h in g
+    ]
+    assert {h["job"] for h in held if h["user"] == "bob"} == {None}
+    admin = httpx.get(world["server"].url + "/cluster/devices", headers=world["server"].headers)
+    seen = {h["job"] for n in admin.json()["nodes"] for g in n["gpus"] for h in g}
+    assert jobs["bob"] in seen and jobs["train"] in seen
+    _keep(page, "dashboard-devices.png")
+    context.close()
+
+
+def test_usage_chart_has_regular_time_ticks_and_values_on_hover(world: dict[str, Any]) -> None:
+    context, page, _ = _signed_in(world)
+    page.wait_for_selector("#usage-chart polygon[data-user='alice']")
+    ticks = page.eval_on_selector_all(
+        "#usage-chart text.xtick", "ts => ts.map(t => [t.textContent, t.getAttribute('x')])"
+    )
+    labels, xs = [t for t, _ in ticks], [float(x) for _, x in ticks]
+    assert labels[0] == "now" and len(labels) >= 3, labels
+    units = {label.split()[-1] for label in labels[1:]}
+    values = [float(label.split()[0].lstrip("−")) for label in labels[1:]]
+    assert len(units) == 1, labels  # one unit along the axis, not "2 min" beside "90 s"
+    steps = {round(b - a, 6) for a, b in zip([0.0, *values], values, strict=False)}
+    assert len(steps) == 1, labels  # a whole step apart
+    gaps = [round(a - b, 1) for a, b in itertools.pairwise(xs)]
+    assert max(gaps) - min(gaps) <= 0.2, gaps
+    # The values under the pointer: the time and each user's GPUs then.
+    page.hover("#usage-chart .hover-area", position={"x": 700, "y": 100})
+    readout = page.locator("#usage-chart .readout")
+    readout.wait_for()
+    said = readout.text_content() or ""
+    assert "alice: " in said and "idle: " in said, said
+    context.close()
+
+
 def test_job_page_history_charts_and_live_log(world: dict[str, Any]) -> None:
     context, page, _ = _signed_in(world)
     jobs = world["jobs"]
@@ -159,9 +217,25 @@ def test_job_page_history_charts_and_live_log(world: dict[str, Any]) -> None:
     page.wait_for_selector("#j-reason:has-text('runs on')")
     shown = world["alice"].get(f"/jobs/{jobs['train']}").json()
     assert shown["reason_code"] == "sized_by_gain" and shown["sizing"]["workers"] == shown["gpus"]
-    # Throughput from the job's own progress records.
+    # Throughput from the job's own progress records, its values under the pointer.
     wait_for(lambda: page.locator("#j-throughput polyline").count() == 1, 60, "a throughput line")
+    page.hover("#j-throughput .hover-area", position={"x": 200, "y": 80})
+    page.wait_for_selector("#j-throughput .readout:has-text('examples/s')")
+    # The history in words: no raw key=value of the store's detail.
+    history = page.inner_text("#j-events")
+    assert "GPU(s) on local:" in history and "generation=" not in history, history
     _keep(page, "dashboard-job.png")
+    # Each rank's log, and the chosen one to download whole.
+    assert page.locator("#j-rank option").count() == 2  # elastic up to 2 workers
+    with page.expect_download() as fetched:
+        page.click("#j-download")
+    saved = Path(fetched.value.path()).read_text()
+    assert fetched.value.suggested_filename == f"{jobs['train']}-rank0.log"
+    now = world["alice"].get(f"/jobs/{jobs['train']}/logs", params={"rank": 0}).text
+    assert now.startswith(saved), "the download is not the rank's log"
+    page.select_option("#j-rank", "1")
+    href = page.get_attribute("#j-download", "href") or ""
+    assert href.endswith("rank=1&download=true"), href
     # The live log is pushed by the server, and markup in it stays text.
     page.goto(world["server"].url + f"/ui/#/job/{jobs['chatty']}")
     page.wait_for_selector("#j-log:has-text('bold?')")
@@ -181,6 +255,26 @@ def test_job_page_history_charts_and_live_log(world: dict[str, Any]) -> None:
     # Bob's job is not hers: the page says so, as the API does.
     page.goto(world["server"].url + f"/ui/#/job/{jobs['bob']}")
     page.wait_for_selector("#error:has-text('404')")
+    context.close()
+
+
+def test_a_relaunch_is_marked_on_the_throughput_chart(world: dict[str, Any]) -> None:
+    """The page's own drawing code, in the browser, given a history with a resize."""
+    context, page, _ = _signed_in(world)
+    page.wait_for_selector("#whoami:has-text('alice')")
+    labels = page.evaluate(
+        """() => {
+        const chart = svg("svg", { viewBox: "0 0 440 200" });
+        document.body.append(chart);
+        const events = [{ t: 100, kind: "launched", counted: "start", workers: 1 },
+                        { t: 160, kind: "launched", counted: "resize", workers: 2 }];
+        const points = [[100, 50], [130, 52], [170, 96], [200, 98]];
+        drawLine(chart, points, { xTicks: elapsedTicks, marks: relaunches(events),
+                                  describe: ([t, v]) => [String(v)] });
+        return [...chart.querySelectorAll(".mark text")].map((t) => t.textContent);
+    }"""
+    )
+    assert labels == ["resize → 2"], labels
     context.close()
 
 

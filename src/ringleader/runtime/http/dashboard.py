@@ -1,6 +1,6 @@
 """The web dashboard: its pages, a browser's sign-in, and the cluster's recent usage.
 
-The pages are three static files in the package (``runtime/http/web/``), served
+The pages are four static files in the package (``runtime/http/web/``), served
 as they are: no build step, nothing fetched from the internet, so the
 dashboard works on an offline cluster. Every figure on them comes from the
 same API a script uses, with the same rights: the browser signs in once
@@ -39,6 +39,7 @@ PAGE_HEADERS = {
 }
 ASSETS = {
     "index.html": "text/html; charset=utf-8",
+    "charts.js": "text/javascript; charset=utf-8",
     "app.js": "text/javascript; charset=utf-8",
     "style.css": "text/css; charset=utf-8",
 }
@@ -77,6 +78,28 @@ def router(sessions: Sessions, usage: UsageHistory) -> APIRouter:
             "samples": [s.public() for s in usage.since(since)],
         }
 
+    @api.get("/cluster/devices", response_model=None, responses={200: {"model": schemas.Devices}})
+    def cluster_devices(request: Request, me: Me) -> dict[str, Any]:
+        """Each node's GPUs and the jobs on each, as of the last usage sample (2 s).
+
+        Like the usage chart, every user sees which user holds each GPU; the job's
+        id and name only where the job is theirs (an admin sees all).
+        """
+        cluster = request.app.state.controller.cluster
+        viewer = None if me.admin else me.name
+        on: dict[tuple[str, int], list[dict[str, Any]]] = {}
+        for held in usage.holdings():
+            on.setdefault((held.node, held.index), []).append(held.public(viewer))
+        nodes = [
+            {
+                "name": n.name,
+                "gpu_type": n.gpu_type or "",
+                "gpus": [on.get((n.name, i), []) for i in range(n.gpus)],
+            }
+            for n in cluster.nodes
+        ]
+        return {"nodes": nodes}
+
     return api
 
 
@@ -95,6 +118,10 @@ def _pages(api: APIRouter) -> None:
     @api.get("/ui/", include_in_schema=False)
     def index() -> Response:
         return page("index.html")
+
+    @api.get("/ui/charts.js", include_in_schema=False)
+    def charts() -> Response:
+        return page("charts.js")
 
     @api.get("/ui/app.js", include_in_schema=False)
     def script() -> Response:

@@ -60,6 +60,7 @@ def router(store: Store, controller: Controller) -> APIRouter:
         offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
         tail: Annotated[int | None, Query(ge=1, le=100_000)] = None,
         follow: bool = False,
+        download: bool = False,
     ) -> Response:
         """The log from ``offset`` (1 MiB at most; ``X-Log-Offset`` says where to go on),
         or with ``tail`` its last lines. An offset past the end means the log was
@@ -67,15 +68,18 @@ def router(store: Store, controller: Controller) -> APIRouter:
 
         With ``follow`` the server streams the log as it grows, whatever its size,
         until the job has finished (or ``FOLLOW_S`` have passed: ask again from
-        ``X-Log-Offset`` plus the bytes received).
+        ``X-Log-Offset`` plus the bytes received). With ``download`` it sends the
+        whole log as it is now, as a file to save (``JOB-rankR.log``).
         """
         row = get(job_id)
         path = controller.job_dir(job_id) / "logs" / f"rank{rank}.log"
-        widest = max(row.workers, row.last_workers, row.spec.highest)
+        widest = log_ranks(row)
         if not 0 <= rank < widest and not path.exists():
             raise HTTPException(
                 404, detail=f"job {job_id!r} has ranks 0..{widest - 1}; no rank {rank}"
             )
+        if download:
+            return _download(path, f"{row.id}-rank{rank}.log")
         if follow:
             first = ""
             if tail is not None:
@@ -140,6 +144,31 @@ async def _follow(
                 yield data
             return
         await asyncio.sleep(POLL_S)
+
+
+def _download(path: Path, name: str) -> StreamingResponse:
+    """The log whole, as it is now, as a file named ``name`` to save."""
+    return StreamingResponse(
+        _whole(path, log_size(path)),
+        media_type="text/plain; charset=utf-8",
+        headers={"Content-Disposition": f'attachment; filename="{name}"'},
+    )
+
+
+async def _whole(path: Path, size: int) -> AsyncIterator[bytes]:
+    """The log's first ``size`` bytes (its size when asked), a chunk at a time."""
+    offset = 0
+    while offset < size:
+        data = await asyncio.to_thread(read_regular, path, offset, min(CHUNK, size - offset))
+        if not data:
+            return  # rotated or removed meanwhile: what was sent is what there was
+        offset += len(data)
+        yield data
+
+
+def log_ranks(row: JobRow) -> int:
+    """How many ranks' logs a job can have: its widest gang so far, or its spec's."""
+    return max(row.workers, row.last_workers, row.spec.highest)
 
 
 def _row_or_none(store: Store, job_id: str) -> JobRow | None:

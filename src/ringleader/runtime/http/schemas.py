@@ -101,6 +101,27 @@ class Usage(BaseModel):
     samples: list[UsageSample]
 
 
+class DeviceHolder(BaseModel):
+    user: str
+    state: str = Field(description="running, or suspended (time-sliced out).")
+    job: str | None = Field(description="The job's id; null where it is another user's.")
+    name: str | None
+
+
+class NodeDevices(BaseModel):
+    name: str
+    gpu_type: str
+    gpus: list[list[DeviceHolder]] = Field(
+        description="Per GPU index, the jobs on it (more than one where jobs are packed)."
+    )
+
+
+class Devices(BaseModel):
+    """``GET /cluster/devices``: which job holds which GPU on which node."""
+
+    nodes: list[NodeDevices]
+
+
 class Ticket(BaseModel):
     """``POST /dashboard/ticket``: a one-time sign-in link for a browser."""
 
@@ -217,7 +238,13 @@ class TypeSpeed(BaseModel):
 
 
 class JobWithEvents(Job):
-    events: list[Event]
+    events: list[Event] = Field(
+        description="The job's history, oldest first; each event also says its kind "
+        "(``what``) and its detail (``text``) in words."
+    )
+    log_ranks: int | None = Field(
+        None, description="Ranks whose logs ``/jobs/{id}/logs?rank=R`` can serve: 0 to this - 1."
+    )
     type_speeds: dict[str, TypeSpeed] | None = Field(
         None,
         description="On a cluster of mixed GPU types, the job's speed on each, where it has "

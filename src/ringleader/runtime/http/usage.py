@@ -62,16 +62,59 @@ def sample(rows: Iterable[JobRow], t: float) -> Sample:
     return Sample(t, dict(sorted(running.items())), suspended, queued)
 
 
+@dataclass(frozen=True, slots=True)
+class Holding:
+    """One device held by one job, as the last sample saw it."""
+
+    node: str
+    index: int
+    job: str
+    name: str | None
+    user: str
+    state: str
+    """``running`` or ``suspended`` (time-sliced out: its GPU kept, idle)."""
+
+    def public(self, me: str | None) -> dict[str, Any]:
+        """What ``me`` may see (None: an admin, everything): another user's job is only
+        its user, as the usage chart shows it."""
+        mine = me is None or me == self.user
+        return {
+            "user": self.user,
+            "state": self.state,
+            "job": self.job if mine else None,
+            "name": self.name if mine else None,
+        }
+
+
+def holdings(rows: Iterable[JobRow]) -> tuple[Holding, ...]:
+    """Each device the running and time-sliced-out jobs among ``rows`` hold."""
+    held = []
+    for row in rows:
+        if row.state in (State.RUNNING, State.SUSPENDED):
+            user, state = row.spec.user or "?", row.state.value
+            for node, index in row.devices:
+                held.append(Holding(node, index, row.id, row.spec.name, user, state))
+    return tuple(held)
+
+
 class UsageHistory:
-    """The last ``KEPT`` samples, oldest first (thread-safe)."""
+    """The last ``KEPT`` samples, oldest first, and who held each device at the last
+    (thread-safe)."""
 
     def __init__(self, kept: int = KEPT) -> None:
         self._lock = threading.Lock()
         self._samples: deque[Sample] = deque(maxlen=kept)
+        self._held: tuple[Holding, ...] = ()
 
-    def add(self, s: Sample) -> None:
+    def add(self, s: Sample, held: tuple[Holding, ...] = ()) -> None:
         with self._lock:
             self._samples.append(s)
+            self._held = held
+
+    def holdings(self) -> tuple[Holding, ...]:
+        """Who held each device at the last sample."""
+        with self._lock:
+            return self._held
 
     def since(self, t: float) -> list[Sample]:
         """Samples taken after ``t`` (all of them for 0)."""
@@ -89,5 +132,5 @@ async def keep_sampling(
         except Exception:  # a full disk or a lost database: the server says so elsewhere
             log.exception("cannot sample GPU usage")
         else:
-            history.add(sample(rows, clock()))
+            history.add(sample(rows, clock()), holdings(rows))
         await asyncio.sleep(SAMPLE_S)

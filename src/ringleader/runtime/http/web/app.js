@@ -9,7 +9,6 @@ const SUSPENDED = "#b9bcc6";
 const POLL_MS = 2000;
 const LOG_KEEP = 200000;  // characters of log kept on the page
 const FINISHED = new Set(["succeeded", "failed", "cancelled", "damaged"]);
-const SVGNS = "http://www.w3.org/2000/svg";
 
 const $ = (id) => document.getElementById(id);
 
@@ -26,12 +25,6 @@ function el(tag, attrs = {}, ...children) {
   const node = document.createElement(tag);
   for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, v);
   for (const c of children) node.append(c instanceof Node ? c : String(c));
-  return node;
-}
-
-function svg(tag, attrs = {}) {
-  const node = document.createElementNS(SVGNS, tag);
-  for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, String(v));
   return node;
 }
 
@@ -81,109 +74,26 @@ function progressOf(job) {
   return { fraction, text: `${(100 * fraction).toFixed(0)}% (epoch ${job.epoch.toFixed(2)} of ${job.epochs})` };
 }
 
-// ---- charts ----------------------------------------------------------------
-
-/** Axes and a frame: returns x(t) and y(v) for the plot area. */
-function frame(chart, x0, x1, y0, y1, xText, yTicks) {
-  chart.replaceChildren();
-  const box = chart.viewBox.baseVal;
-  const m = { l: 42, r: 12, t: 10, b: 26 };
-  const w = box.width - m.l - m.r, h = box.height - m.t - m.b;
-  const x = (v) => m.l + (x1 > x0 ? (v - x0) / (x1 - x0) : 0) * w;
-  const y = (v) => m.t + h - (y1 > y0 ? (v - y0) / (y1 - y0) : 0) * h;
-  chart.append(svg("rect", { x: m.l, y: m.t, width: w, height: h, fill: "#fff", stroke: "#d8dce5" }));
-  for (const v of yTicks) {
-    chart.append(svg("line", { x1: m.l, x2: m.l + w, y1: y(v), y2: y(v), stroke: "#eef0f5" }));
-    const label = svg("text", { x: m.l - 6, y: y(v) + 4, "text-anchor": "end" });
-    label.textContent = formatTick(v);
-    chart.append(label);
-  }
-  for (const [v, text] of xText) {
-    const label = svg("text", { x: x(v), y: m.t + h + 17, "text-anchor": "middle" });
-    label.textContent = text;
-    chart.append(label);
-  }
-  return { x, y, m, w, h };
-}
-
-function formatTick(v) {
-  if (Math.abs(v) >= 1000) return `${(v / 1000).toFixed(1)}k`;
-  return Number.isInteger(v) ? String(v) : v.toPrecision(2);
-}
-
-function ticks(lo, hi, most = 5) {
-  if (!(hi > lo)) return [lo];
-  const raw = (hi - lo) / most, mag = 10 ** Math.floor(Math.log10(raw));
-  const step = [1, 2, 5, 10].map((k) => k * mag).find((s) => s >= raw);
-  const out = [];
-  for (let v = Math.ceil(lo / step) * step; v <= hi + 1e-9; v += step) out.push(+v.toPrecision(6));
-  return out;
-}
-
-/** GPUs per user over time as a stacked step area, time-sliced-out GPUs on top. */
-function drawUsage(chart, legend, usage) {
-  const samples = usage.samples;
-  const now = usage.now;
-  const t0 = samples.length ? Math.min(samples[0].t, now - 10) : now - 10;
-  const users = [...new Set(samples.flatMap((s) => Object.keys(s.running)))].sort();
-  const yMax = Math.max(usage.gpus, 1);
-  const span = now - t0;
-  const xTicks = ticks(0, span, 6).map((ago) => [now - ago, ago === 0 ? "now" : `−${duration(ago)}`]);
-  const { x, y } = frame(chart, t0, now, 0, yMax, xTicks, ticks(0, yMax, Math.min(yMax, 6)));
-  const layers = [...users.map((u) => [u, colour(u), (s) => s.running[u] || 0]),
-                  ["time-sliced out", SUSPENDED, (s) => s.suspended]];
-  const base = samples.map(() => 0);
-  for (const [name, fill, value] of layers) {
-    const top = samples.map((s, i) => base[i] + value(s));
-    if (top.every((v, i) => v === base[i])) continue;
-    const upper = [], lower = [];
-    samples.forEach((s, i) => {
-      const next = i + 1 < samples.length ? samples[i + 1].t : now;
-      upper.push(`${x(s.t)},${y(top[i])}`, `${x(next)},${y(top[i])}`);
-      lower.unshift(`${x(next)},${y(base[i])}`, `${x(s.t)},${y(base[i])}`);
-    });
-    const area = svg("polygon", { points: [...upper, ...lower].join(" "), fill, "data-user": name });
-    const title = svg("title");
-    title.textContent = name;
-    area.append(title);
-    chart.append(area);
-    top.forEach((v, i) => { base[i] = v; });
-  }
-  chart.append(svg("line", { x1: x(t0), x2: x(now), y1: y(usage.gpus), y2: y(usage.gpus),
-                             stroke: "#1d2330", "stroke-dasharray": "5 4" }));
-  legend.replaceChildren(...layers.filter(([n]) => n !== "time-sliced out" || samples.some((s) => s.suspended))
-    .map(([name, fill]) => el("li", { "data-user": name }, swatch(fill), name)));
-}
-
 function swatch(fill) {
   const node = el("span", { class: "swatch" });
   node.style.background = fill;
   return node;
 }
 
-function drawLine(chart, points, xLabel) {
-  if (points.length < 2) {
-    frame(chart, 0, 1, 0, 1, [], []);
-    const note = svg("text", { x: 220, y: 100, "text-anchor": "middle" });
-    note.textContent = "not enough progress yet";
-    chart.append(note);
-    return;
-  }
-  const xs = points.map((p) => p[0]), ys = points.map((p) => p[1]);
-  const x0 = Math.min(...xs), x1 = Math.max(...xs);
-  const y0 = Math.min(0, ...ys), y1 = Math.max(...ys) * 1.05 || 1;
-  const xt = ticks(0, x1 - x0, 4).map((v) => [x0 + v, xLabel(v, x0 + v)]);
-  const { x, y } = frame(chart, x0, x1, y0, y1, xt, ticks(y0, y1, 4));
-  chart.append(svg("polyline", { points: points.map(([a, b]) => `${x(a)},${y(b)}`).join(" "),
-                                 fill: "none", stroke: "#2f5bea", "stroke-width": 1.6 }));
+/** The usage chart's layers: each user's running GPUs, then the time-sliced-out ones. */
+function usageLayers(samples) {
+  const users = [...new Set(samples.flatMap((s) => Object.keys(s.running)))].sort();
+  return [...users.map((u) => ({ name: u, fill: colour(u), value: (s) => s.running[u] || 0 })),
+          { name: "time-sliced out", fill: SUSPENDED, value: (s) => s.suspended }];
 }
 
 // ---- pages -----------------------------------------------------------------
 
 async function refreshHome() {
   const filter = $("jobs-filter").value;
-  const [usage, jobs] = await Promise.all([
+  const [usage, devices, jobs] = await Promise.all([
     json("/cluster/usage"),
+    json("/cluster/devices"),
     json(`/jobs?limit=500&order=desc${filter ? `&state=${encodeURIComponent(filter)}` : ""}`),
   ]);
   const last = usage.samples[usage.samples.length - 1];
@@ -196,9 +106,42 @@ async function refreshHome() {
   $("c-queued").textContent = last ? last.queued : "–";
   $("c-window").textContent = usage.samples.length
     ? `(last ${duration(usage.now - usage.samples[0].t)})` : "(no samples yet)";
-  drawUsage($("usage-chart"), $("usage-legend"), usage);
+  const layers = usageLayers(usage.samples);
+  drawUsage($("usage-chart"), usage, layers);
+  const shown = layers.filter((l) => l.name !== "time-sliced out" || usage.samples.some((s) => s.suspended));
+  $("usage-legend").replaceChildren(...shown.map((l) => el("li", { "data-user": l.name }, swatch(l.fill), l.name)));
+  drawDevices($("device-map"), devices);
   $("jobs-count").textContent = `(${jobs.length})`;
   $("jobs-table").tBodies[0].replaceChildren(...jobs.map(jobRow));
+}
+
+/** Each node a row, each GPU a cell in its holder's colour: which job holds which device. */
+function drawDevices(map, devices) {
+  map.replaceChildren(...devices.nodes.map((node) => {
+    const cells = node.gpus.map((holders, index) => {
+      const where = `${node.name}:${index}`;
+      const cell = el("span", { class: "gpu", "data-device": where });
+      if (!holders.length) {
+        cell.classList.add("idle");
+        cell.append("idle");
+        cell.title = `${where}: idle`;
+        return cell;
+      }
+      const words = holders.map((h) => `${h.name || h.job || `a job of ${h.user}`} (${h.user}, ${h.state})`);
+      cell.title = `${where}: ${words.join("; ")}`;
+      const first = holders[0];
+      cell.dataset.user = first.user;
+      if (first.job) cell.dataset.job = first.job;
+      cell.style.background = first.state === "suspended" ? SUSPENDED : colour(first.user);
+      if (holders.length > 1) cell.classList.add("packed");
+      cell.append(el("span", { class: "gpu-label" }, first.name || first.user),
+                  holders.length > 1 ? el("span", { class: "gpu-more" }, `+${holders.length - 1}`) : "");
+      return cell;
+    });
+    const label = node.gpu_type ? `${node.name} (${node.gpu_type})` : node.name;
+    return el("div", { class: "node", "data-node": node.name },
+      el("span", { class: "node-name" }, label), el("span", { class: "gpus" }, ...cells));
+  }));
 }
 
 // "2 × v100", "3 (v100, k80)": a job's GPUs with their types, where the cluster has types.
@@ -226,23 +169,10 @@ function jobRow(job) {
     el("td", { class: "why" }, job.reason || ""));
 }
 
-const EVENT_WORDS = {
-  launched: "launched", stop_requested: "stop asked", stopped: "stopped",
-  suspend_requested: "suspended (time slice over)", resume_requested: "resumed",
-  succeeded: "succeeded", failed: "failed", cancelled: "cancelled", priority: "priority changed",
-};
-
-function eventDetail(e) {
-  const { t, kind, ...rest } = e;
-  if (kind === "launched") {
-    const what = rest.counted && rest.counted !== "start" ? `${rest.counted}: ` : "";
-    const types = rest.gpu_types || [];
-    const on = (rest.devices || []).map((d, i) => d.join(":") + (types[i] ? ` (${types[i]})` : ""));
-    const batch = rest.batch ? `, batch ${rest.batch}` : "";
-    return `${what}${rest.workers} GPU(s) on ${on.join(", ")}${batch}`;
-  }
-  if (kind === "stop_requested") return `for ${rest.reason}${rest.signal ? " (by signal)" : ""}`;
-  return Object.entries(rest).map(([k, v]) => `${k}=${JSON.stringify(v)}`).join(" ");
+/** Where the job was launched again (resized, migrated, restarted): [t, label] marks. */
+function relaunches(events) {
+  return events.filter((e) => e.kind === "launched" && e.counted && e.counted !== "start")
+    .map((e) => [e.t, `${e.counted} → ${e.workers}`]);
 }
 
 async function refreshJob(id) {
@@ -264,20 +194,26 @@ async function refreshJob(id) {
   $("j-cancel").hidden = FINISHED.has(job.state);
   $("j-events").tBodies[0].replaceChildren(...job.events.map((e) =>
     el("tr", { "data-kind": e.kind }, el("td", {}, clock(e.t)),
-       el("td", {}, EVENT_WORDS[e.kind] || e.kind), el("td", {}, eventDetail(e)))));
+       el("td", {}, e.what || e.kind), el("td", {}, e.text || ""))));
+  rankChoices(id, job.log_ranks || 1);
   const every = Math.max(1, Math.floor(job.step / 400));
   const records = await json(`/jobs/${encodeURIComponent(id)}/progress?every=${every}`);
   const steps = records.filter((r) => !r.event && r.step_time > 0);
   const speed = steps.filter((r) => r.batch_per_worker && r.world_size && r.t)
     .map((r) => [r.t, (r.batch_per_worker * r.world_size) / r.step_time]);
-  drawLine($("j-throughput"), speed, (ago) => `${duration(ago)}`);
+  const marks = relaunches(job.events);
+  drawLine($("j-throughput"), speed, { xTicks: elapsedTicks, marks,
+    describe: ([t, v]) => [clock(t), `${formatValue(v)} examples/s`] });
   if (adapts) {
     const batches = steps.filter((r) => r.batch_per_worker && r.world_size && r.t)
       .map((r) => [r.t, r.batch_per_worker * r.world_size]);
-    drawLine($("j-batches"), batches, (ago) => `${duration(ago)}`);
+    drawLine($("j-batches"), batches, { xTicks: elapsedTicks, marks,
+      describe: ([t, v]) => [clock(t), `batch ${Math.round(v)}`] });
   }
   drawLine($("j-loss"), steps.filter((r) => r.loss !== null && r.loss !== undefined)
-    .map((r) => [r.step, r.loss]), (_, v) => `${Math.round(v)}`);
+    .map((r) => [r.step, r.loss]), {
+    xTicks: (x0, x1) => ticks(x0, x1, 4).map((v) => [v, formatTick(v)]),
+    describe: ([step, loss]) => [`step ${step}`, `loss ${formatValue(loss)}`] });
   return job;
 }
 
@@ -285,7 +221,19 @@ async function refreshJob(id) {
 
 let following = null;
 
-function followLog(id) {
+/** The rank selector's options (0 to ``ranks`` - 1) and the chosen rank's download link. */
+function rankChoices(id, ranks) {
+  const select = $("j-rank");
+  if (select.options.length !== ranks) {
+    const chosen = Math.min(Number(select.value || 0), ranks - 1);
+    select.replaceChildren(...Array.from({ length: ranks }, (_, r) => el("option", { value: r }, `rank ${r}`)));
+    select.value = String(chosen);
+  }
+  $("j-download").href = `/jobs/${encodeURIComponent(id)}/logs?rank=${select.value || 0}&download=true`;
+}
+
+function followLog(id, rank = 0) {
+  if (following) following.abort();
   const controller = new AbortController();
   following = controller;
   const pre = $("j-log");
@@ -297,7 +245,7 @@ function followLog(id) {
     if (stick) pre.scrollTop = pre.scrollHeight;
   };
   (async () => {
-    let query = "follow=true&tail=200";
+    let query = `rank=${rank}&follow=true&tail=200`;
     while (!controller.signal.aborted) {
       const response = await api(`/jobs/${encodeURIComponent(id)}/logs?${query}`,
                                  { signal: controller.signal });
@@ -311,7 +259,7 @@ function followLog(id) {
       }
       const job = await json(`/jobs/${encodeURIComponent(id)}`);
       if (FINISHED.has(job.state)) return;
-      query = `follow=true&offset=${offset}`;
+      query = `rank=${rank}&follow=true&offset=${offset}`;
     }
   })().catch((e) => { if (e.name !== "AbortError") say(e); });
 }
@@ -346,7 +294,10 @@ async function open() {
   const where = route();
   showOnly(where.page === "job" ? "job" : "home");
   $("j-said").textContent = "";
-  if (where.page === "job") followLog(where.id);
+  if (where.page === "job") {
+    $("j-rank").replaceChildren(el("option", { value: 0 }, "rank 0"));
+    followLog(where.id);
+  }
   await refresh();
 }
 
@@ -364,6 +315,11 @@ async function start() {
     showOnly("signin");
   });
   $("jobs-filter").addEventListener("change", refresh);
+  $("j-rank").addEventListener("change", () => {
+    const { id } = route();
+    followLog(id, Number($("j-rank").value));
+    rankChoices(id, $("j-rank").options.length);
+  });
   $("j-cancel").addEventListener("click", async () => {
     const { id } = route();
     try {
