@@ -101,3 +101,30 @@ def test_a_gang_placed_only_in_part_is_relaunched_after_the_launch_timeout(
     assert again.attempts == 0  # not the job's failure
     controller.tick(now=108.0)
     assert executor.launches == [1, 2] and store.get(row.id).state is State.RUNNING  # type: ignore[union-attr]
+
+
+class Unkillable(HalfPlaced):
+    """Every gang runs and no kill ever takes: the executor sees it running for ever."""
+
+    name = "unkillable"
+
+    def status(self, job_dir: Path, generation: int, world: int) -> GangStatus:
+        return GangStatus(world, world, {}, 0)
+
+
+def test_an_orderly_stop_ends_even_where_a_killed_gang_is_never_seen_to_end(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A root server whose jobs could not reach their directories hung on SIGTERM for
+    ever: it killed the gangs, then waited for ends it could never see."""
+    import ringleader.runtime.control.controller as controlling
+
+    monkeypatch.setattr(controlling, "KILLED_WAIT_S", 0.3)
+    executor = Unkillable()
+    store = Store(tmp_path / "db.sqlite")
+    controller = Controller(store, executor, ControllerConfig(tmp_path, policy_named("fifo")))
+    row = store.add(parse_spec({"name": "stuck", "command": "true", "gpus": 1}))
+    controller.tick(now=100.0)
+    assert store.get(row.id).state is State.RUNNING  # type: ignore[union-attr]
+    assert controller.leave(wait_s=0.2) == 1
+    assert executor.kills == [1]  # killed once, then left to the next server

@@ -13,6 +13,7 @@ import os
 import shutil
 import stat
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -22,7 +23,8 @@ from typing import Any
 import httpx
 import pytest
 
-from ringleader.runtime.workers.identity import FIRST_DYNAMIC_UID, not_reachable
+from ringleader.runtime.settings import SYSTEM_STATE_DIR, default_state_dir
+from ringleader.runtime.workers.identity import FIRST_DYNAMIC_UID, not_reachable, not_searchable
 from tests.live_server import LiveServer, others_can_run_python, wait_for
 
 pytestmark = [
@@ -201,3 +203,66 @@ def test_a_python_others_cannot_enter_is_named() -> None:
         assert not_reachable([python]) is None
     finally:
         shutil.rmtree(base)
+
+
+def test_a_state_dir_others_cannot_reach_is_named() -> None:
+    base = Path(tempfile.mkdtemp(prefix="rl-reach-"))
+    base.chmod(0o755)
+    home = base / "home"
+    home.mkdir(mode=0o700)
+    try:
+        state = home / "share" / "ringleader"  # not made yet: its way is what counts
+        assert not_searchable(state) == f"{home} cannot be entered by other users"
+        home.chmod(0o711)
+        assert not_searchable(state) is None
+        (home / "share").mkdir(mode=0o700)
+        assert not_searchable(state) == f"{home / 'share'} cannot be entered by other users"
+    finally:
+        shutil.rmtree(base)
+
+
+def test_roots_default_state_dir_is_one_its_jobs_can_reach(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("XDG_DATA_HOME", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert default_state_dir() == SYSTEM_STATE_DIR
+    # Root's old default, where it already holds a server's jobs, stays.
+    old = tmp_path / ".local" / "share" / "ringleader"
+    old.mkdir(parents=True)
+    (old / "ringleader.db").write_bytes(b"")
+    assert default_state_dir() == old
+
+
+def test_a_root_server_refuses_a_state_dir_its_jobs_cannot_reach_and_leaves_no_trace() -> None:
+    """The quick start as root once served, then ran no job and said nothing: the jobs'
+    uids could not reach their directories under a 0700 /root."""
+    base = Path(tempfile.mkdtemp(prefix="rl-reach-"))  # /tmp: others may enter
+    base.chmod(0o755)
+    private = base / "private"
+    private.mkdir(mode=0o700)
+    state = private / "state"
+    with others_can_run_python():
+        out = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "ringleader",
+                "server",
+                "--gpus",
+                "1",
+                "--port",
+                "18769",
+                "--state-dir",
+                str(state),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert out.returncode == 2, out.stderr
+    said = " ".join(out.stderr.split())
+    assert f"{private} cannot be entered by other users" in said, said
+    assert "--state-dir" in said and "--no-isolate-jobs" in said and "serving" not in said
+    assert not state.exists()  # nothing claimed, nothing made
+    shutil.rmtree(base)

@@ -9,14 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
 import typer
 import yaml
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    ValidationError,
-    field_validator,
-    model_validator,
-)
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from ringleader.cli.errors import fail
 from ringleader.inputs import (
@@ -28,7 +21,7 @@ from ringleader.inputs import (
 )
 
 if TYPE_CHECKING:
-    from ringleader.runtime.server import ServerConfig
+    from ringleader.runtime.settings import ServerConfig
     from ringleader.runtime.workers.gpus import GpuLayout
 
 # The flags of ``ringleader server``, one alias each, so that the command reads as
@@ -53,7 +46,11 @@ _GpusFlag = Annotated[
     ),
 ]
 _StateDirFlag = Annotated[
-    Path | None, typer.Option(help="Database, job logs and checkpoints (default: user data).")
+    Path | None,
+    typer.Option(
+        help="Database, job logs and checkpoints (default: ~/.local/share/ringleader; "
+        "root's: /var/lib/ringleader)."
+    ),
 ]
 _HostFlag = Annotated[
     str,
@@ -220,7 +217,7 @@ def server(
     Workers run in their own sessions: stopping or crashing the server leaves
     them running, and the next server on the same --state-dir adopts them.
     """
-    from ringleader.runtime.server import ServerConfig, default_state_dir
+    from ringleader.runtime.settings import ServerConfig, default_state_dir
 
     layout = _layout(executor, gpus)
     chosen = _policy_settings(policy, round_s, quantum_s, tiresias_thresholds, config)
@@ -317,7 +314,8 @@ def _policy_settings(
 def _run(cfg: ServerConfig) -> None:
     """Serve until stopped; a refusal to start is one line and exit status 2."""
     from ringleader.runtime.claims import PortInUse
-    from ringleader.runtime.server import ConfigError, serve
+    from ringleader.runtime.server import serve
+    from ringleader.runtime.settings import ConfigError
     from ringleader.runtime.state.errors import StoreError
     from ringleader.runtime.workers.executor.ray import RayUnavailable
 

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ipaddress
 import logging
 import os
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 import uvicorn
@@ -21,130 +20,26 @@ from ringleader.net.tc import NetCommandError, have_net_admin
 from ringleader.policy.catalog import policy_from_config
 from ringleader.policy.model.views import ClusterView
 from ringleader.runtime.claims import claim_state_dir, listen
-from ringleader.runtime.control import lingering
 from ringleader.runtime.control.config import ControllerConfig
 from ringleader.runtime.control.controller import Controller
 from ringleader.runtime.control.traffic import TrafficControl, device_mbit
 from ringleader.runtime.http.access import known_names
 from ringleader.runtime.http.api import create_app
-from ringleader.runtime.http.timeouts import BODY_S, HEADERS_S, BodyDeadline, with_deadlines
+from ringleader.runtime.http.timeouts import BodyDeadline, with_deadlines
 from ringleader.runtime.http.usage import keep_sampling
+from ringleader.runtime.settings import ConfigError, ServerConfig, check_isolation, check_network
 from ringleader.runtime.state.errors import StoreError
 from ringleader.runtime.state.store import Store
 from ringleader.runtime.state.users import Users
 from ringleader.runtime.watch import lost_database, watch_database
-from ringleader.runtime.workers.bounded import LOG_CAP_BYTES, PROGRESS_CAP_BYTES
 from ringleader.runtime.workers.executor.base import Executor
 from ringleader.runtime.workers.executor.local import LocalExecutor
-from ringleader.runtime.workers.gpus import GpuLayout, GpuSpecError
-from ringleader.runtime.workers.identity import can_switch, interpreter_paths, not_reachable
+from ringleader.runtime.workers.gpus import GpuSpecError
+from ringleader.runtime.workers.identity import can_switch
 from ringleader.spine.needs import RUNTIME, serve_policy
 
-DEFAULT_HOST = "127.0.0.1"
-DEFAULT_PORT = 8765
 SHUTDOWN_S = 5
 """Longest a stopping server waits for open requests to finish."""
-
-
-def default_state_dir() -> Path:
-    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(base) / "ringleader"
-
-
-@dataclass(frozen=True, slots=True)
-class ServerConfig:
-    state_dir: Path
-    host: str = DEFAULT_HOST
-    port: int = DEFAULT_PORT
-    gpus: int | GpuLayout | None = None
-    """A count or a type mix of devices (``workers.gpus``); None: the machine's GPUs, or 1."""
-    policy: str = "elastic"
-    probe_window_s: float | None = None
-    round_s: float = 30.0
-    tick_s: float = 0.5
-    quantum_s: float | None = None
-    thresholds_gpu_s: tuple[float, ...] | None = None
-    """Least-attained-service queue thresholds (tiresias, ringleader); None: the policy's."""
-    executor: str = "local"
-    address: str = "auto"
-    warm_start: bool = True
-    log_cap_bytes: int = LOG_CAP_BYTES
-    progress_cap_bytes: int = PROGRESS_CAP_BYTES
-    tls_cert: Path | None = None
-    tls_key: Path | None = None
-    insecure_http: bool = False
-    """Serve plain HTTP on a non-loopback address: tokens cross the network readable."""
-    allow_hosts: tuple[str, ...] = ()
-    """More names clients may reach the server by (the ``Host`` check)."""
-    header_timeout_s: float = HEADERS_S
-    """A request's headers must arrive within this, or the connection is closed."""
-    body_timeout_s: float = BODY_S
-    """A request's body must arrive within this after its headers (408 otherwise)."""
-    isolate_jobs: bool = True
-    """As root, run each user's jobs as their own uid (``ringleader.runtime.workers.identity``)."""
-    exit_grace_s: float = lingering.GRACE_S
-    """How long a rank may stay, idle, once its job's work is done (``control.lingering``)."""
-    leave_jobs_running: bool = False
-    """At an orderly stop, leave running jobs for the next server to adopt, not stop them."""
-    traffic_device: str | None = None
-    """The NIC whose egress the plan's traffic ranks shape (None: no ranks applied)."""
-    traffic_mbit: float | None = None
-    """Its rate in Mbit/s (None: the device's own speed, from sysfs)."""
-
-    @property
-    def scheme(self) -> str:
-        return "https" if self.tls_cert is not None else "http"
-
-    @property
-    def url(self) -> str:
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"{self.scheme}://{host}:{self.port}"
-
-
-class ConfigError(ValueError):
-    """Settings the server will not start with; the message says which and what to do."""
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
-def check_network(config: ServerConfig) -> str | None:
-    """Refuse plain HTTP off this machine unless asked for; returns a warning to print."""
-    if (config.tls_cert is None) != (config.tls_key is None):
-        raise ConfigError("--tls-cert and --tls-key go together: give both, or neither")
-    for path in (config.tls_cert, config.tls_key):
-        if path is not None and not path.is_file():
-            raise ConfigError(f"{path}: no such file (--tls-cert/--tls-key)")
-    if is_loopback(config.host) or config.tls_cert is not None:
-        return None
-    if not config.insecure_http:
-        raise ConfigError(
-            f"--host {config.host} serves beyond this machine, where tokens would cross the "
-            "network unencrypted: give --tls-cert and --tls-key, or --insecure-http on a "
-            "network you trust"
-        )
-    return (
-        f"WARNING: serving plain HTTP on {config.host}: anyone on the network path can read "
-        "tokens and job data (--insecure-http); use --tls-cert/--tls-key"
-    )
-
-
-def check_isolation(config: ServerConfig) -> None:
-    """Refuse to start isolating jobs whose users could not even run Python here."""
-    if not (config.isolate_jobs and can_switch()):
-        return
-    if (why := not_reachable(interpreter_paths())) is not None:
-        raise ConfigError(
-            f"jobs run as their users' own uids, but {why}, so no job could start: make it "
-            "searchable (chmod o+x on that directory) or install ringleader where every user "
-            "can run it; or, on a machine with one user, give --no-isolate-jobs"
-        )
 
 
 def _types_said(cluster: ClusterView) -> str:
@@ -155,7 +50,6 @@ def _types_said(cluster: ClusterView) -> str:
 
 
 def build(config: ServerConfig) -> tuple[Store, Users, Controller]:
-    check_isolation(config)
     store = Store(config.state_dir / "ringleader.db")
     users = Users(store.path)
     executor: Executor
@@ -288,6 +182,7 @@ class _Uvicorn(uvicorn.Server):
 
 async def serve(config: ServerConfig) -> None:
     warning = check_network(config)
+    check_isolation(config)  # before the state dir is claimed: a refusal leaves no trace
     lock = claim_state_dir(config.state_dir)
     try:
         sock = listen(config.host, config.port)

@@ -55,6 +55,9 @@ SWITCH_TICK_S = 0.01
 """Tick interval while a time-slice switch is under way (a GPU idles until it is done)."""
 LEAVE_WAIT_S = 30.0
 """The longest an orderly stop of the server waits for its jobs' checkpoints."""
+KILLED_WAIT_S = 10.0
+"""Then, after the kill, the longest it waits to see the killed gangs end: a stop
+always ends, whatever the executor can still see."""
 
 
 class Controller(Observing):
@@ -157,13 +160,19 @@ class Controller(Observing):
         for row in live:
             if row.stopping is None:
                 self.acting.request_stop(row, "server_stop", time.time())
-        deadline = time.monotonic() + wait_s
+        deadline, killed = time.monotonic() + wait_s, False
         while live:
             if time.monotonic() > deadline:
+                if killed:
+                    # Killed and still not seen to end (a gang whose processes never
+                    # started): the next server on this state dir settles it.
+                    names = ", ".join(r.id for r in live)
+                    log.warning("leaving %d jobs to the next server: %s", len(live), names)
+                    break
                 for row in live:
                     self.gangs.of(row.id).stop_killed = True  # ours: not the job's failure
                     self.executor.kill(self.job_dir(row.id), row.generation)
-                deadline = float("inf")  # settled at the next looks, once the kills take
+                deadline, killed = time.monotonic() + KILLED_WAIT_S, True
             for row in live:
                 self._observe_one(row, time.time())
             live = self._live()

@@ -38,6 +38,20 @@ def not_reachable(paths: list[Path]) -> str | None:
     return None
 
 
+def not_searchable(directory: Path) -> str | None:
+    """Why another uid could not reach ``directory`` (or where it will be made), if it
+    could not: an existing directory on the way to it that others cannot search."""
+    path = directory.resolve()
+    for step in reversed(path.parents):
+        try:
+            mode = step.stat().st_mode
+        except FileNotFoundError:
+            return None  # made later, with the server's umask: as searchable as its parent
+        if not mode & stat.S_IXOTH:
+            return f"{step} cannot be entered by other users"
+    return None
+
+
 def interpreter_paths() -> list[Path]:
     """What a job's ``python`` needs to reach: the interpreter, its library, ringleader."""
     import ringleader
