@@ -57,3 +57,24 @@ def test_every_reason_code_has_words_for_the_jobs_listing() -> None:
     assert codes <= set(WHY), codes - set(WHY)
     assert why_words("behind_in_order") == "others first" and why_words(None) == ""
     assert why_words("new_code") == "new code"
+
+
+def test_a_failed_jobs_why_is_the_last_line_its_ranks_wrote() -> None:
+    from ringleader.runtime.state.wording import failure_line
+
+    error = (
+        "generation 3 failed: rank 0 exit 2\n[rank0] --- generation 3, rank 0/1 ---\n"
+        "python3: can't open file '/home/a/train.py': [Errno 2] No such file or directory\n"
+    )
+    assert failure_line(error) == (
+        "python3: can't open file '/home/a/train.py': [Errno 2] No such file or directory"
+    )
+    assert failure_line("generation 1 failed: rank 0 exit 1\n[rank0] ValueError: x") == (
+        "ValueError: x"
+    )
+    diverged = "loss is nan at step 9 (failed at once)\ngeneration 2 failed: rank 0 exit 1"
+    assert failure_line(diverged) == "loss is nan at step 9 (failed at once)"
+    assert failure_line("generation 1 failed: rank 0 exit 1\n") == (
+        "generation 1 failed: rank 0 exit 1"
+    )
+    assert failure_line(None) is None and failure_line("") is None

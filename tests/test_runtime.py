@@ -145,7 +145,10 @@ def test_a_failing_command_is_retried_then_failed_with_its_log(server: LiveServe
     job = server.wait_state(server.submit(spec), {"failed", "succeeded"}, 60)
     assert job["state"] == "failed"
     assert job["attempts"] == 2
-    assert "it went boom" in job["error"] and "3" in job["error"]
+    assert "it went boom" in job["error"] and "rank 0 exit 3" in job["error"]
+    assert job["reason"] == "it went boom"  # the listing's why: the last line it wrote
+    listed = cli(server.url, "jobs", "--state", "failed")
+    assert "it went boom" in listed.stdout, listed.stdout
 
 
 def test_cancel_stops_a_running_job(server: LiveServer) -> None:

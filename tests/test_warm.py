@@ -94,6 +94,21 @@ def test_a_crashing_warm_worker_leaves_its_traceback_and_status_1(
     assert "Traceback" in log and "RuntimeError: boom in the job" in log
 
 
+def test_a_missing_script_says_what_python_says_with_no_launcher_frames(
+    executor: LocalExecutor, tmp_path: Path
+) -> None:
+    """As python would: ``can't open file ...`` and status 2, not a FileNotFoundError
+    through the fork server's frames (a new user's first ``run -- python train.py``)."""
+    gone = tmp_path / "train.py"
+    executor.launch("j", tmp_path, 1, ["python", str(gone)], [Device("local", 0)], {})
+    assert _wait(executor, tmp_path, 1, 1).exits == {0: 2}
+    log = (tmp_path / "logs" / "rank0.log").read_text()
+    assert f"can't open file '{gone}': [Errno 2] No such file or directory" in log
+    assert "Traceback" not in log and "warm.py" not in log
+    cold = subprocess.run([sys.executable, str(gone)], capture_output=True, text=True)
+    assert cold.returncode == 2 and "can't open file" in cold.stderr  # the same words
+
+
 def test_killing_a_warm_gang_kills_the_worker_too(executor: LocalExecutor, tmp_path: Path) -> None:
     script = _script(
         tmp_path,

@@ -173,7 +173,7 @@ def _table(rows: list[dict[str, Any]], width: int | None = None) -> Table:
             _number(r.get("loss"), ".3f"),
             _when(r.get("submitted_at")),
             _when(r.get("finished_at")),
-            why_words(r.get("reason_code")),
+            why_words(r.get("reason_code")) or shown(r.get("reason") or ""),
         )
         for r in rows
     ]
@@ -266,7 +266,8 @@ def show(
             Text("(lines the job wrote that were skipped as malformed)", "dim"),
         )
     if job.get("error"):
-        console.print(Text("error", "bold red"), Text(":\n" + shown(job["error"], multiline=True)))
+        console.print(Text("error:", "bold red"))
+        console.print(Text(shown(job["error"], multiline=True)))
     for e in job.get("events") or []:
         if isinstance(e, dict) and e.get("warning"):
             console.print(Text("warning", "bold yellow"), Text(": " + shown(e["warning"])), sep="")

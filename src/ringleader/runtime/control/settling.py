@@ -47,6 +47,13 @@ def log_tail(job_dir: Path, lines: int = 20) -> str:
     return "\n".join(out)[-4000:]
 
 
+def exits_text(codes: dict[int, int]) -> str:
+    """``rank 0 exit 1, rank 1 exit 0``: how each rank ended, in rank order."""
+    if not codes:
+        return "no rank's exit status was found"
+    return ", ".join(f"rank {r} exit {c}" for r, c in sorted(codes.items()))
+
+
 class Settling:
     """Settles ended gangs into the store; see the module docstring."""
 
@@ -104,7 +111,7 @@ class Settling:
         else:
             row.attempts += 1
             tail = log_tail(self.config.job_dir(row.id))
-            row.error = f"generation {gen} exited with codes {codes or 'unknown'}\n{tail}"
+            row.error = f"generation {gen} failed: {exits_text(codes)}\n{tail}"
             said = self.cannot_go_on(row.id, gen)
             if said is not None:
                 # Every retry would meet the same damage, or the same rate: failed now.

@@ -58,9 +58,10 @@ def _with_reason(
     sizing = None
     if why is not None and why.sizing is not None:
         sizing = why.sizing._asdict() | {"gain_per_gpu": why.sizing.gain_per_gpu}
+    failed = wording.failure_line(job.get("error")) if job["state"] == "failed" else None
     return job | {
         "gpu_types": device_types(controller.cluster, job.get("devices") or ()),
-        "reason": why and why.text,
+        "reason": why.text if why is not None else failed,
         "reason_code": why and why.code,
         "turn_in_s": turn,
         "sizing": sizing,

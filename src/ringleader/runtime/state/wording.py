@@ -12,6 +12,7 @@ so the two never drift apart. The text is plain: a terminal escapes it
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -123,3 +124,19 @@ def event_words(event: dict[str, Any]) -> str:
         text = value if isinstance(value, str) else json.dumps(value, separators=(", ", ": "))
         parts.append(f"{key}={text}")
     return " ".join(p for p in parts if p)
+
+
+def failure_line(error: object) -> str | None:
+    """A failed job's why in one line, for listings: where the gang just exited non-zero,
+    the last line its ranks wrote (``python: can't open file ...``, an exception), else
+    the error's own first line (a diverged job, damaged checkpoints)."""
+    if not isinstance(error, str) or not error.strip():
+        return None
+    first, *rest = error.strip().splitlines()
+    if not (first.startswith("generation ") and " failed: " in first):
+        return first[:300]
+    for line in reversed(rest):
+        said = re.sub(r"^\[rank\d+\] ", "", line).strip()
+        if said and not said.startswith("---"):
+            return said[:300]
+    return first[:300]

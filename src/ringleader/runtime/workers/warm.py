@@ -343,6 +343,9 @@ def _run(launch: WarmLaunch) -> NoReturn:
     interrupted = False
     try:
         entry = launch.entry
+        if (missing := _missing(entry)) is not None:
+            sys.stderr.write(f"{os.path.basename(sys.executable)}: {missing}\n")
+            os._exit(2)  # python's own status for it
         if entry[0] == "-m":
             sys.argv = [entry[1], *entry[2:]]
             sys.path[0] = os.getcwd()
@@ -370,6 +373,14 @@ def _run(launch: WarmLaunch) -> NoReturn:
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         os.kill(os.getpid(), signal.SIGINT)
     os._exit(code)
+
+
+def _missing(entry: Sequence[str]) -> str | None:
+    """What python would say of a script that is not there, if it is not: the job's
+    output then reads as a cold start's, with no frames of the launcher's."""
+    if entry[0] == "-m" or os.path.isfile(entry[0]):
+        return None
+    return f"can't open file {os.path.abspath(entry[0])!r}: [Errno 2] No such file or directory"
 
 
 _LEFT: list[object] = []
