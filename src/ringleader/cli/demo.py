@@ -177,6 +177,7 @@ def _report(
         JobRecord(j["id"], j["submitted_at"], j["started_at"], j["finished_at"], j["resizes"])
         for j in jobs
     ]
+    console.print()  # the live table's last frame may end mid-line where stdout is a file
     table = Table(title="jobs")
     for col in ("job", "state", "JCT (s)", "queueing (s)", "resizes", "final loss"):
         table.add_column(col)
@@ -199,10 +200,13 @@ def _report(
         f"device utilisation {summary.utilization:.0%}"
     )
     progress = {j["id"]: _progress(state / "jobs" / j["id"] / "progress.jsonl") for j in jobs}
-    resized = [j for j in jobs if j["resizes"] > 0]
+    resized = [j for j in jobs if j["resizes"] > 0 and len(_sizes(progress[j["id"]])) > 1]
+    early = [j["name"] for j in jobs if j["resizes"] > 0 and j not in resized]
     console.print(f"resized while running: {', '.join(j['name'] for j in resized) or 'none'}")
     for j in resized:
         console.print(f"  {j['name']}: {continuity(progress[j['id']])}")
+    if early:
+        console.print(f"resized before a step at their first size: {', '.join(early)}")
     (out / "runtime.json").write_text(
         json.dumps(
             {"jobs": jobs, "summary": summary.as_dict(), "events": events}, indent=2, default=str
@@ -225,7 +229,7 @@ def continuity(progress: list[dict[str, Any]]) -> str:
     steps = [r for r in progress if "loss" in r]
     forward = all(b["step"] == a["step"] + 1 for a, b in itertools.pairwise(steps))
     per_worker = {round(r["lr"] / r["world_size"], 12) for r in steps}
-    sizes = sorted({r["world_size"] for r in steps})
+    sizes = _sizes(progress)
     restored = [r["restored_step"] for r in progress if r.get("event") == "started"][1:]
     return (
         f"world sizes {sizes}; global step "
@@ -233,6 +237,11 @@ def continuity(progress: list[dict[str, Any]]) -> str:
         f"{'followed the world size' if len(per_worker) == 1 else 'did NOT follow the world size'}"
         f"; restored at steps {restored}"
     )
+
+
+def _sizes(progress: list[dict[str, Any]]) -> list[int]:
+    """The world sizes a job trained steps at."""
+    return sorted({r["world_size"] for r in progress if "loss" in r})
 
 
 def _progress(path: Path) -> list[dict[str, Any]]:
