@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from ringleader.policy.model.views import Device
+from ringleader.runtime.workers.entry import python_entry
 from ringleader.runtime.workers.executor.base import GangStatus
 from ringleader.runtime.workers.executor.local import LocalExecutor
 from ringleader.runtime.workers.procs import alive, start_ticks
-from ringleader.runtime.workers.warm import python_entry
 
 PATH = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
 

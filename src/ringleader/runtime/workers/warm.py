@@ -28,16 +28,16 @@ import io
 import json
 import os
 import runpy
-import shutil
 import signal
 import sys
 import threading
 import traceback
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import IO, NoReturn
 
+from ringleader.runtime.workers.entry import interpreter_first, missing_script
 from ringleader.runtime.workers.identity import become
 from ringleader.runtime.workers.process_groups import keep_destroyed_groups
 from ringleader.runtime.workers.procs import start_ticks
@@ -99,42 +99,6 @@ def clean_env() -> dict[str, str]:
     kept["PATH"] = interpreter_first(kept.get("PATH", "/usr/local/bin:/usr/bin:/bin"))
     kept.setdefault("LANG", "C.UTF-8")
     return kept
-
-
-def interpreter_first(path: str) -> str:
-    """``path`` with this interpreter's directory first: ``python`` in a job's
-    command means the interpreter ringleader runs in."""
-    return os.pathsep.join([str(Path(sys.executable).parent), path])
-
-
-def python_entry(command: Sequence[str], path: str) -> tuple[str, ...] | None:
-    """What follows the interpreter in ``command``, if it runs this interpreter plainly.
-
-    ``python -m mod args`` gives ``("-m", "mod", *args)``; ``python x.py args``
-    gives ``("x.py", *args)``. Interpreter options (``-u``, ``-X ...``, ``-c``)
-    or another program give None: those start cold.
-    """
-    if len(command) < 2:
-        return None
-    found = shutil.which(command[0], path=path)
-    if found is None or not _this_interpreter(found):
-        return None
-    rest = tuple(command[1:])
-    if rest[0] == "-m":
-        return rest if len(rest) >= 2 and not rest[1].startswith("-") else None
-    return None if rest[0].startswith("-") else rest
-
-
-def _this_interpreter(path: str) -> bool:
-    """Same binary and same directory: another virtualenv's ``python`` links to the
-    same binary but sees other packages."""
-    here = os.path.dirname(os.path.abspath(sys.executable))
-    if os.path.dirname(os.path.abspath(path)) != here:
-        return False
-    try:
-        return os.path.samefile(path, sys.executable)
-    except OSError:
-        return False
 
 
 STARTUP_PREFIXES: tuple[str, ...] = (
@@ -343,7 +307,7 @@ def _run(launch: WarmLaunch) -> NoReturn:
     interrupted = False
     try:
         entry = launch.entry
-        if (missing := _missing(entry)) is not None:
+        if (missing := missing_script(entry)) is not None:
             sys.stderr.write(f"{os.path.basename(sys.executable)}: {missing}\n")
             os._exit(2)  # python's own status for it
         if entry[0] == "-m":
@@ -373,14 +337,6 @@ def _run(launch: WarmLaunch) -> NoReturn:
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         os.kill(os.getpid(), signal.SIGINT)
     os._exit(code)
-
-
-def _missing(entry: Sequence[str]) -> str | None:
-    """What python would say of a script that is not there, if it is not: the job's
-    output then reads as a cold start's, with no frames of the launcher's."""
-    if entry[0] == "-m" or os.path.isfile(entry[0]):
-        return None
-    return f"can't open file {os.path.abspath(entry[0])!r}: [Errno 2] No such file or directory"
 
 
 _LEFT: list[object] = []

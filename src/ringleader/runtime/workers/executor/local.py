@@ -26,13 +26,14 @@ from pathlib import Path
 from ringleader.job.records import rank_of, read_regular
 from ringleader.perf.cores import device_cores
 from ringleader.policy.model.views import ClusterView, Device
+from ringleader.runtime.workers.entry import python_entry
 from ringleader.runtime.workers.executor.base import GangStatus, RankPlace, exit_codes, gang_places
 from ringleader.runtime.workers.executor.forkserver import Forkserver
 from ringleader.runtime.workers.exits import ExitWatch
 from ringleader.runtime.workers.gpus import GpuLayout, GpuSpecError, detect
 from ringleader.runtime.workers.identity import home_for, prepare_job_dir
 from ringleader.runtime.workers.procs import alive, kill_group, signal_process, tree_cpu_s
-from ringleader.runtime.workers.warm import WarmLaunch, clean_env, python_entry
+from ringleader.runtime.workers.warm import WarmLaunch, clean_env
 from ringleader.runtime.workers.wrapper import run_dir
 
 
