@@ -30,9 +30,8 @@ def not_reachable(paths: list[Path]) -> str | None:
     the way that others cannot search, or a file they cannot read."""
     for path in paths:
         path = path.resolve()
-        for parent in reversed(path.parents):
-            if not parent.stat().st_mode & stat.S_IXOTH:
-                return f"{parent} (on the way to {path}) cannot be entered by other users"
+        if (closed := _closed_on_the_way(path)) is not None:
+            return f"{closed} (on the way to {path}) cannot be entered by other users"
         if not path.stat().st_mode & stat.S_IROTH:
             return f"{path} cannot be read by other users"
     return None
@@ -41,14 +40,20 @@ def not_reachable(paths: list[Path]) -> str | None:
 def not_searchable(directory: Path) -> str | None:
     """Why another uid could not reach ``directory`` (or where it will be made), if it
     could not: an existing directory on the way to it that others cannot search."""
-    path = directory.resolve()
+    closed = _closed_on_the_way(directory.resolve())
+    return None if closed is None else f"{closed} cannot be entered by other users"
+
+
+def _closed_on_the_way(path: Path) -> Path | None:
+    """The first directory above ``path`` that others cannot search, if any; the walk
+    stops at one not made yet (it will be made with the server's umask, searchable)."""
     for step in reversed(path.parents):
         try:
             mode = step.stat().st_mode
         except FileNotFoundError:
-            return None  # made later, with the server's umask: as searchable as its parent
+            return None
         if not mode & stat.S_IXOTH:
-            return f"{step} cannot be entered by other users"
+            return step
     return None
 
 
