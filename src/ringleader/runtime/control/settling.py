@@ -22,6 +22,7 @@ from ringleader.runtime.control.acting import SIGNALLED
 from ringleader.runtime.control.gangs import Gangs
 from ringleader.runtime.state.rows import JobRow, State
 from ringleader.runtime.state.store import Store
+from ringleader.runtime.state.wording import gang_failed
 
 if TYPE_CHECKING:
     from ringleader.runtime.control.config import ControllerConfig
@@ -45,13 +46,6 @@ def log_tail(job_dir: Path, lines: int = 20) -> str:
         text = raw.decode(errors="replace").splitlines()
         out.append(f"[{path.stem}] " + "\n".join(text[-lines:]))
     return "\n".join(out)[-4000:]
-
-
-def exits_text(codes: dict[int, int]) -> str:
-    """``rank 0 exit 1, rank 1 exit 0``: how each rank ended, in rank order."""
-    if not codes:
-        return "no rank's exit status was found"
-    return ", ".join(f"rank {r} exit {c}" for r, c in sorted(codes.items()))
 
 
 class Settling:
@@ -111,7 +105,7 @@ class Settling:
         else:
             row.attempts += 1
             tail = log_tail(self.config.job_dir(row.id))
-            row.error = f"generation {gen} failed: {exits_text(codes)}\n{tail}"
+            row.error = f"{gang_failed(gen, codes)}\n{tail}"
             said = self.cannot_go_on(row.id, gen)
             if said is not None:
                 # Every retry would meet the same damage, or the same rate: failed now.

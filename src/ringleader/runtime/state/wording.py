@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 MISSING = "–"
@@ -81,9 +81,7 @@ def _ended(detail: dict[str, Any]) -> str:
         parts.append(value_text(detail.pop("reason")).replace("_", " "))
     codes = detail.pop("codes", None)
     if isinstance(codes, dict) and codes:
-        ranks = sorted(codes.items(), key=lambda rc: int(rc[0]) if str(rc[0]).isdigit() else -1)
-        exits = ", ".join(f"rank {r} exit {value_text(c)}" for r, c in ranks)
-        parts.append(exits)
+        parts.append(exits_text(codes))
     if "attempt" in detail:
         parts.append(f"attempt {value_text(detail.pop('attempt'))}")
     ended = detail.pop("ended_ranks", None)
@@ -91,6 +89,24 @@ def _ended(detail: dict[str, Any]) -> str:
         parts.append(f"ranks {', '.join(map(str, ended))} ended for lingering")
     step = _at_step(detail, "at")
     return ", ".join(parts + ([step.strip()] if step else []))
+
+
+def exits_text(codes: Mapping[Any, Any]) -> str:
+    """``rank 0 exit 1, rank 2 exit 137``: how each rank ended, in rank order (the ranks
+    ints as the controller has them, or text as JSON gives them back)."""
+    if not codes:
+        return "no rank's exit status was found"
+    ranks = sorted(codes.items(), key=lambda rc: int(rc[0]) if str(rc[0]).isdigit() else -1)
+    return ", ".join(f"rank {r} exit {value_text(c)}" for r, c in ranks)
+
+
+def gang_failed(generation: int, codes: Mapping[Any, Any]) -> str:
+    """The first line of a job's error where its gang exited non-zero, which
+    ``failure_line`` knows to look past for the ranks' own last words."""
+    return f"generation {generation} failed: {exits_text(codes)}"
+
+
+_GANG_FAILED = re.compile(r"generation \d+ failed: ")
 
 
 def _priority(detail: dict[str, Any]) -> str:
@@ -133,7 +149,7 @@ def failure_line(error: object) -> str | None:
     if not isinstance(error, str) or not error.strip():
         return None
     first, *rest = error.strip().splitlines()
-    if not (first.startswith("generation ") and " failed: " in first):
+    if not _GANG_FAILED.match(first):
         return first[:300]
     for line in reversed(rest):
         said = re.sub(r"^\[rank\d+\] ", "", line).strip()
