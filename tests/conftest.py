@@ -13,6 +13,9 @@ from ringleader.runtime.workers.executor.local import LocalExecutor
 # dir (ringleader.credentials): the tests keep theirs out of the user's own.
 os.environ["XDG_CONFIG_HOME"] = tempfile.mkdtemp(prefix="ringleader-test-config-")
 os.environ.pop("RINGLEADER_TOKEN", None)
+# Kept interpolations (ringleader.perf._kept_spread) start empty for each run of the tests.
+os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="ringleader-test-cache-")
+os.environ.pop("RINGLEADER_CACHE", None)
 
 settings.register_profile("ci", max_examples=60, deadline=None)
 settings.load_profile("ci")

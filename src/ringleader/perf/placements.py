@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from ringleader.perf._kept_spread import KeptSpread
 from ringleader.perf.profile_files import ProfileError, csv_rows, number, whole
 
 Placement = tuple[int, ...]
@@ -59,7 +60,7 @@ class StepTable:
     _memo: dict[tuple[Placement, float], tuple[float, float]] = field(
         default_factory=dict, compare=False, repr=False
     )
-    _spread: list[Any] = field(default_factory=list, compare=False, repr=False)
+    _spread: list[KeptSpread] = field(default_factory=list, compare=False, repr=False)
 
     @property
     def batch_range(self) -> tuple[float, float]:
@@ -130,32 +131,37 @@ class StepTable:
             if math.isfinite(step) and math.isfinite(sync):
                 self._memo[(key, batch)] = (float(step), float(sync))
 
-    def _interpolator(self) -> Any:
-        """The interpolator over every measured point, made on first use.
+    def _interpolator(self) -> KeptSpread:
+        """The interpolator over every measured point, its answers kept between processes."""
+        if not self._spread:
+            points, values = self._points()
+            made = KeptSpread(points, values, lambda: self._triangulate(points, values))
+            self._spread.append(made)
+        return self._spread[0]
+
+    def _triangulate(self, points: np.ndarray, values: np.ndarray) -> Any:
+        """scipy's interpolator over the measured points, made on the first call not kept.
 
         Its triangulation's barycentric transforms (one small LAPACK solve per
         simplex) are worked out here on one BLAS thread: left to the default two,
         on a busy two-core machine each solve waited on the other thread's spin,
         and cifar10's 3,914 took 42 s instead of 20 ms.
         """
-        if not self._spread:
-            from scipy.interpolate import LinearNDInterpolator  # only an unmeasured placement
-            from scipy.spatial import QhullError
-            from threadpoolctl import threadpool_limits
+        from scipy.interpolate import LinearNDInterpolator  # only an unmeasured placement
+        from scipy.spatial import QhullError
+        from threadpoolctl import threadpool_limits
 
-            points, values = self._points()
-            try:
-                with threadpool_limits(1):
-                    interpolator = LinearNDInterpolator(points, values)
-                    _ = interpolator.tri.transform
-            except (QhullError, ValueError):
-                raise OutsideMeasurements(
-                    f"the {len(points)} measured (nodes, GPUs, per-GPU batch) points span no "
-                    "volume to interpolate an unmeasured placement in: measure more "
-                    f"placements, or use only the measured ones ({self._measured()})"
-                ) from None
-            self._spread.append(interpolator)
-        return self._spread[0]
+        try:
+            with threadpool_limits(1):
+                interpolator = LinearNDInterpolator(points, values)
+                _ = interpolator.tri.transform
+        except (QhullError, ValueError):
+            raise OutsideMeasurements(
+                f"the {len(points)} measured (nodes, GPUs, per-GPU batch) points span no "
+                "volume to interpolate an unmeasured placement in: measure more "
+                f"placements, or use only the measured ones ({self._measured()})"
+            ) from None
+        return interpolator
 
     def _across(self, key: Placement, batch: float) -> tuple[float, float]:
         """Linear interpolation over (nodes, GPUs, batch) across every measured point."""
