@@ -3,9 +3,11 @@
 Each command runs as a user's shell runs it: the installed ``ringleader`` entry
 point in a fresh process (interpreter start, imports, loading the workload, the
 simulation, the printed table), ``REPEAT`` times after one untimed run that
-warms the disk and bytecode caches, pure Python (``RINGLEADER_PURE=1``), with
-the calibration loop just before and just after. Issue 59's targets, 100x the
-peer on each:
+warms the disk and bytecode caches and the kept interpolations
+(``ringleader.perf._kept_spread``), pure Python (``RINGLEADER_PURE=1``), with
+the calibration loop just before and just after. Each command is also run
+``REPEAT`` times with an empty interpolation cache (``cold_median_s``): the
+first run of a workload on a machine. Issue 59's targets, 100x the peer on each:
 
 * ``pollux``: Pollux's testbed workload 1 (160 jobs, 64 GPUs) under ``tiresias``,
   ``ringleader simulate --pollux pollux:workload-1 --policy tiresias``; Pollux's
@@ -25,6 +27,7 @@ from __future__ import annotations
 import json
 import os
 import statistics
+import tempfile
 from typing import Any
 
 from _common import calibrated, results_file, stamp, timed_command
@@ -61,18 +64,28 @@ def measure(args: list[str], env: dict[str, str]) -> dict[str, Any]:
     def runs() -> list[float]:
         return [timed_command(args, env) for _ in range(REPEAT)]
 
+    def cold() -> list[float]:
+        took = []
+        for _ in range(REPEAT):
+            with tempfile.TemporaryDirectory(prefix="ringleader-cold-") as empty:
+                took.append(timed_command(args, {**env, "RINGLEADER_CACHE": empty}))
+        return took
+
     times, loop_s = calibrated(runs)
+    colds = cold()
     return {
         "median_s": round(statistics.median(times), 3),
         "min_s": round(min(times), 3),
         "max_s": round(max(times), 3),
         "runs": len(times),
         "calibration_s": loop_s,
+        "cold_median_s": round(statistics.median(colds), 3),
     }
 
 
 def main() -> None:
-    env = {**os.environ, "RINGLEADER_PURE": "1", "COLUMNS": "120"}
+    kept = tempfile.TemporaryDirectory(prefix="ringleader-kept-")  # filled by the untimed run
+    env = {**os.environ, "RINGLEADER_PURE": "1", "COLUMNS": "120", "RINGLEADER_CACHE": kept.name}
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     results: dict[str, Any] = {}
     for name, (args, peer_s, target_s) in COMMANDS.items():
@@ -86,7 +99,8 @@ def main() -> None:
         }
         results[name] = got
         print(
-            f"{name:14s} median {got['median_s']:.2f} s (target {target_s:g} s, "
+            f"{name:14s} median {got['median_s']:.2f} s, first run "
+            f"{got['cold_median_s']:.2f} s (target {target_s:g} s, "
             f"{got['times_faster_than_peer']:g}x the peer's {peer_s:g} s)",
             flush=True,
         )
