@@ -149,6 +149,21 @@ def test_packing_is_a_trial_kept_only_when_the_pair_gains() -> None:
     assert len(running(policy.decide(heavy, ONE_GPU, now=10.0))) == 1
 
 
+def test_a_packed_pair_keeps_its_turn_until_the_next_boundary() -> None:
+    """Packed beside a job that has run for quanta, the job whose turn began at the
+    last boundary keeps it; the long runner is the partner, not the turn's holder
+    (taken for it, every decision between boundaries handed the turn on)."""
+    policy = Sharing()
+    q = policy.quantum_s
+    partner = job("c", devices=D0, since=0.0, alone=0.1, packed={"a": 0.15, "b": 0.15})
+    turn = job("a", devices=D0, since=q + 1.0, alone=0.1, packed={"c": 0.15})
+    waiting = job("b", devices=D0, suspended=True, since=q + 1.0, alone=0.1, packed={"c": 0.15})
+    for now in (q + 5.0, q + 20.0, 2 * q - 1.0):
+        assert running(policy.decide([partner, turn, waiting], ONE_GPU, now=now)) == {"a", "c"}
+    # At the boundary the waiting job takes the turn.
+    assert "b" in running(policy.decide([partner, turn, waiting], ONE_GPU, now=2 * q + 1.0))
+
+
 def test_migration_spreads_crowded_gpus_and_defragments_gangs() -> None:
     policy = Sharing(packing=False)
     two = ClusterView.uniform(1, 2)

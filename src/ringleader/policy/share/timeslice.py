@@ -64,7 +64,11 @@ def rotation(
     Among the group's highest-priority jobs, the one holding the GPUs keeps
     them until a boundary before which it had held them at least half a
     quantum; then the job that has waited longest (never-run jobs first)
-    takes over. Decisions between boundaries change nothing.
+    takes over. Decisions between boundaries change nothing. Where a partner
+    is packed beside the holder, two run: the holder is the one whose turn
+    began last, for the partner may have run for quanta beside one holder
+    after another, and taken for the holder it would hand the turn on at
+    every decision.
     """
     if len(residents) == 1:
         return residents[0]
@@ -72,7 +76,7 @@ def rotation(
     if top is None:
         top = top_priority(residents)
     # One pass over the group (asked of every group at every decision): the holder,
-    # the first running eligible job by (state_since, id); the next, the first
+    # the last running eligible job by (state_since, id); the next, the first
     # waiting one by (held GPUs before, state_since, id), else the first of all.
     holder: JobView | None = None
     waiter: JobView | None = None
@@ -85,7 +89,7 @@ def rotation(
         if anyone is None or _waited_longer(j, anyone):
             anyone = j
         if j.running:
-            if holder is None or _since_before(j, holder):
+            if holder is None or _since_before(holder, j):
                 holder = j
         elif waiter is None or _waited_longer(j, waiter):
             waiter = j
