@@ -54,11 +54,17 @@ def test_a_call_never_asked_is_worked_out_fresh(
         read_step_table(CIFAR10).times_many(SPREAD, BATCHES[:3])
 
 
-def test_the_same_points_asked_in_another_call_get_that_calls_own_answers(cache: Path) -> None:
-    one = read_step_table(CIFAR10)
-    together = _asked(one)
-    alone = [read_step_table(CIFAR10).times_many(SPREAD, BATCHES[i : i + 1]) for i in range(4)]
+def test_the_same_points_asked_in_another_call_get_that_calls_own_answers(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    together = _asked(read_step_table(CIFAR10))
+    alone = []
+    for i in range(4):
+        table = read_step_table(CIFAR10)
+        alone.append(table.times_many(SPREAD, BATCHES[i : i + 1]))
+        table._interpolator().write()
     np.testing.assert_allclose(np.vstack(alone), together[:4], rtol=0.05)
+    _without_scipy(monkeypatch)
     again = [read_step_table(CIFAR10).times_many(SPREAD, BATCHES[i : i + 1]) for i in range(4)]
     np.testing.assert_array_equal(np.vstack(again), np.vstack(alone))
 

@@ -63,7 +63,7 @@ class KeptSpread:
         where = cache_dir()
         self._file = where / f"spread-{digest.hexdigest()[:32]}.json" if where else None
         self._answers: dict[str, list[list[float]]] | None = None
-        self._new = 0
+        self._written_at_exit = False
 
     def __call__(self, queries: Any) -> np.ndarray:
         asked = np.atleast_2d(np.asarray(queries, dtype=float))
@@ -89,13 +89,12 @@ class KeptSpread:
         if self._file is None:
             return
         kept = self._kept()
-        kept.pop(key, None)
+        kept.pop(key, None)  # a damaged entry asked again goes to the back
         kept[key] = answers.tolist()
-        while len(kept) > MOST_CALLS:
-            kept.pop(next(iter(kept)))
-        if not self._new:
+        _drop_oldest(kept)
+        if not self._written_at_exit:
             atexit.register(self.write)
-        self._new += 1
+            self._written_at_exit = True
 
     def write(self) -> None:
         """Merge with what other processes kept meanwhile, then replace the file whole.
@@ -105,8 +104,7 @@ class KeptSpread:
         if self._file is None or self._answers is None:
             return
         merged = {**_read(self._file), **self._answers}
-        while len(merged) > MOST_CALLS:
-            merged.pop(next(iter(merged)))
+        _drop_oldest(merged)
         try:
             self._file.parent.mkdir(parents=True, exist_ok=True)
             fd, name = tempfile.mkstemp(dir=self._file.parent, prefix=".spread-")
@@ -118,6 +116,12 @@ class KeptSpread:
             os.replace(name, self._file)
         except OSError:
             Path(name).unlink(missing_ok=True)
+
+
+def _drop_oldest(kept: dict[str, list[list[float]]]) -> None:
+    """Drop the first-kept calls past ``MOST_CALLS`` (a dict keeps the order they came in)."""
+    while len(kept) > MOST_CALLS:
+        kept.pop(next(iter(kept)))
 
 
 def _read(path: Path) -> dict[str, list[list[float]]]:
