@@ -19,7 +19,7 @@ from ringleader.net.tc import NetCommandError, have_net_admin, run
 from ringleader.policy.model.views import ClusterView, JobView
 from ringleader.policy.pipeline import Policy
 from ringleader.policy.traffic import Priorities, TrafficPolicy, traffic_priorities
-from ringleader.runtime.control.traffic import device_mbit, merged_ranks, ps_ports
+from ringleader.runtime.control.traffic import device_mbit, group_ports, merged_ranks
 from ringleader.runtime.workers.executor.local import free_port
 from ringleader.spine.needs import RUNTIME, serve_policy
 from tests.helpers import default_policy, sized_job
@@ -260,7 +260,7 @@ time.sleep(60)
 """
 
 
-def test_a_parameter_servers_ports_are_the_ones_its_process_group_holds() -> None:
+def test_a_ranks_ports_are_the_ones_its_process_group_holds() -> None:
     leader = subprocess.Popen(
         [sys.executable, "-c", LISTENER],
         stdout=subprocess.PIPE,
@@ -275,16 +275,16 @@ def test_a_parameter_servers_ports_are_the_ones_its_process_group_holds() -> Non
         # Listening on IPv4 and IPv6, the local end of a connection it opened, and a
         # child's listener (the same process group).
         assert len(ports) == 4
-        assert ps_ports(leader.pid) == ports
-        # Another process's sockets are not the PS's; and a pid that leads no group
+        assert group_ports(leader.pid) == ports
+        # Another process's sockets are not the rank's; and a pid that leads no group
         # (this one runs in pytest's) is not a gang rank: nothing is found for it.
         assert outside.isdisjoint(ports) and len(outside) == 4
-        assert ps_ports(outsider.pid) == set()
+        assert group_ports(outsider.pid) == set()
     finally:
         for proc in (leader, outsider):
             os.killpg(proc.pid, signal.SIGKILL) if proc is leader else proc.kill()
             proc.wait()
-    assert ps_ports(leader.pid) == set()  # gone: nothing to shape
+    assert group_ports(leader.pid) == set()  # gone: nothing to shape
 
 
 def test_every_node_here_is_one_host_so_ranks_merge_and_speeds_come_from_sysfs(
@@ -318,12 +318,12 @@ def reachable_netns() -> Iterator[tuple[str, str]]:
         yield ns.name, ns.address
 
 
-def _listening(state_dir: Path, job_id: str) -> set[int]:
-    """The ports job ``job_id``'s PS sends from (none before its rank 0 has started)."""
-    pid_files = list((state_dir / "jobs" / job_id / "run").glob("gen*/rank0.pid"))
-    if len(pid_files) != 1:
+def _job_ports(state_dir: Path, job_id: str) -> set[int]:
+    """The ports job ``job_id``'s ranks send from (none before all three have started)."""
+    pid_files = list((state_dir / "jobs" / job_id / "run").glob("gen*/rank*.pid"))
+    if len(pid_files) != 3:
         return set()
-    return ps_ports(int(pid_files[0].read_text().split()[0]))
+    return set().union(*(group_ports(int(f.read_text().split()[0])) for f in pid_files))
 
 
 @needs_net_admin
@@ -353,17 +353,18 @@ def test_the_server_puts_real_parameter_servers_on_the_nic_in_the_policys_order(
         first = server.submit({"name": "first", "command": PS_JOB, "arch": "ps", "gpus": 3})
         second = server.submit({"name": "second", "command": PS_JOB, "arch": "ps", "gpus": 3})
 
-        def ranked_as_listening() -> bool:
-            # The ports are what each job's PS listens on, found in the kernel, ranked
-            # in submission order (the same queue, the same priority). Looked up at
-            # every tick: a PS opens its gloo listener only once its group is up.
+        def ranked_as_held() -> bool:
+            # The ports are every rank's sockets, found in the kernel, ranked in
+            # submission order (the same queue, the same priority): the workers'
+            # traffic to each other crosses this loopback too. Looked up at every
+            # tick: a rank opens its gloo sockets only once its group is up.
             filters = agent.filters()
             return all(
-                {p for p, c in filters.items() if c == leaf} == _listening(state, job) != set()
+                {p for p, c in filters.items() if c == leaf} == _job_ports(state, job) != set()
                 for job, leaf in ((first, "1:10"), (second, "1:11"))
             )
 
-        wait_for(ranked_as_listening, 60, "both jobs' PS ports ranked as they listen")
+        wait_for(ranked_as_held, 60, "both jobs' ports ranked as their ranks hold them")
         # One PS left: nothing to rank, every filter gone (it trains on, unranked).
         server.cancel(first)
         wait_for(lambda: agent.filters() == {}, 30, "the filters to be removed")
@@ -421,7 +422,7 @@ time.sleep(60)
 
 
 def test_a_job_that_holds_too_many_ports_is_not_ranked(caplog: pytest.LogCaptureFixture) -> None:
-    from ringleader.runtime.control.traffic import MAX_PORTS_PER_JOB, TrafficControl
+    from ringleader.runtime.control.traffic import MAX_PORTS_PER_RANK, TrafficControl
 
     procs = {
         n: subprocess.Popen(
@@ -430,19 +431,22 @@ def test_a_job_that_holds_too_many_ports_is_not_ranked(caplog: pytest.LogCapture
             text=True,
             start_new_session=True,
         )
-        for n in (3, MAX_PORTS_PER_JOB + 1)
+        for n in (3, 2, MAX_PORTS_PER_RANK + 1)
     }
     try:
         for proc in procs.values():
             assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
-        fair, hoarder = procs[3].pid, procs[MAX_PORTS_PER_JOB + 1].pid
+        # "fair" has two ranks (3 ports and 2), "hoarder" one rank over the limit.
+        fair, worker, hoarder = (procs[n].pid for n in (3, 2, MAX_PORTS_PER_RANK + 1))
         agent = _Agent()
-        control = TrafficControl(agent, lambda job_dir, gen: int(job_dir.name))  # type: ignore[arg-type]
-        running = {"fair": (Path(str(fair)), 1), "hoarder": (Path(str(hoarder)), 1)}
+        gangs = {"fair": [fair, worker], "hoarder": [hoarder]}
+        control = TrafficControl(agent, lambda job_dir, gen: gangs[job_dir.name])  # type: ignore[arg-type]
+        running = {"fair": (Path("fair"), 1), "hoarder": (Path("hoarder"), 1)}
         control.carry_out({"fair": 0, "hoarder": 1}, running)
         control.carry_out({"fair": 0, "hoarder": 1}, running)  # unchanged: not applied again
-        assert agent.applied == [dict.fromkeys(ps_ports(fair), 0)]
-        assert len(agent.applied[0]) == 3
+        ranked = group_ports(fair) | group_ports(worker)
+        assert agent.applied == [dict.fromkeys(ranked, 0)]
+        assert len(agent.applied[0]) == 5  # every rank's ports, not only rank 0's
         warned = [r for r in caplog.records if "holds" in r.getMessage()]
         assert len(warned) == 1 and "hoarder" in warned[0].getMessage()
     finally:

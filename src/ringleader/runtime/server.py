@@ -147,7 +147,7 @@ def traffic_control(config: ServerConfig, executor: Executor) -> TrafficControl 
         )
     # Both ways: the local executor's workers are on this host, and their gradients to
     # a PS pass the same device when it is the loopback.
-    control = TrafficControl(TrafficAgent(device, mbit, both_ways=True), executor.leader)
+    control = TrafficControl(TrafficAgent(device, mbit, both_ways=True), executor.leaders)
     try:
         control.start()
     except NetCommandError as err:

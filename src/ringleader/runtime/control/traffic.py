@@ -11,12 +11,19 @@ socket is bound to: a port the PS listens on, or the local end of a
 connection it opened (gloo decides per pair of ranks which side connects,
 by comparing their addresses, so a PS under ``torch.distributed`` has
 both). The ports are read from the kernel — the local ports of the TCP
-sockets the PS's process group holds open — so jobs need no change and no
+sockets the job's process groups hold open — so jobs need no change and no
 port is fixed in advance; the agent points a ``u32`` filter per port at the
 class of the job's rank, for packets from the port and, on a loopback, to
 it (its workers' gradients). Ports are looked up again at every tick, since
 a job opens them only once its process group is up, and again after a
 restart.
+
+Every rank's sockets count, not only the PS's: a job's workers also talk to
+each other (the per-step agreement on stop or suspend, the gradient noise
+measurement), and on a loopback that traffic crosses the same device. Left
+unclassified it waits in the default class, the lowest, behind every ranked
+job's queue, so the job ranked first would pause at each step for the last
+one's (``bench/results/traffic-runtime.json``).
 
 All of the local executor's nodes are this one host: their ranks meet on one
 device, and two jobs of the same rank on different nodes share a class.
@@ -38,10 +45,10 @@ log = logging.getLogger(__name__)
 TIME_WAIT = "06"
 """A closed connection's state: it belongs to no process any more."""
 
-MAX_PORTS_PER_JOB = 256
-"""More ports than a PS needs (one per worker it connected to, and its listeners):
-a job holding more is not ranked, so no job can make the server run thousands of
-``tc`` commands a tick by opening sockets."""
+MAX_PORTS_PER_RANK = 256
+"""More ports than a rank needs (one per peer it connected to, and its listeners): a
+job holding more than this many per rank is not ranked, so no job can make the server
+run thousands of ``tc`` commands a tick by opening sockets."""
 
 
 def group_members(leaders: set[int], proc: Path = Path("/proc")) -> dict[int, list[int]]:
@@ -101,13 +108,13 @@ def local_ports(pid: int, inodes: set[int], proc: Path = Path("/proc")) -> set[i
     return ports
 
 
-def ps_ports(leader: int, proc: Path = Path("/proc")) -> set[int]:
-    """The ports a parameter server led by ``leader`` sends its updates from."""
-    return all_ps_ports({leader}, proc)[leader]
+def group_ports(leader: int, proc: Path = Path("/proc")) -> set[int]:
+    """The ports the process group led by ``leader`` (one rank) sends from."""
+    return all_group_ports({leader}, proc)[leader]
 
 
-def all_ps_ports(leaders: set[int], proc: Path = Path("/proc")) -> dict[int, set[int]]:
-    """``ps_ports`` of each of ``leaders``, reading ``/proc``'s process list once."""
+def all_group_ports(leaders: set[int], proc: Path = Path("/proc")) -> dict[int, set[int]]:
+    """``group_ports`` of each of ``leaders``, reading ``/proc``'s process list once."""
     groups = group_members(leaders, proc)
     return {
         leader: local_ports(leader, socket_inodes(pids, proc), proc)
@@ -134,8 +141,9 @@ def merged_ranks(traffic: Mapping[str, Mapping[str, int]]) -> dict[str, int]:
     return ranks
 
 
-Leader = Callable[[Path, int], "int | None"]
-"""The pid leading rank 0's process group of a job's generation (its job dir, generation)."""
+Leaders = Callable[[Path, int], list[int]]
+"""The pids leading the process groups of a job generation's ranks on this host (its
+job dir, generation), one per live rank."""
 
 
 @dataclass
@@ -143,11 +151,11 @@ class TrafficControl:
     """Keeps the agent's filters equal to the plan's ranks, port by port."""
 
     agent: TrafficAgent
-    leader: Leader
+    leaders: Leaders
     applied: dict[int, int] = field(default_factory=dict)
     """Port → rank as installed now."""
     ports: dict[str, set[int]] = field(default_factory=dict)
-    """Each ranked job's PS ports, as last found."""
+    """Each ranked job's ports, as last found."""
     too_many: set[str] = field(default_factory=set)
     """Jobs left unranked for holding too many ports (warned about once)."""
 
@@ -156,28 +164,28 @@ class TrafficControl:
         self.agent.install()
 
     def carry_out(self, ranks: Mapping[str, int], running: Mapping[str, tuple[Path, int]]) -> None:
-        """Point each ranked job's PS ports at its rank's class; drop every other filter.
+        """Point each ranked job's ports at its rank's class; drop every other filter.
 
         ``running``: each running job's directory and generation.
         """
-        leaders: dict[str, int] = {}
+        leaders: dict[str, list[int]] = {}
         for job in ranks:
             where = running.get(job)
-            leader = None if where is None else self.leader(*where)
-            if leader is not None:
-                leaders[job] = leader
-        found = all_ps_ports(set(leaders.values()))
+            if where is not None and (pids := self.leaders(*where)):
+                leaders[job] = pids
+        found = all_group_ports({pid for pids in leaders.values() for pid in pids})
         self.ports = {}
-        for job, leader in leaders.items():
-            if len(found[leader]) <= MAX_PORTS_PER_JOB:
-                self.ports[job] = found[leader]
+        for job, pids in leaders.items():
+            ports = set().union(*(found[pid] for pid in pids))
+            if len(ports) <= MAX_PORTS_PER_RANK * len(pids):
+                self.ports[job] = ports
             elif job not in self.too_many:
                 self.too_many.add(job)
                 log.warning(
-                    "job %s holds %d TCP ports (over %d): its traffic is not ranked",
+                    "job %s holds %d TCP ports (over %d a rank): its traffic is not ranked",
                     job,
-                    len(found[leader]),
-                    MAX_PORTS_PER_JOB,
+                    len(ports),
+                    MAX_PORTS_PER_RANK,
                 )
         wanted: dict[int, int] = {}
         for job, ports in self.ports.items():

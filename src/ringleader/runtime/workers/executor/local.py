@@ -143,10 +143,11 @@ class LocalExecutor:
             if not sent:
                 spawn_worker(w, command, env)
 
-    def leader(self, job_dir: Path, generation: int, rank: int = 0) -> int | None:
-        """The pid leading ``rank``'s process group, while it lives (traffic ranks)."""
-        found = self._pids(job_dir, generation).get(rank)
-        return found[0] if found is not None and alive(*found) else None
+    def leaders(self, job_dir: Path, generation: int) -> list[int]:
+        """The pids leading each live rank's process group, rank 0 first (traffic ranks:
+        every rank of a local job is on this host)."""
+        found = self._pids(job_dir, generation)
+        return [found[r][0] for r in sorted(found) if alive(*found[r])]
 
     @staticmethod
     def _pids(job_dir: Path, generation: int) -> dict[int, tuple[int, int]]:
