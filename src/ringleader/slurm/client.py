@@ -14,14 +14,21 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 TIMEOUT_S = 20.0
-USABLE = ("idle", "mix", "alloc", "comp")
+USABLE = ("idle", "mix", "alloc", "comp", "plnd")
 """Node states ``sinfo -h -N -o %t`` gives a node the executor may place on (a
-drained, down, failed or unknown node leaves ringleader's view)."""
+drained, down, failed or unknown node leaves ringleader's view). ``plnd``: held by
+backfill for a job waiting to start there, which is one of ours."""
 _GRES_GPU = re.compile(r"gpu(?::([A-Za-z0-9_.-]+))?:(\d+)")
 
 
 class SlurmUnavailable(RuntimeError):
     """Slurm did not answer, or refused; the message says which command and why."""
+
+
+ENDED = ("Invalid job id", "already completing or completed")
+"""What ``scancel`` says of a job that has ended (or that Slurm has forgotten)."""
+NOT_RESPONDING = "*"
+"""``sinfo``'s mark on a node whose slurmd has stopped answering slurmctld."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +37,13 @@ class SlurmNode:
     gpus: int
     gpu_type: str
     state: str
+    responding: bool = True
+    """False once slurmctld has had no answer for ``SlurmdTimeout``: Slurm marks
+    it DOWN and ends its jobs only some seconds later."""
+
+    @property
+    def usable(self) -> bool:
+        return self.responding and self.state in USABLE
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,7 +90,10 @@ class Slurm:
             for match in _GRES_GPU.finditer(gres):
                 gpus += int(match.group(2))
                 gpu_type = gpu_type or (match.group(1) or "")
-            found[name] = SlurmNode(name, gpus, gpu_type, state.strip().rstrip("*~#!%$@^-"))
+            state = state.strip()
+            bare = state.rstrip("*~#!%$@^-")
+            responding = NOT_RESPONDING not in state[len(bare) :]
+            found[name] = SlurmNode(name, gpus, gpu_type, bare, responding)
         return list(found.values())
 
     def submit(self, script: str, args: Sequence[str]) -> str:
@@ -100,3 +117,14 @@ class Slurm:
     def cancel(self, job_id: str, signal: str | None = None) -> None:
         """``scancel``: the job's steps get ``signal``; without one, the job ends."""
         self.call(["scancel", *(["-s", signal] if signal else []), job_id])
+
+    def kill(self, job_id: str) -> None:
+        """SIGKILL to every process of the job (its batch shell and steps), then end
+        it: a plain ``scancel`` would give its tasks ``KillWait`` (30 s by default)
+        after a SIGTERM, which ranks stuck on a dead peer never answer."""
+        for args in (["--full", "-s", "KILL"], []):
+            try:
+                self.call(["scancel", *args, job_id])
+            except SlurmUnavailable as err:
+                if not any(gone in str(err) for gone in ENDED):
+                    raise

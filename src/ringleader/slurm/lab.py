@@ -258,6 +258,16 @@ class SlurmLab:
         state = {"holders": self.holders, "daemons": self.daemons, "shape": self.shape.nodes}
         (self.root / "lab.json").write_text(json.dumps(state))
 
+    def fail_node(self, name: str) -> None:
+        """Node ``name`` loses power: its cable goes dead first (its peers hear
+        nothing more, not a reset), then every process on it (slurmd, slurmstepd, the
+        job's tasks) is killed. Slurm finds out as it would: slurmd stops answering."""
+        holder = self.holders[name]
+        _run(["nsenter", "-t", str(holder), "--net", "ip", "link", "set", "eth0", "down"])
+        _kill_inside([holder])
+        self.daemons.pop(f"slurmd-{name}", None)
+        self._save()
+
     def down(self) -> None:
         """Stop every daemon and holder this lab (or one saved at its root) started."""
         saved = self.root / "lab.json"

@@ -181,6 +181,17 @@ def _stored(
     return view
 
 
+def held_on(held: Held, nodes: Mapping[str, object]) -> Held:
+    """``held`` as the policy may see it on a cluster of ``nodes`` (by name): a job
+    with a device on a node the cluster no longer lists (its node stopped answering,
+    or left) holds nothing. Its gang cannot go on without that node, so the policy
+    places it afresh, and the body stops what is left of it."""
+    devices = held.devices
+    if not devices or all(d.node in nodes for d in devices):
+        return held
+    return Held(last=held.last)
+
+
 def _placement(held: Held, placed: Assignment | None) -> tuple[tuple[Device, ...], int, bool]:
     """The devices, workers and suspended a view shows for what is ``held`` and ``placed``."""
     devices, workers, suspended = held.devices, len(held.devices), held.suspended

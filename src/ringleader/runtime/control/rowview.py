@@ -18,7 +18,7 @@ from ringleader.runtime.state.rows import JobRow, State, gradient
 from ringleader.runtime.state.spec import Arch
 from ringleader.runtime.workers.gpus import EFFECTIVE, measured_speeds, observations_in_best_terms
 from ringleader.spine.actions import Held
-from ringleader.spine.views import Known, Submitted, job_view
+from ringleader.spine.views import Known, Submitted, held_on, job_view
 
 
 def held(row: JobRow) -> Held:
@@ -79,7 +79,8 @@ def row_view(
         parameter_server=spec.arch is Arch.PS,
     )
     capacity = sum(map(cluster.capacity_of, types)) if types else cluster.capacity
-    return job_view(submitted, known, held(row), target, capacity=capacity, needs=needs)
+    now_held = held_on(held(row), cluster.node_types)
+    return job_view(submitted, known, now_held, target, capacity=capacity, needs=needs)
 
 
 def observations(row: JobRow, speeds: Mapping[str, float] | None) -> dict[int, Observation]:

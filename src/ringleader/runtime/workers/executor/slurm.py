@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
@@ -39,10 +40,14 @@ from ringleader.runtime.workers.executor.base import (
 from ringleader.runtime.workers.executor.local import WorkerLaunch, worker_env, wrapper_argv
 from ringleader.runtime.workers.identity import prepare_job_dir
 from ringleader.runtime.workers.wrapper import run_dir
-from ringleader.slurm.client import USABLE, Slurm, SlurmUnavailable
+from ringleader.slurm.client import Slurm, SlurmNode, SlurmUnavailable
 from ringleader.slurm.rank import launch_file
 
 JOB_ID_FILE = "slurm.jobid"
+HOSTS_FILE = "slurm.hosts"
+NODES_FRESH_S = 1.0
+"""How old a node list a gang's status may read: one ``sinfo`` a second, not one a
+gang and tick."""
 GONE = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "PREEMPTED", "BOOT_FAIL")
 
 
@@ -54,12 +59,22 @@ class SlurmExecutor:
         self.cuda = False
         """What the server reports; each rank finds out on its node (``slurm.rank``)."""
         self._jobs: dict[tuple[Path, int], str] = {}
+        self._seen: tuple[float, list[SlurmNode]] = (-NODES_FRESH_S, [])
+        """The last ``sinfo``, and when: gangs' looks within ``NODES_FRESH_S`` share it."""
+
+    def _nodes(self, fresh: bool = False) -> list[SlurmNode]:
+        at, nodes = self._seen
+        now = time.monotonic()
+        if fresh or now - at >= NODES_FRESH_S:
+            nodes = self.slurm.nodes()
+            self._seen = (now, nodes)
+        return nodes
 
     def cluster(self) -> ClusterView:
         nodes = [
             Node(n.name, n.gpus, gpu_type=n.gpu_type)
-            for n in self.slurm.nodes()
-            if n.gpus > 0 and n.state in USABLE
+            for n in self._nodes(fresh=True)
+            if n.gpus > 0 and n.usable
         ]
         return ClusterView(tuple(nodes))
 
@@ -106,7 +121,7 @@ class SlurmExecutor:
         per_node: dict[str, int] = {}
         for device in devices:
             per_node[device.node] = per_node.get(device.node, 0) + 1
-        hostfile = here / "slurm.hosts"
+        hostfile = here / HOSTS_FILE
         hostfile.write_text("".join(f"{d.node}\n" for d in devices))
         script = (
             "#!/bin/sh\n"
@@ -122,6 +137,9 @@ class SlurmExecutor:
             f"--gres=gpu:{max(per_node.values())}",
             f"--output={here / 'slurm.out'}",
             f"--chdir={job_dir}",
+            # A node that fails ends the job (NODE_FAIL), which ``status`` reports as
+            # lost at once; requeued, it would look like a job still waiting to start.
+            "--no-requeue",
             *([f"--uid={uid}"] if uid is not None else []),
         ]
         slurm_id = self.slurm.submit(script, args)
@@ -150,12 +168,31 @@ class SlurmExecutor:
                 raise
             state = "COMPLETED"  # past MinJobAge: Slurm forgot it
         left = world - len(exits)
+        started = len(ranks_started(here))
+        if state in ("PENDING", "CONFIGURING", "REQUEUED") and started:
+            # Ranks ran, and Slurm queued the job again (its node failed, and the
+            # cluster requeues regardless): those ranks are gone with their node.
+            return GangStatus(world, 0, exits, lost=left)
         if state == "PENDING" or state == "CONFIGURING":
             return GangStatus(world, 0, exits, starting=left)
         if state in GONE or state not in ("RUNNING", "COMPLETING", "SUSPENDED"):
             return GangStatus(world, 0, exits, lost=left)
-        started = len(ranks_started(here))
+        if left and self._on_silent_node(here):
+            # Its node stopped answering: Slurm ends the job once it marks the node
+            # DOWN, some seconds on; its ranks there are gone (or cut off) already.
+            return GangStatus(world, 0, exits, lost=left)
         return GangStatus(world, started - len(exits), exits, starting=world - started)
+
+    def _on_silent_node(self, here: Path) -> bool:
+        try:
+            placed = set((here / HOSTS_FILE).read_text().split())
+        except OSError:
+            return False
+        try:
+            nodes = self._nodes()
+        except SlurmUnavailable:
+            return False  # slurmctld itself is away: no word on the nodes
+        return any(n.name in placed and not n.responding for n in nodes)
 
     def on_exit(self, wake: Callable[[], None]) -> None:
         """Slurm tells nobody: the controller sees exits at its next look."""
@@ -175,7 +212,7 @@ class SlurmExecutor:
     def kill(self, job_dir: Path, generation: int) -> None:
         slurm_id = self._slurm_id(job_dir, generation)
         if slurm_id is not None:
-            self.slurm.cancel(slurm_id)
+            self.slurm.kill(slurm_id)
 
     def cpu_s(self, job_dir: Path, generation: int) -> dict[int, float]:
         return {}  # not known from here: a lingering rank is taken to be idle

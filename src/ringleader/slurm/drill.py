@@ -1,0 +1,150 @@
+"""Failure drills on the Slurm lab: a server drives the lab, and a node dies under a job.
+
+``served`` runs ``ringleader server --executor slurm`` on the lab's controller
+host, as a site runs it where Slurm's commands reach slurmctld; ``node_failure``
+submits one elastic job, cuts the power of one of its nodes once it has a
+checkpoint (``SlurmLab.fail_node``), and measures what the failure cost it:
+when the server noticed, when the job trained again, how many steps it
+lost. ``tests/test_slurm_failures.py`` and ``bench/failures.py`` both run it.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from ringleader.slurm.lab import SlurmLab
+
+PORT = 28080
+"""The server's port on the controller host: that host's loopback is the lab's own,
+where only slurmctld listens (6817); below the ephemeral range (32768 and up), so
+none of the clients' own connections can hold it first."""
+LOST = "lost with their node"
+"""What the server's log says when it finds a gang's node gone."""
+
+
+@dataclass(frozen=True, slots=True)
+class Served:
+    lab: SlurmLab
+    env: dict[str, str]
+    state: Path
+    log: Path
+
+    def cli(self, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+        """``ringleader ARGS`` on the controller host, as this server's admin."""
+        argv = [sys.executable, "-m", "ringleader", *args]
+        return self.lab.run(argv, timeout=timeout, env=self.env)
+
+
+@contextmanager
+def served(lab: SlurmLab, state: Path, log: Path, port: int = PORT) -> Iterator[Served]:
+    """A server on ``lab``'s controller host (``--round-s 1``), up and answering."""
+    with open(log, "ab") as out:
+        server = subprocess.Popen(
+            lab.on_controller(
+                [
+                    *(sys.executable, "-m", "ringleader", "server", "--executor", "slurm"),
+                    *("--state-dir", str(state), "--port", str(port), "--round-s", "1"),
+                    "--no-isolate-jobs",
+                ]
+            ),
+            env=lab.env(),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    here = Served(lab, {"RINGLEADER_URL": f"http://127.0.0.1:{port}"}, state, log)
+    try:
+        deadline = time.monotonic() + 60
+        while not (state / "admin.token").exists() or here.cli("jobs").returncode:
+            if server.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"the server did not come up: see {log}")
+            time.sleep(0.3)
+        here.env["RINGLEADER_TOKEN"] = (state / "admin.token").read_text().strip()
+        yield here
+    finally:
+        server.terminate()
+        try:
+            server.wait(30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+
+
+def records(state: Path, job: str) -> list[dict[str, Any]]:
+    """Job ``job``'s progress records (the job library's, on the shared state dir)."""
+    path = state / "jobs" / job / "progress.jsonl"
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def wait(what: str, until: Callable[[], bool], timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not until():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"no {what} in {timeout_s:g} s")
+        time.sleep(0.5)
+
+
+def job_state(here: Served, job: str) -> str:
+    lines = here.cli("show", job).stdout.splitlines()
+    return next((line.split()[1] for line in lines if line.startswith("state:")), "?")
+
+
+def node_failure(here: Served, command: Sequence[str], workdir: Path) -> dict[str, Any]:
+    """Run ``command`` as a 4-GPU elastic job (2..4), fail one of its nodes once it has
+    a checkpoint, and wait for its end. Seconds are from the failure."""
+    out = here.cli(
+        *("run", "--gpus", "4", "--elastic", "2:4", "--name", "victim"),
+        *("--workdir", str(workdir), "--", *command),
+    )
+    if out.returncode:
+        raise RuntimeError(f"submit failed: {out.stderr}")
+    job = out.stdout.split()[-1]
+
+    def steps(g: int) -> list[dict[str, Any]]:
+        return [r for r in records(here.state, job) if r.get("g") == g and "step" in r]
+
+    kept = here.state / "jobs" / job / "checkpoints"
+    wait("checkpoint", lambda: kept.is_dir() and any(kept.iterdir()), 120)
+    wait("steps past it", lambda: len(steps(1)) > 5, 60)
+    shown = here.cli("show", job).stdout
+    first = shown.split("launched 4 GPU(s) on ")[1].split()[0].split(":")[0]
+    here.lab.fail_node(first)
+    failed_at = time.time()
+    done = steps(1)
+    wait("end of the job", lambda: job_state(here, job) in ("succeeded", "failed"), 240)
+    started = [r for r in records(here.state, job) if r.get("event") == "started"]
+    after = [r for r in started if r["g"] > 1]
+    resumed = steps(after[0]["g"]) if after else []
+    step_s = (done[-1]["t"] - done[0]["t"]) / max(len(done) - 1, 1)
+    return {
+        "job": job,
+        "state": job_state(here, job),
+        "failed_node": first,
+        "history": here.cli("show", job).stdout.split("events:")[-1].strip().splitlines(),
+        "noticed_s": _noticed(here.log, failed_at),
+        "trains_again_s": round(resumed[0]["t"] - failed_at, 2) if resumed else None,
+        "step_at_failure": done[-1]["step"],
+        "restored_step": after[0]["restored_step"] if after else None,
+        "steps_lost": done[-1]["step"] - (after[0]["restored_step"] or 0) if after else None,
+        "step_s": round(step_s, 3),
+    }
+
+
+def _noticed(log: Path, failed_at: float) -> float | None:
+    """Seconds from the failure to the server's log line saying the node is gone."""
+    with open(log, errors="replace") as text:
+        for line in text:
+            if LOST in line:
+                at = datetime.strptime(line[:23], "%Y-%m-%d %H:%M:%S,%f").timestamp()
+                return round(at - failed_at, 2)
+    return None
