@@ -1,4 +1,4 @@
-"""Failures survived: what a node that dies under a job costs it, per executor.
+"""Failures survived: what a node or a worker that dies under a job costs it, per executor.
 
 On the Slurm lab (3 nodes of 2 virtual GPUs, ``ringleader.slurm.lab``) a server
 runs one elastic ResNet-8 job on 4 GPUs (2..4), checkpointing every 5 s; once
@@ -10,8 +10,10 @@ steps it lost (last step before the failure minus the step it restored).
 Writes ``bench/results/failures.json``. Needs root (namespaces) and Slurm
 (``make slurm``).
 
-Only the Slurm executor is measured so far: a node cannot die under the local
-executor (one host), and Ray's nodes are not yet failed here.
+Under the local executor a node cannot die (it is one host); what can is a
+worker: the same job on 2 GPUs of a local server, rank 1's training process
+gets SIGKILL once the job has a checkpoint. ``noticed_s`` is then the
+server's log line saying a worker failed. Ray's nodes are not failed here yet.
 """
 
 from __future__ import annotations
@@ -20,15 +22,19 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import statistics
+import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
 from _common import stamp
+from ringleader.runtime.local_server import local_server
 from ringleader.slurm.conf import LabShape
-from ringleader.slurm.drill import node_failure, served
+from ringleader.slurm.drill import node_failure, records, served, wait
 from ringleader.slurm.lab import SlurmLab, missing_tools
 
 OUT = Path(__file__).parent / "results" / "failures.json"
@@ -52,22 +58,85 @@ def slurm_node(repeat: int) -> dict[str, Any]:
             ):
                 cost = node_failure(here, JOB, base)
             shutil.rmtree(root, ignore_errors=True)
-        cost["lost_s"] = round(cost["steps_lost"] * cost["step_s"], 2)
         print(f"slurm node {i}: {json.dumps(cost)}", file=sys.stderr, flush=True)
         runs.append(cost)
-    median = {
-        key: statistics.median(r[key] for r in runs)
-        for key in ("noticed_s", "trains_again_s", "steps_lost", "lost_s")
-    }
+    return summary(runs, "a node of a 4-GPU job loses power")
+
+
+def summary(runs: list[dict[str, Any]], what: str) -> dict[str, Any]:
+    for run in runs:
+        run["lost_s"] = round(run["steps_lost"] * run["step_s"], 2)
     return {
-        "what": "a node of a 4-GPU job loses power",
+        "what": what,
         "checkpoint_every_s": CHECKPOINT_EVERY_S,
         "runs": runs,
-        "median": median,
+        "median": {
+            key: statistics.median(r[key] for r in runs)
+            for key in ("noticed_s", "trains_again_s", "steps_lost", "lost_s")
+        },
         "all_succeeded": all(r["state"] == "succeeded" for r in runs),
         "lost_at_most_one_interval": all(
             r["lost_s"] <= CHECKPOINT_EVERY_S + 2 * r["step_s"] for r in runs
         ),
+    }
+
+
+def local_worker(repeat: int) -> dict[str, Any]:
+    runs = []
+    for i in range(repeat):
+        with tempfile.TemporaryDirectory(prefix="rl-failures-") as tmp:
+            runs.append(_kill_a_worker(Path(tmp)))
+        print(f"local worker {i}: {json.dumps(runs[-1])}", file=sys.stderr, flush=True)
+    return summary(runs, "rank 1's training process of a 2-GPU job gets SIGKILL")
+
+
+def _kill_a_worker(base: Path) -> dict[str, Any]:
+    state, log = base / "state", base / "server.log"
+    with local_server(gpus=4, state_dir=state, log=log, round_s=2, policy="elastic") as s:
+        api = s.client()
+        # Longer than on Slurm: 2 GPUs on one host run the 6 epochs before any fault.
+        longer = " ".join(JOB).replace("--epochs 6", "--epochs 30")
+        command = longer.replace(sys.executable, "python")
+        made = api.post("/jobs", json={"name": "victim", "command": command, "gpus": 2})
+        made.raise_for_status()
+        job = made.json()["id"]
+        kept = state / "jobs" / job / "checkpoints"
+
+        def steps(g: int) -> list[dict[str, Any]]:
+            return [r for r in records(state, job) if r.get("g") == g and "step" in r]
+
+        wait("checkpoint", lambda: kept.is_dir() and any(kept.iterdir()), 120)
+        wait("steps past it", lambda: len(steps(1)) > 5, 60)
+        wrapper = next((state / "jobs" / job / "run").glob("gen*/rank1.pid"))
+        children = subprocess.run(
+            ["pgrep", "-P", wrapper.read_text().split()[0]], capture_output=True, text=True
+        ).stdout.split()
+        failed_at, done = time.time(), steps(1)
+        os.kill(int(children[0]), signal.SIGKILL)
+
+        def ended() -> bool:
+            return api.get(f"/jobs/{job}").json()["state"] in ("succeeded", "failed")
+
+        wait("end of the job", ended, 300)
+        row = api.get(f"/jobs/{job}").json()
+    started = [r for r in records(state, job) if r.get("event") == "started" and r["g"] > 1]
+    resumed = steps(started[0]["g"]) if started else []
+    noticed = None
+    for line in log.read_text(errors="replace").splitlines():
+        if "a worker failed" in line:
+            at = time.mktime(time.strptime(line[:19], "%Y-%m-%d %H:%M:%S"))
+            noticed = round(at + int(line[20:23]) / 1000 - failed_at, 2)
+            break
+    return {
+        "job": job,
+        "state": row["state"],
+        "attempts": row.get("attempts"),
+        "noticed_s": noticed,
+        "trains_again_s": round(resumed[0]["t"] - failed_at, 2) if resumed else None,
+        "step_at_failure": done[-1]["step"],
+        "restored_step": started[0]["restored_step"] if started else None,
+        "steps_lost": done[-1]["step"] - (started[0]["restored_step"] or 0) if started else None,
+        "step_s": round((done[-1]["t"] - done[0]["t"]) / max(len(done) - 1, 1), 3),
     }
 
 
@@ -79,9 +148,11 @@ def main() -> None:
         print(json.dumps({"skipped": "needs root and Slurm (make slurm)"}))
         return
     report: dict[str, Any] = stamp(f"python bench/failures.py --repeat {args.repeat}")
+    report["local"] = {"worker": local_worker(args.repeat)}
     report["slurm"] = {"node": slurm_node(args.repeat)}
     OUT.write_text(json.dumps(report, indent=2) + "\n")
-    print(json.dumps(report["slurm"]["node"]["median"]))
+    for executor, fault in (("local", "worker"), ("slurm", "node")):
+        print(executor, fault, json.dumps(report[executor][fault]["median"]))
 
 
 if __name__ == "__main__":
