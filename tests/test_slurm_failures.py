@@ -40,7 +40,7 @@ def test_a_job_whose_node_dies_restarts_from_its_checkpoint_on_the_nodes_left(
         SlurmLab(LabShape(nodes=3, gpus_per_node=2), root) as lab,
         served(lab, tmp_path / "state", tmp_path / "server.log") as here,
     ):
-        cost = node_failure(here, JOB, tmp_path)
+        cost = node_failure(here, JOB, tmp_path, CHECKPOINT_EVERY_S / 2)
     shutil.rmtree(root)
     history = "\n".join(cost["history"])
     assert cost["state"] == "succeeded", (cost, (tmp_path / "server.log").read_text()[-3000:])

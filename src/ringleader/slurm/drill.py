@@ -99,9 +99,13 @@ def job_state(here: Served, job: str) -> str:
     return next((line.split()[1] for line in lines if line.startswith("state:")), "?")
 
 
-def node_failure(here: Served, command: Sequence[str], workdir: Path) -> dict[str, Any]:
-    """Run ``command`` as a 4-GPU elastic job (2..4), fail one of its nodes once it has
-    a checkpoint, and wait for its end. Seconds are from the failure."""
+def node_failure(
+    here: Served, command: Sequence[str], workdir: Path, after_checkpoint_s: float = 0.0
+) -> dict[str, Any]:
+    """Run ``command`` as a 4-GPU elastic job (2..4), fail one of its nodes
+    ``after_checkpoint_s`` after its first checkpoint, and wait for its end. Seconds
+    are from the failure. Half a checkpoint interval is what a failure at a random
+    moment costs on average."""
     out = here.cli(
         *("run", "--gpus", "4", "--elastic", "2:4", "--name", "victim"),
         *("--workdir", str(workdir), "--", *command),
@@ -115,7 +119,7 @@ def node_failure(here: Served, command: Sequence[str], workdir: Path) -> dict[st
 
     kept = here.state / "jobs" / job / "checkpoints"
     wait("checkpoint", lambda: kept.is_dir() and any(kept.iterdir()), 120)
-    wait("steps past it", lambda: len(steps(1)) > 5, 60)
+    time.sleep(after_checkpoint_s)
     shown = here.cli("show", job).stdout
     first = shown.split("launched 4 GPU(s) on ")[1].split()[0].split(":")[0]
     here.lab.fail_node(first)
