@@ -35,7 +35,7 @@ from typing import Any
 from _common import stamp
 from ringleader.runtime.local_server import local_server
 from ringleader.slurm.conf import LabShape
-from ringleader.slurm.drill import node_failure, records, served, wait
+from ringleader.slurm.drill import cost, node_failure, noticed, served, steps, wait
 from ringleader.slurm.lab import SlurmLab, missing_tools
 
 OUT = Path(__file__).parent / "results" / "failures.json"
@@ -102,17 +102,13 @@ def _kill_a_worker(base: Path) -> dict[str, Any]:
         made.raise_for_status()
         job = made.json()["id"]
         kept = state / "jobs" / job / "checkpoints"
-
-        def steps(g: int) -> list[dict[str, Any]]:
-            return [r for r in records(state, job) if r.get("g") == g and "step" in r]
-
         wait("checkpoint", lambda: kept.is_dir() and any(kept.iterdir()), 120)
         time.sleep(CHECKPOINT_EVERY_S / 2)
         wrapper = next((state / "jobs" / job / "run").glob("gen*/rank1.pid"))
         children = subprocess.run(
             ["pgrep", "-P", wrapper.read_text().split()[0]], capture_output=True, text=True
         ).stdout.split()
-        failed_at, done = time.time(), steps(1)
+        failed_at, done = time.time(), steps(state, job, 1)
         os.kill(int(children[0]), signal.SIGKILL)
 
         def ended() -> bool:
@@ -120,24 +116,12 @@ def _kill_a_worker(base: Path) -> dict[str, Any]:
 
         wait("end of the job", ended, 300)
         row = api.get(f"/jobs/{job}").json()
-    started = [r for r in records(state, job) if r.get("event") == "started" and r["g"] > 1]
-    resumed = steps(started[0]["g"]) if started else []
-    noticed = None
-    for line in log.read_text(errors="replace").splitlines():
-        if "a worker failed" in line:
-            at = time.mktime(time.strptime(line[:19], "%Y-%m-%d %H:%M:%S"))
-            noticed = round(at + int(line[20:23]) / 1000 - failed_at, 2)
-            break
     return {
         "job": job,
         "state": row["state"],
         "attempts": row.get("attempts"),
-        "noticed_s": noticed,
-        "trains_again_s": round(resumed[0]["t"] - failed_at, 2) if resumed else None,
-        "step_at_failure": done[-1]["step"],
-        "restored_step": started[0]["restored_step"] if started else None,
-        "steps_lost": done[-1]["step"] - (started[0]["restored_step"] or 0) if started else None,
-        "step_s": round((done[-1]["t"] - done[0]["t"]) / max(len(done) - 1, 1), 3),
+        "noticed_s": noticed(log, failed_at, "a worker failed"),
+        **cost(state, job, failed_at, done),
     }
 
 

@@ -10,7 +10,6 @@ lost. ``tests/test_slurm_failures.py`` and ``bench/failures.py`` both run it.
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 import time
@@ -21,6 +20,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from ringleader.job.control import PROGRESS
+from ringleader.job.records import read_progress
 from ringleader.slurm.lab import SlurmLab
 
 PORT = 28080
@@ -80,10 +81,37 @@ def served(lab: SlurmLab, state: Path, log: Path, port: int = PORT) -> Iterator[
 
 def records(state: Path, job: str) -> list[dict[str, Any]]:
     """Job ``job``'s progress records (the job library's, on the shared state dir)."""
-    path = state / "jobs" / job / "progress.jsonl"
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return [r for r in read_progress(state / "jobs" / job / PROGRESS) if r is not None]
+
+
+def steps(state: Path, job: str, generation: int) -> list[dict[str, Any]]:
+    """The step records of one of ``job``'s generations."""
+    return [r for r in records(state, job) if r.get("g") == generation and "step" in r]
+
+
+def cost(state: Path, job: str, failed_at: float, done: list[dict[str, Any]]) -> dict[str, Any]:
+    """What a fault at ``failed_at`` cost ``job``, whose first generation had taken the
+    steps ``done`` by then: when it trained again, and the steps it lost (its last
+    minus the one the next generation restored)."""
+    after = [r for r in records(state, job) if r.get("event") == "started" and r["g"] > 1]
+    resumed = steps(state, job, after[0]["g"]) if after else []
+    return {
+        "trains_again_s": round(resumed[0]["t"] - failed_at, 2) if resumed else None,
+        "step_at_failure": done[-1]["step"],
+        "restored_step": after[0]["restored_step"] if after else None,
+        "steps_lost": done[-1]["step"] - (after[0]["restored_step"] or 0) if after else None,
+        "step_s": round((done[-1]["t"] - done[0]["t"]) / max(len(done) - 1, 1), 3),
+    }
+
+
+def noticed(log: Path, failed_at: float, said: str) -> float | None:
+    """Seconds from the fault to the server's first log line that has ``said``."""
+    with open(log, errors="replace") as text:
+        for line in text:
+            if said in line:
+                at = datetime.strptime(line[:23], "%Y-%m-%d %H:%M:%S,%f").timestamp()
+                return round(at - failed_at, 2)
+    return None
 
 
 def wait(what: str, until: Callable[[], bool], timeout_s: float) -> None:
@@ -114,9 +142,6 @@ def node_failure(
         raise RuntimeError(f"submit failed: {out.stderr}")
     job = out.stdout.split()[-1]
 
-    def steps(g: int) -> list[dict[str, Any]]:
-        return [r for r in records(here.state, job) if r.get("g") == g and "step" in r]
-
     kept = here.state / "jobs" / job / "checkpoints"
     wait("checkpoint", lambda: kept.is_dir() and any(kept.iterdir()), 120)
     time.sleep(after_checkpoint_s)
@@ -124,31 +149,13 @@ def node_failure(
     first = shown.split("launched 4 GPU(s) on ")[1].split()[0].split(":")[0]
     here.lab.fail_node(first)
     failed_at = time.time()
-    done = steps(1)
+    done = steps(here.state, job, 1)
     wait("end of the job", lambda: job_state(here, job) in ("succeeded", "failed"), 240)
-    started = [r for r in records(here.state, job) if r.get("event") == "started"]
-    after = [r for r in started if r["g"] > 1]
-    resumed = steps(after[0]["g"]) if after else []
-    step_s = (done[-1]["t"] - done[0]["t"]) / max(len(done) - 1, 1)
     return {
         "job": job,
         "state": job_state(here, job),
         "failed_node": first,
         "history": here.cli("show", job).stdout.split("events:")[-1].strip().splitlines(),
-        "noticed_s": _noticed(here.log, failed_at),
-        "trains_again_s": round(resumed[0]["t"] - failed_at, 2) if resumed else None,
-        "step_at_failure": done[-1]["step"],
-        "restored_step": after[0]["restored_step"] if after else None,
-        "steps_lost": done[-1]["step"] - (after[0]["restored_step"] or 0) if after else None,
-        "step_s": round(step_s, 3),
+        "noticed_s": noticed(here.log, failed_at, LOST),
+        **cost(here.state, job, failed_at, done),
     }
-
-
-def _noticed(log: Path, failed_at: float) -> float | None:
-    """Seconds from the failure to the server's log line saying the node is gone."""
-    with open(log, errors="replace") as text:
-        for line in text:
-            if LOST in line:
-                at = datetime.strptime(line[:23], "%Y-%m-%d %H:%M:%S,%f").timestamp()
-                return round(at - failed_at, 2)
-    return None
