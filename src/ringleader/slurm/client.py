@@ -25,7 +25,9 @@ class SlurmUnavailable(RuntimeError):
     """Slurm did not answer, or refused; the message says which command and why."""
 
 
-ENDED = ("Invalid job id", "already completing or completed")
+FORGOTTEN = "Invalid job id"
+"""What Slurm's commands say of a job past ``MinJobAge``: ended and forgotten."""
+ENDED = (FORGOTTEN, "already completing or completed")
 """What ``scancel`` says of a job that has ended (or that Slurm has forgotten)."""
 NOT_RESPONDING = "*"
 """``sinfo``'s mark on a node whose slurmd has stopped answering slurmctld."""

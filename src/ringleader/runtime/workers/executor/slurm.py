@@ -40,7 +40,7 @@ from ringleader.runtime.workers.executor.base import (
 from ringleader.runtime.workers.executor.local import WorkerLaunch, worker_env, wrapper_argv
 from ringleader.runtime.workers.identity import prepare_job_dir
 from ringleader.runtime.workers.wrapper import run_dir
-from ringleader.slurm.client import Slurm, SlurmNode, SlurmUnavailable
+from ringleader.slurm.client import FORGOTTEN, Slurm, SlurmNode, SlurmUnavailable
 from ringleader.slurm.rank import launch_file
 
 JOB_ID_FILE = "slurm.jobid"
@@ -58,7 +58,8 @@ class SlurmExecutor:
         self.slurm = slurm or Slurm()
         self.cuda = False
         """What the server reports; each rank finds out on its node (``slurm.rank``)."""
-        self._jobs: dict[tuple[Path, int], str] = {}
+        self._jobs: dict[tuple[Path, int], tuple[str, frozenset[str]]] = {}
+        """Each generation's Slurm job id and nodes, as launched or read back once."""
         self._seen: tuple[float, list[SlurmNode]] = (-NODES_FRESH_S, [])
         """The last ``sinfo``, and when: gangs' looks within ``NODES_FRESH_S`` share it."""
 
@@ -144,27 +145,40 @@ class SlurmExecutor:
         ]
         slurm_id = self.slurm.submit(script, args)
         (here / JOB_ID_FILE).write_text(slurm_id + "\n")
-        self._jobs[(job_dir, generation)] = slurm_id
+        self._jobs[(job_dir, generation)] = (slurm_id, frozenset(per_node))
 
-    def _slurm_id(self, job_dir: Path, generation: int) -> str | None:
+    def _submitted(self, job_dir: Path, generation: int) -> tuple[str, frozenset[str]] | None:
+        """The generation's Slurm job id and nodes; read from its run dir once, after a
+        restart of the server."""
         key = (job_dir.absolute(), generation)
         if key not in self._jobs:
+            here = run_dir(*key)
             try:
-                self._jobs[key] = (run_dir(*key) / JOB_ID_FILE).read_text().strip()
+                slurm_id = (here / JOB_ID_FILE).read_text().strip()
             except OSError:
                 return None
+            try:
+                nodes = frozenset((here / HOSTS_FILE).read_text().split())
+            except OSError:
+                nodes = frozenset()
+            self._jobs[key] = (slurm_id, nodes)
         return self._jobs[key]
+
+    def _slurm_id(self, job_dir: Path, generation: int) -> str | None:
+        submitted = self._submitted(job_dir, generation)
+        return None if submitted is None else submitted[0]
 
     def status(self, job_dir: Path, generation: int, world: int) -> GangStatus:
         here = run_dir(job_dir, generation)
         exits = exit_codes(here)
-        slurm_id = self._slurm_id(job_dir, generation)
-        if slurm_id is None:
+        submitted = self._submitted(job_dir, generation)
+        if submitted is None:
             return GangStatus(world, 0, exits, starting=world - len(exits))
+        slurm_id, placed = submitted
         try:
             state = self.slurm.states([slurm_id]).get(slurm_id, "COMPLETED")
         except SlurmUnavailable as err:
-            if "Invalid job id" not in str(err):
+            if FORGOTTEN not in str(err):
                 raise
             state = "COMPLETED"  # past MinJobAge: Slurm forgot it
         left = world - len(exits)
@@ -177,17 +191,13 @@ class SlurmExecutor:
             return GangStatus(world, 0, exits, starting=left)
         if state in GONE or state not in ("RUNNING", "COMPLETING", "SUSPENDED"):
             return GangStatus(world, 0, exits, lost=left)
-        if left and self._on_silent_node(here):
+        if left and self._on_silent_node(placed):
             # Its node stopped answering: Slurm ends the job once it marks the node
             # DOWN, some seconds on; its ranks there are gone (or cut off) already.
             return GangStatus(world, 0, exits, lost=left)
         return GangStatus(world, started - len(exits), exits, starting=world - started)
 
-    def _on_silent_node(self, here: Path) -> bool:
-        try:
-            placed = set((here / HOSTS_FILE).read_text().split())
-        except OSError:
-            return False
+    def _on_silent_node(self, placed: frozenset[str]) -> bool:
         try:
             nodes = self._nodes()
         except SlurmUnavailable:
