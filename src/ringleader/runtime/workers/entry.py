@@ -22,6 +22,16 @@ def interpreter_first(path: str) -> str:
     return os.pathsep.join([str(Path(sys.executable).parent), path])
 
 
+SITE = Path(__file__).parent / "_site"
+"""The directory of every worker's ``sitecustomize``: how a cold Python rank ends
+an unchanged DDP script safely (``_site/sitecustomize.py``)."""
+
+
+def python_path(given: str | None) -> str:
+    """A worker's ``PYTHONPATH``: ``SITE`` first, then what the job's spec gave."""
+    return os.pathsep.join([str(SITE), *([given] if given else [])])
+
+
 def python_entry(command: Sequence[str], path: str) -> tuple[str, ...] | None:
     """What follows the interpreter in ``command``, if it runs this interpreter plainly.
 

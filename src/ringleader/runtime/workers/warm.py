@@ -37,7 +37,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import IO, NoReturn
 
-from ringleader.runtime.workers.entry import interpreter_first, missing_script
+from ringleader.runtime.workers.entry import interpreter_first, missing_script, python_path
 from ringleader.runtime.workers.identity import become
 from ringleader.runtime.workers.process_groups import keep_destroyed_groups
 from ringleader.runtime.workers.procs import start_ticks
@@ -97,6 +97,7 @@ def clean_env() -> dict[str, str]:
     """
     kept = {k: os.environ[k] for k in KEPT_FROM_SERVER if k in os.environ}
     kept["PATH"] = interpreter_first(kept.get("PATH", "/usr/local/bin:/usr/bin:/bin"))
+    kept["PYTHONPATH"] = python_path(None)
     kept.setdefault("LANG", "C.UTF-8")
     return kept
 

@@ -26,7 +26,7 @@ from pathlib import Path
 from ringleader.job.records import rank_of, read_regular
 from ringleader.perf.cores import device_cores
 from ringleader.policy.model.views import ClusterView, Device
-from ringleader.runtime.workers.entry import python_entry
+from ringleader.runtime.workers.entry import python_entry, python_path
 from ringleader.runtime.workers.executor.base import GangStatus, RankPlace, exit_codes, gang_places
 from ringleader.runtime.workers.executor.forkserver import Forkserver
 from ringleader.runtime.workers.exits import ExitWatch
@@ -243,6 +243,7 @@ def worker_env(w: WorkerLaunch, env: Mapping[str, str]) -> dict[str, str]:
     runs unchanged: ``LOCAL_RANK`` is the rank on its node, ``GROUP_RANK``
     the node's, and ``TORCHELASTIC_RESTART_COUNT`` counts launches before
     this one (resizes and restarts alike: each resumes from a checkpoint).
+    ``PYTHONPATH`` starts with ``entry.SITE``, a cold worker's ``sitecustomize``.
     """
     threads = str(max(len(w.cpus), 1))
     place = w.place or RankPlace(w.rank, w.world, 0, 1)
@@ -275,6 +276,7 @@ def worker_env(w: WorkerLaunch, env: Mapping[str, str]) -> dict[str, str]:
         "RINGLEADER_THREADS": threads,
         "OMP_NUM_THREADS": threads,
         "PYTHONUNBUFFERED": "1",
+        "PYTHONPATH": python_path(env.get("PYTHONPATH")),
         "RINGLEADER_LAUNCH_T": repr(time.time()),
     }
 
