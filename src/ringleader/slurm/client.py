@@ -13,6 +13,8 @@ import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from ringleader.runtime.workers.executor.base import ExecutorUnavailable
+
 TIMEOUT_S = 20.0
 USABLE = ("idle", "mix", "alloc", "comp", "plnd")
 """Node states ``sinfo -h -N -o %t`` gives a node the executor may place on (a
@@ -25,10 +27,21 @@ class SlurmUnavailable(RuntimeError):
     """Slurm did not answer, or refused; the message says which command and why."""
 
 
+class SlurmUnreachable(SlurmUnavailable, ExecutorUnavailable):
+    """slurmctld did not answer at all (down, or cut off): says nothing of any job."""
+
+
+UNREACHABLE = "Unable to contact slurm controller"
+"""What Slurm's commands say when slurmctld does not answer (after ``MessageTimeout``)."""
+
+
 FORGOTTEN = "Invalid job id"
 """What Slurm's commands say of a job past ``MinJobAge``: ended and forgotten."""
 ENDED = (FORGOTTEN, "already completing or completed")
 """What ``scancel`` says of a job that has ended (or that Slurm has forgotten)."""
+UNKNOWN = "unk"
+"""``sinfo``'s state of a node slurmctld has not heard from since it started (for
+some seconds after a restart of slurmctld): no news, not bad news."""
 NOT_RESPONDING = "*"
 """``sinfo``'s mark on a node whose slurmd has stopped answering slurmctld."""
 
@@ -73,9 +86,10 @@ class Slurm:
                 "slurm-client) and set SLURM_CONF to the cluster's slurm.conf"
             ) from None
         except subprocess.TimeoutExpired:
-            raise SlurmUnavailable(f"{args[0]} got no answer in {TIMEOUT_S:g} s") from None
+            raise SlurmUnreachable(f"{args[0]} got no answer in {TIMEOUT_S:g} s") from None
         if done.returncode != 0:
-            raise SlurmUnavailable(f"{' '.join(args[:2])} failed: {done.stderr.strip()}")
+            said = f"{' '.join(args[:2])} failed: {done.stderr.strip()}"
+            raise (SlurmUnreachable if UNREACHABLE in done.stderr else SlurmUnavailable)(said)
         return done.stdout
 
     def nodes(self) -> list[SlurmNode]:

@@ -12,6 +12,12 @@ from ringleader.job.records import rank_of, read_exit_code
 from ringleader.policy.model.views import ClusterView, Device
 
 
+class ExecutorUnavailable(RuntimeError):
+    """What runs the cluster did not answer (Slurm's controller): the message says which
+    command and why. Nothing is known of the jobs meanwhile, so the controller holds
+    every one as it is until it answers (``control.reach``)."""
+
+
 @dataclass(frozen=True, slots=True)
 class GangStatus:
     """What a job's workers of one generation are doing."""

@@ -40,7 +40,7 @@ from ringleader.runtime.workers.executor.base import (
 from ringleader.runtime.workers.executor.local import WorkerLaunch, worker_env, wrapper_argv
 from ringleader.runtime.workers.identity import prepare_job_dir
 from ringleader.runtime.workers.wrapper import run_dir
-from ringleader.slurm.client import FORGOTTEN, Slurm, SlurmNode, SlurmUnavailable
+from ringleader.slurm.client import FORGOTTEN, UNKNOWN, Slurm, SlurmNode, SlurmUnavailable
 from ringleader.slurm.rank import launch_file
 
 JOB_ID_FILE = "slurm.jobid"
@@ -62,6 +62,8 @@ class SlurmExecutor:
         """Each generation's Slurm job id and nodes, as launched or read back once."""
         self._seen: tuple[float, list[SlurmNode]] = (-NODES_FRESH_S, [])
         """The last ``sinfo``, and when: gangs' looks within ``NODES_FRESH_S`` share it."""
+        self._usable: frozenset[str] = frozenset()
+        """The nodes the last ``cluster`` found usable."""
 
     def _nodes(self, fresh: bool = False) -> list[SlurmNode]:
         at, nodes = self._seen
@@ -72,10 +74,18 @@ class SlurmExecutor:
         return nodes
 
     def cluster(self) -> ClusterView:
+        """The usable nodes with GPUs. One whose state is unknown (slurmctld has just
+        restarted and not heard from it yet) stays if it was usable last time: a
+        restart of slurmctld must not take every node, and every job, away."""
+        seen = self._nodes(fresh=True)
+        kept = {
+            n.name
+            for n in seen
+            if n.gpus and (n.usable or (n.state == UNKNOWN and n.name in self._usable))
+        }
+        self._usable = frozenset(kept)
         nodes = [
-            Node(n.name, n.gpus, gpu_type=n.gpu_type)
-            for n in self._nodes(fresh=True)
-            if n.gpus > 0 and n.usable
+            Node(n.name, n.gpus, gpu_type=n.gpu_type) for n in seen if n.gpus and n.name in kept
         ]
         return ClusterView(tuple(nodes))
 
@@ -175,6 +185,8 @@ class SlurmExecutor:
         if submitted is None:
             return GangStatus(world, 0, exits, starting=world - len(exits))
         slurm_id, placed = submitted
+        if len(exits) >= world:
+            return GangStatus(world, 0, exits)  # every rank has ended: Slurm has no more to say
         try:
             state = self.slurm.states([slurm_id]).get(slurm_id, "COMPLETED")
         except SlurmUnavailable as err:
