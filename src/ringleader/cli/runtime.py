@@ -133,6 +133,26 @@ def jobs(
     console.print(_table(rows))
     if more:
         console.print(Text(f"the newest {len(rows)} shown; older ones: --limit N or --all", "dim"))
+    if (note := _cluster_note()) is not None:
+        console.print(note)
+
+
+def _cluster_note() -> Text | None:
+    """A warning when the executor does not answer (``GET /cluster``): the table is
+    then what was last heard, and nothing moves until it answers."""
+    try:
+        cluster = api().request("GET", "/cluster").json()
+    except (Unreachable, ApiError, ValueError):
+        return None
+    if not isinstance(cluster, dict) or cluster.get("available", True):
+        return None
+    since = cluster.get("unavailable_since")
+    when = f" since {_when(since)}" if isinstance(since, int | float) else ""
+    return Text(
+        f"the cluster does not answer{when} ({shown(cluster.get('reason'))}): "
+        "every job is held as it was last seen until it does",
+        "bold yellow",
+    )
 
 
 def _watch(params: dict[str, Any], limit: int | None, every_s: float) -> None:

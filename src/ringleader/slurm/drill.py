@@ -10,6 +10,7 @@ lost. ``tests/test_slurm_failures.py`` and ``bench/failures.py`` both run it.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import time
@@ -38,6 +39,16 @@ class Served:
     env: dict[str, str]
     state: Path
     log: Path
+
+    def get(self, path: str) -> Any:
+        """``GET path`` from the server, as its admin, decoded (from the controller host,
+        where the server listens)."""
+        code = (
+            "import httpx, os, sys; print(httpx.get(os.environ['RINGLEADER_URL'] + sys.argv[1],"
+            " headers={'Authorization': 'Bearer ' + os.environ['RINGLEADER_TOKEN']}).text)"
+        )
+        done = self.lab.run([sys.executable, "-c", code, path], timeout=30, env=self.env)
+        return json.loads(done.stdout)
 
     def cli(self, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
         """``ringleader ARGS`` on the controller host, as this server's admin."""
@@ -158,4 +169,50 @@ def node_failure(
         "history": here.cli("show", job).stdout.split("events:")[-1].strip().splitlines(),
         "noticed_s": noticed(here.log, failed_at, LOST),
         **cost(here.state, job, failed_at, done),
+    }
+
+
+ENDED_STATES = ("succeeded", "failed", "cancelled")
+AWAY = "the cluster does not answer"
+"""What the server's log says when Slurm's controller stops answering (``control.reach``)."""
+
+
+def controller_outage(
+    here: Served, command: Sequence[str], workdir: Path, away_s: float
+) -> dict[str, Any]:
+    """Run ``command`` as a 2-GPU job, stop slurmctld for ``away_s`` once the job
+    runs, submit a second job (``sleep 1``) meanwhile, start slurmctld again, and wait
+    for both to end. What the server said and showed while Slurm was away, and what
+    became of each job."""
+    first = here.cli(
+        *("run", "--gpus", "2", "--name", "through", "--workdir", str(workdir), "--", *command)
+    )
+    if first.returncode:
+        raise RuntimeError(f"submit failed: {first.stderr}")
+    job = first.stdout.split()[-1]
+    wait("running", lambda: job_state(here, job) == "running", 60)
+    here.lab.stop_controller()
+    away_at = time.time()
+    wait("word of it", lambda: noticed(here.log, away_at, AWAY) is not None, away_s)
+    during = here.cli("run", "--gpus", "1", "--name", "during", "--", "sleep", "1")
+    later = during.stdout.split()[-1] if during.returncode == 0 else None
+    cluster = here.get("/cluster")
+    listing = here.cli("jobs").stdout
+    held = job_state(here, job)
+    time.sleep(max(away_s - (time.time() - away_at), 0))
+    here.lab.start_controller()
+    back_at = time.time()
+    jobs = [j for j in (job, later) if j is not None]
+    wait("end of the jobs", lambda: all(job_state(here, j) in ENDED_STATES for j in jobs), 240)
+    return {
+        "job": job,
+        "during": later,
+        "submitted_while_away": during.returncode == 0,
+        "noticed_s": noticed(here.log, away_at, AWAY),
+        "state_while_away": held,
+        "listing_while_away": listing,
+        "cluster_while_away": cluster,
+        "back_after_s": round(back_at - away_at, 1),
+        "states": {j: job_state(here, j) for j in jobs},
+        "history": here.cli("show", job).stdout.split("events:")[-1].strip().splitlines(),
     }

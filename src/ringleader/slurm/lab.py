@@ -268,6 +268,20 @@ class SlurmLab:
         self.daemons.pop(f"slurmd-{name}", None)
         self._save()
 
+    def stop_controller(self) -> None:
+        """slurmctld dies (SIGKILL): every Slurm command fails until ``start_controller``;
+        the nodes and the jobs' tasks run on."""
+        pid = self.daemons.pop("slurmctld")
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pid, signal.SIGKILL)
+        while _alive(pid):
+            time.sleep(0.02)
+        self._save()
+
+    def start_controller(self) -> None:
+        """slurmctld again, from its saved state (jobs, nodes): as an admin restarts it."""
+        self._daemon("slurmctld", "ctl", ["slurmctld", "-D", "-i", "-f", str(self.conf)])
+
     def down(self) -> None:
         """Stop every daemon and holder this lab (or one saved at its root) started."""
         saved = self.root / "lab.json"

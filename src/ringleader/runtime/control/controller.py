@@ -37,12 +37,13 @@ from ringleader.runtime.control.config import ControllerConfig
 from ringleader.runtime.control.gangs import Gangs
 from ringleader.runtime.control.observing import Observing
 from ringleader.runtime.control.progress import ProgressIngest
+from ringleader.runtime.control.reach import Reach
 from ringleader.runtime.control.rowview import row_view
 from ringleader.runtime.control.settling import Settling
 from ringleader.runtime.control.telemetry import Telemetry
 from ringleader.runtime.state.rows import JobRow, State
 from ringleader.runtime.state.store import Store
-from ringleader.runtime.workers.executor.base import Executor
+from ringleader.runtime.workers.executor.base import Executor, ExecutorUnavailable
 from ringleader.spine import reasons
 from ringleader.spine.observe import co_runners
 from ringleader.spine.round import decide_round
@@ -92,6 +93,9 @@ class Controller(Observing):
         self._wake: Callable[[], None] = lambda: None
         """Ends the loop's wait for the next tick (set by ``run``; callable from any thread)."""
         self.decisions = 0
+        self.reach = Reach()
+        """Whether the executor answers; while it does not, every job is held as it is
+        (``control.reach``)."""
         self.telemetry = Telemetry()
         """Histograms and counters for ``GET /metrics``."""
         self.reasons: dict[str, reasons.Reason] = {}
@@ -186,6 +190,8 @@ class Controller(Observing):
     def tick(self, now: float | None = None) -> None:
         now = time.time() if now is None else now
         self._look_soon = False
+        if self.reach.away and not self._answers(now):
+            return
         rows = self.store.unfinished()
         self._queued_at_read = {r.id for r in rows if r.state is State.QUEUED}
         self._partners = co_runners(
@@ -201,6 +207,8 @@ class Controller(Observing):
         for row in rows:
             if self._observe_one(row, now):
                 seen.append(row)
+            elif self.reach.away:
+                return  # a look found the executor away: nothing more to learn or do
             elif (fresh := self.store.get(row.id)) is not None:
                 seen.append(fresh)  # as stored: its trouble may have left ``row`` half changed
         rows = [r for r in seen if not r.state.finished]
@@ -208,9 +216,26 @@ class Controller(Observing):
         woken = self._wake_at is not None and now >= self._wake_at
         if self._need_decision or due or woken:
             self._decide(now, rows)
-        self._apply(now, rows)
+        try:
+            self._apply(now, rows)
+        except ExecutorUnavailable as err:
+            self.reach.lost(err, now)
+            return
         if self.config.traffic is not None and self._plan is not None:
             self.acting.shape(self.config.traffic, self._plan, rows)
+
+    def _answers(self, now: float) -> bool:
+        """Whether the executor, away until now, answers again (``control.reach``)."""
+        try:
+            cluster = self.executor.cluster()
+        except ExecutorUnavailable as err:
+            self.reach.lost(err, now)
+            return False
+        self.reach.back(now)
+        if cluster != self.cluster:
+            self.cluster = cluster
+        self._need_decision = True
+        return True
 
     # -- deciding ------------------------------------------------------------
     def view(self, row: JobRow) -> JobView:
@@ -250,6 +275,9 @@ class Controller(Observing):
             cluster = self.executor.cluster()  # nodes come and go (Ray)
             if cluster != self.cluster:  # else the same object: views made on it still hold
                 self.cluster = cluster
+        except ExecutorUnavailable as err:
+            self.reach.lost(err, now)
+            return  # decided once it answers: ``_need_decision`` stays as it is
         except Exception:
             log.exception("cannot list the cluster's nodes; deciding on the last known list")
         self._need_decision = False

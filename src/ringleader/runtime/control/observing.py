@@ -22,11 +22,12 @@ from ringleader.runtime.control.acting import SIGNALLED, Acting
 from ringleader.runtime.control.config import ControllerConfig
 from ringleader.runtime.control.gangs import Gang, Gangs
 from ringleader.runtime.control.progress import ProgressIngest
+from ringleader.runtime.control.reach import Reach
 from ringleader.runtime.control.settling import Settling
 from ringleader.runtime.state.rows import JobRow, State
 from ringleader.runtime.state.store import Store
 from ringleader.runtime.workers.bounded import cap_log
-from ringleader.runtime.workers.executor.base import Executor, GangStatus
+from ringleader.runtime.workers.executor.base import Executor, ExecutorUnavailable, GangStatus
 from ringleader.runtime.workers.gpus import EFFECTIVE, effective_weight, gang_type
 
 log = logging.getLogger("ringleader.controller")
@@ -49,6 +50,7 @@ class Observing:
     _broken: dict[str, str]
     _partners: dict[str, tuple[str, ...]]
     _need_decision: bool
+    reach: Reach
     _look_soon: bool
 
     def job_dir(self, job_id: str) -> Path:
@@ -62,6 +64,9 @@ class Observing:
         """
         try:
             self._observe(row, now)
+        except ExecutorUnavailable as err:
+            self.reach.lost(err, now)  # no word on any job: the tick ends here
+            return False
         except Exception as err:
             message = f"{type(err).__name__}: {err}"
             if self._broken.get(row.id) != message:

@@ -83,7 +83,13 @@ class NodeShown(BaseModel):
 class Cluster(BaseModel):
     executor: str
     gpus: int
-    nodes: list[NodeShown]
+    nodes: list[NodeShown] = Field(description="As last heard from the executor.")
+    available: bool = Field(
+        description="Whether the executor answers (Slurm's controller); while it does not, "
+        "every job is held as it is."
+    )
+    unavailable_since: float | None = Field(None, description="Unix time it stopped answering.")
+    reason: str | None = Field(None, description="What its last call said.")
 
 
 class UsageSample(BaseModel):

@@ -57,6 +57,7 @@ def router(controller: Controller) -> APIRouter:
             for n in controller.cluster.nodes
         ]
         gpus = controller.cluster.capacity
-        return {"executor": controller.executor.name, "gpus": gpus, "nodes": nodes}
+        shown = {"executor": controller.executor.name, "gpus": gpus, "nodes": nodes}
+        return {**shown, **controller.reach.shown()}
 
     return api
