@@ -37,6 +37,8 @@ class Gang:
     """The job library said ``done`` for this generation (read with the log check)."""
     linger: Linger | None = None
     """Its work is done and some ranks stay (``control.lingering``)."""
+    stepped: tuple[int, float] | None = None
+    """The job's step at a look, and since when it has been that (a stall's clock)."""
 
 
 class Gangs:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ringleader.job.control import PROGRESS, last_event
 from ringleader.policy.model.views import ClusterView
-from ringleader.runtime.control import lingering
+from ringleader.runtime.control import lingering, stalls
 from ringleader.runtime.control.acting import SIGNALLED, Acting
 from ringleader.runtime.control.config import ControllerConfig
 from ringleader.runtime.control.gangs import Gang, Gangs
@@ -92,6 +92,13 @@ class Observing:
         if row.cancel_requested and row.stopping != "cancel":
             self.acting.request_stop(row, "cancel", now)
         status = self.executor.status(self.job_dir(row.id), row.generation, row.workers)
+        if not status.finished and stalls.stalled(row, gang, now):
+            repeated = stalls.again(row)
+            log.warning(stalls.warning(row, repeated))
+            self.executor.kill(self.job_dir(row.id), row.generation)
+            row.stopping = stalls.STALLED
+            self._settle(row, failed=repeated, codes=dict(status.exits), now=now)
+            return
         if not self._stopped(row, gang, status, now):
             self._exited(row, gang, status, now)
 

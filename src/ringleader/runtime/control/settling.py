@@ -20,6 +20,7 @@ from ringleader.job.records import read_regular
 from ringleader.runtime.control import lingering
 from ringleader.runtime.control.acting import SIGNALLED
 from ringleader.runtime.control.gangs import Gangs
+from ringleader.runtime.control.stalls import STALLED
 from ringleader.runtime.state.rows import JobRow, State
 from ringleader.runtime.state.store import Store
 from ringleader.runtime.state.wording import gang_failed
@@ -74,7 +75,7 @@ class Settling:
         said = last_event(self.config.job_dir(row.id) / PROGRESS, generation, ("done", "stopped"))
         if said is not None:
             return said == "done"
-        if reason in ("node_lost", "placement_timeout") or killed:
+        if reason in ("node_lost", "placement_timeout", STALLED) or killed:
             return False
         if SIGNALLED in row.shape:
             return False  # it ended because we asked it to: a checkpoint, not the end
@@ -104,6 +105,7 @@ class Settling:
             self.store.save(row, "stopped", generation=gen, reason=reason, step=row.step)
         else:
             row.attempts += 1
+            ours = {} if reason is None else {"reason": reason}  # a stall
             tail = log_tail(self.config.job_dir(row.id))
             row.error = f"{gang_failed(gen, codes)}\n{tail}"
             said = self.cannot_go_on(row.id, gen)
@@ -116,11 +118,11 @@ class Settling:
             elif row.attempts <= row.spec.retries:
                 row.state = State.QUEUED
                 self.store.save(
-                    row, "restarting", generation=gen, codes=codes, attempt=row.attempts
+                    row, "restarting", generation=gen, codes=codes, attempt=row.attempts, **ours
                 )
             else:
                 row.state, row.finished_at = State.FAILED, now
-                self.store.save(row, "failed", generation=gen, codes=codes)
+                self.store.save(row, "failed", generation=gen, codes=codes, **ours)
 
     def lingered(self, row: JobRow, ended: tuple[int, ...], grace_s: float, now: float) -> None:
         """Succeeded, saying which ranks were ended for staying once the work was done."""

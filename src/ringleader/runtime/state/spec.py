@@ -86,6 +86,14 @@ class JobSpec(BaseModel):
     A script that uses the job library stops at its next minibatch boundary;
     one that does not is sent SIGTERM at once, as torchrun and Slurm do.
     """
+    stall_s: (
+        Annotated[StrictFloat | StrictInt, Field(ge=1, le=604_800, allow_inf_nan=False)] | None
+    ) = None
+    """Seconds with no new step while the job runs, after which a rank is taken to
+    hang: the gang is killed and the job restarts from its last checkpoint (``stopped
+    for stalled`` in its history). A stall with no step since the last one counts as a
+    failure, against ``retries``. Only for jobs that report steps (the job library);
+    None, the default: never."""
     on_bad_checkpoint: Literal["fail", "restart"] = "fail"
     """What a relaunch does when checkpoints exist and every one is damaged.
 
