@@ -14,7 +14,10 @@ Writes ``bench/results/failures.json``. Needs root (namespaces) and Slurm
 Under the local executor a node cannot die (it is one host); what can is a
 worker: the same job on 2 GPUs of a local server, rank 1's training process
 gets SIGKILL at the same moment. ``noticed_s`` is then the
-server's log line saying a worker failed. Ray's nodes are not failed here yet.
+server's log line saying a worker failed. A rank that hangs is the same
+process stopped (SIGSTOP: alive, no step) under ``stall_s`` 10 s; noticed
+when the server says it has had no new step. Ray's nodes are not failed here
+yet.
 """
 
 from __future__ import annotations
@@ -40,6 +43,8 @@ from ringleader.slurm.lab import SlurmLab, missing_tools
 
 OUT = Path(__file__).parent / "results" / "failures.json"
 CHECKPOINT_EVERY_S = 5
+STALL_S = 10.0
+"""The local job's ``stall_s``: how long it may go without a step before it is taken to hang."""
 JOB = (
     *(sys.executable, "-m", "ringleader.workloads.resnet", "--depth", "8", "--epochs", "6"),
     *("--examples-per-epoch", "2048", "--batch", "32"),
@@ -82,23 +87,40 @@ def summary(runs: list[dict[str, Any]], what: str) -> dict[str, Any]:
     }
 
 
-def local_worker(repeat: int) -> dict[str, Any]:
+FAULTS: dict[str, tuple[signal.Signals, str, str]] = {
+    "worker": (
+        signal.SIGKILL,
+        "rank 1's training process of a 2-GPU job gets SIGKILL",
+        "a worker failed",
+    ),
+    "hang": (
+        signal.SIGSTOP,
+        f"rank 1's training process of a 2-GPU job stops (SIGSTOP), stall_s {STALL_S:g}",
+        "no new step",
+    ),
+}
+"""Each local fault: the signal rank 1's process gets, what it is, what the log says."""
+
+
+def local_fault(fault: str, repeat: int) -> dict[str, Any]:
     runs = []
     for i in range(repeat):
         with tempfile.TemporaryDirectory(prefix="rl-failures-") as tmp:
-            runs.append(_kill_a_worker(Path(tmp)))
-        print(f"local worker {i}: {json.dumps(runs[-1])}", file=sys.stderr, flush=True)
-    return summary(runs, "rank 1's training process of a 2-GPU job gets SIGKILL")
+            runs.append(_fault_a_worker(Path(tmp), fault))
+        print(f"local {fault} {i}: {json.dumps(runs[-1])}", file=sys.stderr, flush=True)
+    return summary(runs, FAULTS[fault][1])
 
 
-def _kill_a_worker(base: Path) -> dict[str, Any]:
+def _fault_a_worker(base: Path, fault: str) -> dict[str, Any]:
+    sent, _, said = FAULTS[fault]
     state, log = base / "state", base / "server.log"
     with local_server(gpus=4, state_dir=state, log=log, round_s=2, policy="elastic") as s:
         api = s.client()
         # Longer than on Slurm: 2 GPUs on one host run the 6 epochs before any fault.
         longer = " ".join(JOB).replace("--epochs 6", "--epochs 30")
         command = longer.replace(sys.executable, "python")
-        made = api.post("/jobs", json={"name": "victim", "command": command, "gpus": 2})
+        spec = {"name": "victim", "command": command, "gpus": 2, "stall_s": STALL_S}
+        made = api.post("/jobs", json=spec)
         made.raise_for_status()
         job = made.json()["id"]
         kept = state / "jobs" / job / "checkpoints"
@@ -109,7 +131,7 @@ def _kill_a_worker(base: Path) -> dict[str, Any]:
             ["pgrep", "-P", wrapper.read_text().split()[0]], capture_output=True, text=True
         ).stdout.split()
         failed_at, done = time.time(), steps(state, job, 1)
-        os.kill(int(children[0]), signal.SIGKILL)
+        os.kill(int(children[0]), sent)
 
         def ended() -> bool:
             return api.get(f"/jobs/{job}").json()["state"] in ("succeeded", "failed")
@@ -120,7 +142,7 @@ def _kill_a_worker(base: Path) -> dict[str, Any]:
         "job": job,
         "state": row["state"],
         "attempts": row.get("attempts"),
-        "noticed_s": noticed(log, failed_at, "a worker failed"),
+        "noticed_s": noticed(log, failed_at, said),
         **cost(state, job, failed_at, done),
     }
 
@@ -133,10 +155,10 @@ def main() -> None:
         print(json.dumps({"skipped": "needs root and Slurm (make slurm)"}))
         return
     report: dict[str, Any] = stamp(f"python bench/failures.py --repeat {args.repeat}")
-    report["local"] = {"worker": local_worker(args.repeat)}
+    report["local"] = {fault: local_fault(fault, args.repeat) for fault in FAULTS}
     report["slurm"] = {"node": slurm_node(args.repeat)}
     OUT.write_text(json.dumps(report, indent=2) + "\n")
-    for executor, fault in (("local", "worker"), ("slurm", "node")):
+    for executor, fault in (("local", "worker"), ("local", "hang"), ("slurm", "node")):
         print(executor, fault, json.dumps(report[executor][fault]["median"]))
 
 
