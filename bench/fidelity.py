@@ -7,17 +7,26 @@ records per policy the real and simulated average JCT, their ratio and each
 job's pair. Goal: |sim/real − 1| ≤ 5 % on average JCT for both policies.
 
 Writes bench/results/fidelity.json (and fidelity.png beside it).
+
+``--executor slurm``: the same on the Slurm lab (``ringleader.slurm.lab``, two
+nodes of two virtual GPUs), ``ringleader fidelity --executor slurm`` run on its
+controller host; writes fidelity-slurm.json and fidelity-slurm.png. Needs root
+and Slurm (``make slurm``).
 """
 
 from __future__ import annotations
 
+import argparse
+import contextlib
 import json
 import os
 import platform
+import shutil
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from _common import calibration_s, stamp
@@ -29,34 +38,57 @@ WORKLOAD = ROOT / "examples" / "fidelity.yaml"
 GOAL = 0.05
 
 
+@contextlib.contextmanager
+def _where(executor: str) -> Iterator[Callable[[list[str]], None]]:
+    """How to run a command where the executor's jobs can be started: here, or on the
+    Slurm lab's controller host for as long as the lab is up."""
+    if executor == "local":
+        yield lambda argv: subprocess.run(argv, check=True, cwd=ROOT) and None
+        return
+    from ringleader.slurm.conf import LabShape
+    from ringleader.slurm.lab import SlurmLab
+
+    root = Path("/run") / f"rl-bench-fidelity-{os.getpid()}"
+    with SlurmLab(LabShape(nodes=2, gpus_per_node=2), root) as lab:
+
+        def run(argv: list[str]) -> None:
+            done = lab.run(argv, timeout=3600)
+            sys.stderr.write(done.stderr)
+            if done.returncode:
+                raise SystemExit(f"fidelity failed on the Slurm lab (exit {done.returncode})")
+
+        yield run
+    shutil.rmtree(root, ignore_errors=True)
+
+
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--executor", choices=("local", "slurm"), default="local")
+    args = parser.parse_args()
+    suffix = "" if args.executor == "local" else f"-{args.executor}"
+    out = OUT.with_name(f"fidelity{suffix}.json")
+    plot = PLOT.with_name(f"fidelity{suffix}.png")
     calibration = calibration_s()
-    with tempfile.TemporaryDirectory(prefix="bench-fidelity-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="bench-fidelity-") as tmp, _where(args.executor) as run:
         raw = Path(tmp) / "fidelity.json"
         started = time.monotonic()
-        subprocess.run(
+        run(
             [
-                sys.executable,
-                "-m",
-                "ringleader",
-                "fidelity",
-                str(WORKLOAD),
-                "--json",
-                str(raw),
-                "--plot",
-                str(PLOT),
-                "--work-dir",
-                str(Path(tmp) / "runs"),
-            ],
-            check=True,
-            cwd=ROOT,
+                *(sys.executable, "-m", "ringleader", "fidelity", str(WORKLOAD)),
+                *("--executor", args.executor, "--json", str(raw), "--plot", str(plot)),
+                *("--work-dir", str(Path(tmp) / "runs")),
+            ]
         )
         wall = time.monotonic() - started
         result = json.loads(raw.read_text())
     errors = {name: p["avg_jct_error"] for name, p in result["policies"].items()}
     report = {
         **stamp("python bench/fidelity.py"),
-        "command": "python bench/fidelity.py  (ringleader fidelity examples/fidelity.yaml)",
+        "command": (
+            f"python bench/fidelity.py{f' --executor {args.executor}' if suffix else ''}  "
+            f"(ringleader fidelity examples/fidelity.yaml --executor {args.executor})"
+        ),
+        "executor": args.executor,
         "goal": f"|sim/real - 1| <= {GOAL:.0%} on average JCT for every policy",
         "met": all(abs(e) <= GOAL for e in errors.values()),
         "avg_jct_error": errors,
@@ -68,8 +100,8 @@ def main() -> None:
         },
         "policies": result["policies"],
     }
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps(report, indent=2) + "\n")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(report, indent=2) + "\n")
     print(json.dumps({"avg_jct_error": errors, "met": report["met"], "wall_s": report["wall_s"]}))
 
 

@@ -34,6 +34,7 @@ from ringleader.runtime.local_server import LocalServerError
 from ringleader.spine.needs import RUNTIME, PolicyNotServed, serve_policy
 
 console = terminal.console(stderr=True)
+EXECUTORS = ("local", "slurm")
 
 
 def fidelity(
@@ -62,11 +63,20 @@ def fidelity(
             min=10, max=86_400, help="Give up on a policy's real run after this many seconds."
         ),
     ] = 900,
+    executor: Annotated[
+        str,
+        typer.Option(
+            help="Where the real jobs run: 'local' (the workload's devices on this machine) "
+            "or 'slurm' (the Slurm cluster this machine's Slurm commands reach, with as "
+            "many GPUs as the workload's devices)."
+        ),
+    ] = "local",
 ) -> None:
     """Run a workload for real, replay it in the simulator, and compare.
 
     For each policy: start `ringleader server` on this machine with the
-    workload's devices, submit its real training jobs at their arrival
+    workload's devices (or, with --executor slurm, on the Slurm cluster this
+    machine's Slurm commands reach, replayed on its nodes), submit its real training jobs at their arrival
     times, wait for them all; then replay the same arrivals in the simulator
     with the minibatch times, start-up, restart and suspend/resume costs the
     run measured and CPU cores shared as the server pinned them. Reports real
@@ -76,6 +86,8 @@ def fidelity(
         spec = load_fidelity_workload(workload)
     except FidelityFileError as err:
         fail(str(err))
+    if executor not in EXECUTORS:
+        fail(f"--executor: {executor!r} is not one of {', '.join(EXECUTORS)}")
     names = [p.strip() for p in (policies or ",".join(spec.policies)).split(",") if p.strip()]
     if not names:
         fail("--policies: name at least one policy (or list them under 'policies' in the file)")
@@ -95,7 +107,7 @@ def fidelity(
     console.print(f"real runs keep their server logs and records in {root}")
     results: dict[str, Comparison] = {}
     for name in names:
-        results[name] = _one(spec, name, root / name, timeout)
+        results[name] = _one(spec, name, root / name, timeout, executor)
     _show(results)
     if json_path is not None:
         payload: dict[str, Any] = {
@@ -109,7 +121,7 @@ def fidelity(
         console.print(f"wrote {plot}")
 
 
-def _one(spec: Any, name: str, where: Path, timeout: float) -> Comparison:
+def _one(spec: Any, name: str, where: Path, timeout: float, executor: str) -> Comparison:
     where.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     total = len(spec.jobs)
@@ -124,7 +136,9 @@ def _one(spec: Any, name: str, where: Path, timeout: float) -> Comparison:
             )
 
         try:
-            run = run_real(spec, name, where, timeout_s=timeout, on_progress=progress)
+            run = run_real(
+                spec, name, where, timeout_s=timeout, on_progress=progress, executor=executor
+            )
         except (RealRunError, LocalServerError) as err:
             fail(f"{name}: {err}")
         wall = time.monotonic() - started

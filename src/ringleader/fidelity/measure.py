@@ -20,7 +20,7 @@ from typing import Any
 
 from ringleader.fidelity.real import RealJob, RealRun
 from ringleader.policy.model.views import Device
-from ringleader.sim.host import SharedCores
+from ringleader.sim.host import Host, SharedCores, SharedMachine
 
 WARMUP_STEPS = 2
 """Minibatches of each generation left out of its step times (first-step overheads)."""
@@ -102,7 +102,7 @@ class Measured:
     """One suspend plus one resume, averaged over the run; None: nothing was suspended."""
     restart_s: float | None
     """Every job's restarts averaged: for a job that never restarted."""
-    host: SharedCores
+    host: Host
     notes: list[str] = field(default_factory=list)
 
 
@@ -161,7 +161,7 @@ def generations(job: RealJob) -> list[Generation]:
 class _Load:
     """How many workers compute on each shared resource at a moment of the real run."""
 
-    def __init__(self, gens: Iterable[Generation], host: SharedCores) -> None:
+    def __init__(self, gens: Iterable[Generation], host: Host) -> None:
         self.gens = list(gens)
         self.host = host
 
@@ -177,7 +177,9 @@ class _Load:
 
 
 def measure(run: RealRun) -> Measured:
-    host = SharedCores(run.devices, run.cores)
+    host: Host = SharedCores(run.devices, run.cores)
+    if run.executor != "local":  # the lab's nodes: namespaces of this host, workers unpinned
+        host = SharedMachine(len(run.cores))
     per_job = {j.name: generations(j) for j in run.jobs}
     load = _Load((g for gens in per_job.values() for g in gens), host)
     jobs: dict[str, JobMeasure] = {}

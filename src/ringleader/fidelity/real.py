@@ -60,6 +60,9 @@ class RealRun:
     """The CPU cores the server's workers were pinned to."""
     round_s: float
     jobs: tuple[RealJob, ...]
+    executor: str = "local"
+    nodes: tuple[tuple[str, int], ...] = ()
+    """Each node's name and GPUs, as the server listed them (empty: one node of ``devices``)."""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -67,7 +70,16 @@ class RealRun:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> RealRun:
         jobs = tuple(RealJob(**j) for j in data["jobs"])
-        return cls(data["policy"], data["devices"], tuple(data["cores"]), data["round_s"], jobs)
+        nodes = tuple((str(n), int(g)) for n, g in data.get("nodes", ()))
+        return cls(
+            data["policy"],
+            data["devices"],
+            tuple(data["cores"]),
+            data["round_s"],
+            jobs,
+            data.get("executor", "local"),
+            nodes,
+        )
 
 
 def run_real(
@@ -77,8 +89,12 @@ def run_real(
     *,
     timeout_s: float,
     on_progress: Progress | None = None,
+    executor: str = "local",
 ) -> RealRun:
-    """Run ``workload`` under ``policy`` on a local server; ``work_dir`` keeps its state and log."""
+    """Run ``workload`` under ``policy`` on a server started here; ``work_dir`` keeps its
+    state and log. ``executor``: ``local`` (the workload's devices, virtual), or
+    ``slurm`` (the Slurm cluster this host's commands reach, which must have as many
+    GPUs as the workload's devices)."""
     state = work_dir / "state"
     state.mkdir(parents=True, exist_ok=True)
     log = work_dir / "server.log"
@@ -90,15 +106,30 @@ def run_real(
             round_s=workload.round_s,
             policy=policy,
             quantum_s=workload.quantum_s,
+            executor=executor,
         ) as served,
         served.client() as client,
     ):
+        nodes = _nodes(client, workload.devices, executor)
         _to_quantum_boundary(policy, workload.quantum_s)
         jobs = _submit_and_wait(client, workload.submissions(), timeout_s, log, on_progress)
         real = tuple(_collect(client, state, j) for j in jobs)
-    return RealRun(
-        policy, workload.devices, tuple(sorted(os.sched_getaffinity(0))), workload.round_s, real
-    )
+    cores = tuple(sorted(os.sched_getaffinity(0)))
+    return RealRun(policy, workload.devices, cores, workload.round_s, real, executor, nodes)
+
+
+def _nodes(client: httpx.Client, devices: int, executor: str) -> tuple[tuple[str, int], ...]:
+    """The server's nodes; on an executor with a cluster of its own, as many GPUs as the
+    workload's ``devices``, or ``RealRunError`` saying how many there are."""
+    shown = client.get("/cluster").json()
+    nodes = tuple((str(n["name"]), int(n["gpus"])) for n in shown["nodes"])
+    if sum(g for _, g in nodes) != devices:
+        listed = ", ".join(f"{n} ({g})" for n, g in nodes) or "none"
+        raise RealRunError(
+            f"the {executor} cluster has {sum(g for _, g in nodes)} GPUs ({listed}) and the "
+            f"workload's devices are {devices}: make them the same (a partition of that size)"
+        )
+    return nodes
 
 
 def _to_quantum_boundary(policy: str, quantum_s: float | None) -> None:

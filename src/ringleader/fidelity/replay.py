@@ -62,7 +62,7 @@ def replay(run: RealRun, measured: Measured, workload: FidelityWorkload) -> SimR
     startups = [m.startup_s for m in measured.jobs.values()]
     return Simulator(
         policy,
-        ClusterView((Node(NODE, run.devices),)),
+        ClusterView(tuple(Node(n, g) for n, g in run.nodes) or (Node(NODE, run.devices),)),
         jobs,
         restart_delay_s=fallback if fallback is not None else max(startups, default=0.0),
         round_s=run.round_s,

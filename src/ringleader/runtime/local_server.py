@@ -50,7 +50,7 @@ class Served:
 
 def server_command(
     *,
-    gpus: int,
+    gpus: int | None,
     state_dir: Path,
     port: int,
     round_s: float,
@@ -66,8 +66,7 @@ def server_command(
         "-m",
         "ringleader",
         "server",
-        "--gpus",
-        str(gpus),
+        *(["--gpus", str(gpus)] if gpus is not None else []),
         "--state-dir",
         str(state_dir),
         "--port",
@@ -92,12 +91,14 @@ def local_server(
     netns: str | None = None,
     host: str = "127.0.0.1",
     extra: Sequence[str] = (),
+    executor: str = "local",
 ) -> Iterator[Served]:
     """Run a server with ``gpus`` devices and state in ``state_dir``; yields where it is.
 
     ``netns``: in that network namespace, serving on ``host`` (an address of it
     this process reaches, over plain HTTP: ``ringleader.net.netns``); ``extra``:
-    more ``ringleader server`` flags.
+    more ``ringleader server`` flags. ``executor``: ``slurm`` drives the Slurm cluster
+    this host's commands reach, and ``gpus`` is then Slurm's to say.
     """
     port = free_port()
     url = f"http://{host}:{port}"
@@ -109,8 +110,10 @@ def local_server(
         flags += ["--quantum-s", f"{quantum_s:g}"]
     if thresholds_gpu_s is not None:
         flags += ["--tiresias-thresholds", ",".join(f"{x:g}" for x in thresholds_gpu_s)]
+    if executor != "local":
+        flags += ["--executor", executor]
     args = server_command(
-        gpus=gpus,
+        gpus=gpus if executor == "local" else None,
         state_dir=state_dir,
         port=port,
         round_s=round_s,

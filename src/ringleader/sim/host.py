@@ -44,3 +44,21 @@ class SharedCores:
 
     def speed(self, workers: int) -> float:
         return 1.0 / max(workers, 1)
+
+
+@dataclass(frozen=True, slots=True)
+class SharedMachine:
+    """Virtual devices on one machine's ``cores``, their workers not pinned: the Slurm
+    lab's nodes, which are namespaces of this one host.
+
+    The kernel spreads ``n`` busy single-threaded workers over the cores, so
+    each runs at ``cores / n`` of alone once they outnumber the cores.
+    """
+
+    cores: int
+
+    def resource(self, device: Device) -> Hashable:
+        return "machine"
+
+    def speed(self, workers: int) -> float:
+        return min(1.0, self.cores / max(workers, 1))
