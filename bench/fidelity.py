@@ -77,6 +77,8 @@ def main() -> None:
                 *(sys.executable, "-m", "ringleader", "fidelity", str(WORKLOAD)),
                 *("--executor", args.executor, "--json", str(raw), "--plot", str(plot)),
                 *("--work-dir", str(Path(tmp) / "runs")),
+                # No sharing policy on Slurm: a job there keeps its GPUs until it exits.
+                *(("--policies", "elastic") if args.executor == "slurm" else ()),
             ]
         )
         wall = time.monotonic() - started

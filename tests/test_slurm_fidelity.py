@@ -56,11 +56,8 @@ def test_fidelity_runs_the_real_jobs_on_slurm_and_replays_them_on_its_nodes(
     fidelity = (sys.executable, "-m", "ringleader", "fidelity", "--executor", "slurm")
     with SlurmLab(LabShape(nodes=2, gpus_per_node=2), root) as lab:
         wrong = lab.run([*fidelity, str(too_big), "--policies", "elastic"], timeout=120)
-        done = lab.run(
-            [*fidelity, str(fits), "--policies", "elastic", "--json", str(out)]
-            + ["--work-dir", str(tmp_path / "w")],
-            timeout=400,
-        )
+        flags = ("--policies", "elastic", "--json", str(out), "--work-dir", str(tmp_path / "w"))
+        done = lab.run([*fidelity, str(fits), *flags], timeout=400)
     shutil.rmtree(root)
     assert wrong.returncode != 0 and "has 4 GPUs" in wrong.stderr, wrong.stderr[-2000:]
     assert "Traceback" not in wrong.stderr

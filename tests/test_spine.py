@@ -31,7 +31,7 @@ from ringleader.spine.actions import (
     launch_kind,
 )
 from ringleader.spine.effects import carry_out
-from ringleader.spine.needs import RUNTIME, SIMULATOR, PolicyNotServed, serve_policy
+from ringleader.spine.needs import ON_SLURM, RUNTIME, SIMULATOR, PolicyNotServed, serve_policy
 from ringleader.spine.observe import co_runners, fold
 from ringleader.spine.views import Known, Submitted, job_view
 from tests.helpers import SHAPE
@@ -537,3 +537,16 @@ def test_views_change_in_place_only_in_the_spine_views_module() -> None:
                     and not (node.name == "__post_init__" or node.name == "memo_of")
                 ):
                     raise AssertionError(f"{path}:{call.lineno}: object.__setattr__ in {node.name}")
+
+
+def test_on_slurm_the_default_runs_without_sharing_and_a_sharing_policy_is_refused() -> None:
+    default = policy_named("ringleader")
+    assert default.needs.time_slicing and default.needs.packing
+    served = serve_policy(default, ON_SLURM)
+    assert isinstance(served, Policy) and served.share is None
+    assert not served.needs.time_slicing and not served.needs.packing
+    assert served.size == default.size and served.order == default.order  # the rest stands
+    for sharing in ("time-slicing", "gandiva"):
+        with pytest.raises(PolicyNotServed, match="keeps its GPUs until it exits"):
+            serve_policy(policy_named(sharing), ON_SLURM)
+    assert serve_policy(policy_named("elastic"), ON_SLURM) == policy_named("elastic")

@@ -31,7 +31,7 @@ from ringleader.fidelity import (
 )
 from ringleader.policy.catalog import POLICY_NAMES, policy_named
 from ringleader.runtime.local_server import LocalServerError
-from ringleader.spine.needs import RUNTIME, PolicyNotServed, serve_policy
+from ringleader.spine.needs import ON_SLURM, RUNTIME, PolicyNotServed, serve_policy
 
 console = terminal.console(stderr=True)
 EXECUTORS = ("local", "slurm")
@@ -76,10 +76,11 @@ def fidelity(
 
     For each policy: start `ringleader server` on this machine with the
     workload's devices (or, with --executor slurm, on the Slurm cluster this
-    machine's Slurm commands reach, replayed on its nodes), submit its real training jobs at their arrival
-    times, wait for them all; then replay the same arrivals in the simulator
-    with the minibatch times, start-up, restart and suspend/resume costs the
-    run measured and CPU cores shared as the server pinned them. Reports real
+    machine's Slurm commands reach, replayed on its nodes), submit its real
+    training jobs at their arrival times, wait for them all; then replay the
+    same arrivals in the simulator with the minibatch times, start-up,
+    restart and suspend/resume costs the run measured and CPU cores shared as
+    the server pinned them. Reports real
     and simulated average JCT, makespan and each job's pair.
     """
     try:
@@ -95,7 +96,7 @@ def fidelity(
         if name not in POLICY_NAMES:
             fail(f"--policies: unknown policy {name!r}; `ringleader policies` lists them")
         try:
-            serve_policy(policy_named(name), RUNTIME)
+            serve_policy(policy_named(name), ON_SLURM if executor == "slurm" else RUNTIME)
         except PolicyNotServed as err:
             fail(f"--policies: {err}")
     if json_path is not None:

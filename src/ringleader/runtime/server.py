@@ -36,7 +36,7 @@ from ringleader.runtime.workers.executor.base import Executor
 from ringleader.runtime.workers.executor.local import LocalExecutor
 from ringleader.runtime.workers.gpus import GpuSpecError
 from ringleader.runtime.workers.identity import can_switch
-from ringleader.spine.needs import RUNTIME, serve_policy
+from ringleader.spine.needs import ON_SLURM, RUNTIME, PolicyNotServed, serve_policy
 
 SHUTDOWN_S = 5
 """Longest a stopping server waits for open requests to finish."""
@@ -69,12 +69,21 @@ def build(config: ServerConfig) -> tuple[Store, Users, Controller]:
     )
     traffic = traffic_control(config, executor)
     body = replace(
-        RUNTIME,
+        ON_SLURM if config.executor == "slurm" else RUNTIME,
         probe_window_s=config.probe_window_s or RUNTIME.probe_window_s,
         traffic=traffic is not None,
     )
     # Refused here, before a job is accepted, if this body cannot run it.
-    policy = serve_policy(chosen, body)
+    try:
+        policy = serve_policy(chosen, body)
+    except PolicyNotServed as err:  # what this executor cannot run
+        raise ConfigError(f"--policy: {err}") from None
+    if chosen.needs.time_slicing and not policy.needs.time_slicing:
+        logging.getLogger("ringleader").info(
+            "policy %s runs without time-slicing and packing here: on Slurm a job keeps "
+            "its GPUs until it exits",
+            chosen.name,
+        )
     if chosen.needs.traffic and traffic is None:
         logging.getLogger("ringleader").info(
             "policy %s ranks the traffic of parameter servers that share a host; give "

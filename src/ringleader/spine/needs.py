@@ -42,6 +42,8 @@ class Supplies:
 
 SIMULATOR = Supplies("the simulator", truth=True, traffic=True)
 RUNTIME = Supplies("ringleader server", truth=False)
+ON_SLURM = Supplies("ringleader server --executor slurm", truth=False, suspend=False, packing=False)
+"""Slurm lets no two jobs hold a GPU (GRES) at once, suspended or not."""
 
 
 def serve_policy(policy: Decider, body: Supplies) -> Decider:
@@ -53,15 +55,29 @@ def serve_policy(policy: Decider, body: Supplies) -> Decider:
             f"time, which only a simulator knows; {body.name} cannot run it (use it in "
             "`ringleader simulate` as a bound, or run 'tiresias' or 'ringleader' here)"
         )
-    if needs.time_slicing and not body.suspend:
-        raise PolicyNotServed(f"policy {policy.name!r} time-slices jobs; {body.name} cannot")
-    if needs.packing and not body.packing:
-        raise PolicyNotServed(f"policy {policy.name!r} packs jobs on a GPU; {body.name} cannot")
+    if (needs.time_slicing and not body.suspend) or (needs.packing and not body.packing):
+        policy = without_sharing(policy, body)
+        needs = policy.needs
     if needs.traffic and not body.traffic:
         policy = without_traffic(policy, body)
     if needs.true_model and not body.truth:
         return measured(policy, body.probe_window_s)
     return policy
+
+
+def without_sharing(policy: Decider, body: Supplies) -> Decider:
+    """``policy`` without its sharing stage, for a body whose GPUs one job at a time holds.
+
+    Each job then keeps its GPUs from launch to exit, as its size and
+    placement stages say; a policy that is nothing but sharing cannot run.
+    """
+    if isinstance(policy, Policy) and policy.share is not None:
+        return replace(policy, share=None)
+    raise PolicyNotServed(
+        f"policy {policy.name!r} time-slices or packs jobs on a GPU; {body.name} cannot "
+        "(a job there keeps its GPUs until it exits): run 'elastic', 'tiresias' or "
+        "'ringleader', which runs there without its sharing stage"
+    )
 
 
 def without_traffic(policy: Decider, body: Supplies) -> Decider:
