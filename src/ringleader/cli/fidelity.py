@@ -87,18 +87,7 @@ def fidelity(
         spec = load_fidelity_workload(workload)
     except FidelityFileError as err:
         fail(str(err))
-    if executor not in EXECUTORS:
-        fail(f"--executor: {executor!r} is not one of {', '.join(EXECUTORS)}")
-    names = [p.strip() for p in (policies or ",".join(spec.policies)).split(",") if p.strip()]
-    if not names:
-        fail("--policies: name at least one policy (or list them under 'policies' in the file)")
-    for name in names:
-        if name not in POLICY_NAMES:
-            fail(f"--policies: unknown policy {name!r}; `ringleader policies` lists them")
-        try:
-            serve_policy(policy_named(name), ON_SLURM if executor == "slurm" else RUNTIME)
-        except PolicyNotServed as err:
-            fail(f"--policies: {err}")
+    names = _policies(spec.policies, policies, executor)
     if json_path is not None:
         check_output_file("--json", json_path)
     if plot is not None:
@@ -120,6 +109,24 @@ def fidelity(
     if plot is not None:
         fidelity_plot(results, plot)
         console.print(f"wrote {plot}")
+
+
+def _policies(listed: Any, given: str | None, executor: str) -> list[str]:
+    """The policies to compare (``--policies``, else the file's), each one the chosen
+    executor can serve; exits 2 naming the first that is not."""
+    if executor not in EXECUTORS:
+        fail(f"--executor: {executor!r} is not one of {', '.join(EXECUTORS)}")
+    names = [p.strip() for p in (given or ",".join(listed)).split(",") if p.strip()]
+    if not names:
+        fail("--policies: name at least one policy (or list them under 'policies' in the file)")
+    for name in names:
+        if name not in POLICY_NAMES:
+            fail(f"--policies: unknown policy {name!r}; `ringleader policies` lists them")
+        try:
+            serve_policy(policy_named(name), ON_SLURM if executor == "slurm" else RUNTIME)
+        except PolicyNotServed as err:
+            fail(f"--policies: {err}")
+    return names
 
 
 def _one(spec: Any, name: str, where: Path, timeout: float, executor: str) -> Comparison:
