@@ -43,7 +43,11 @@ def _where(executor: str) -> Iterator[Callable[[list[str]], None]]:
     """How to run a command where the executor's jobs can be started: here, or on the
     Slurm lab's controller host for as long as the lab is up."""
     if executor == "local":
-        yield lambda argv: subprocess.run(argv, check=True, cwd=ROOT) and None
+
+        def here(argv: list[str]) -> None:
+            subprocess.run(argv, check=True, cwd=ROOT)
+
+        yield here
         return
     from ringleader.slurm.conf import LabShape
     from ringleader.slurm.lab import SlurmLab

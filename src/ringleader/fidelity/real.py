@@ -123,10 +123,11 @@ def _nodes(client: httpx.Client, devices: int, executor: str) -> tuple[tuple[str
     workload's ``devices``, or ``RealRunError`` saying how many there are."""
     shown = client.get("/cluster").json()
     nodes = tuple((str(n["name"]), int(n["gpus"])) for n in shown["nodes"])
-    if sum(g for _, g in nodes) != devices:
+    gpus = sum(g for _, g in nodes)
+    if gpus != devices:
         listed = ", ".join(f"{n} ({g})" for n, g in nodes) or "none"
         raise RealRunError(
-            f"the {executor} cluster has {sum(g for _, g in nodes)} GPUs ({listed}) and the "
+            f"the {executor} cluster has {gpus} GPUs ({listed}) and the "
             f"workload's devices are {devices}: make them the same (a partition of that size)"
         )
     return nodes

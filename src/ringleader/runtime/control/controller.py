@@ -190,8 +190,10 @@ class Controller(Observing):
     def tick(self, now: float | None = None) -> None:
         now = time.time() if now is None else now
         self._look_soon = False
-        if self.reach.away and not self._answers(now):
-            return
+        if self.reach.away:
+            if not self._refresh_cluster(now):
+                return
+            self._need_decision = True  # it answers again: pick up where it left off
         rows = self.store.unfinished()
         self._queued_at_read = {r.id for r in rows if r.state is State.QUEUED}
         self._partners = co_runners(
@@ -224,17 +226,17 @@ class Controller(Observing):
         if self.config.traffic is not None and self._plan is not None:
             self.acting.shape(self.config.traffic, self._plan, rows)
 
-    def _answers(self, now: float) -> bool:
-        """Whether the executor, away until now, answers again (``control.reach``)."""
+    def _refresh_cluster(self, now: float) -> bool:
+        """Read the executor's nodes again (they come and go: Ray); False, and the executor
+        marked away (``control.reach``), where it does not answer."""
         try:
             cluster = self.executor.cluster()
         except ExecutorUnavailable as err:
             self.reach.lost(err, now)
             return False
         self.reach.back(now)
-        if cluster != self.cluster:
+        if cluster != self.cluster:  # else the same object: views made on it still hold
             self.cluster = cluster
-        self._need_decision = True
         return True
 
     # -- deciding ------------------------------------------------------------
@@ -272,12 +274,8 @@ class Controller(Observing):
             if r.state in (State.QUEUED, State.RUNNING, State.SUSPENDED) and not r.cancel_requested
         ]
         try:
-            cluster = self.executor.cluster()  # nodes come and go (Ray)
-            if cluster != self.cluster:  # else the same object: views made on it still hold
-                self.cluster = cluster
-        except ExecutorUnavailable as err:
-            self.reach.lost(err, now)
-            return  # decided once it answers: ``_need_decision`` stays as it is
+            if not self._refresh_cluster(now):
+                return  # decided once it answers: ``_need_decision`` stays as it is
         except Exception:
             log.exception("cannot list the cluster's nodes; deciding on the last known list")
         self._need_decision = False

@@ -84,9 +84,7 @@ class SlurmExecutor:
             if n.gpus and (n.usable or (n.state == UNKNOWN and n.name in self._usable))
         }
         self._usable = frozenset(kept)
-        nodes = [
-            Node(n.name, n.gpus, gpu_type=n.gpu_type) for n in seen if n.gpus and n.name in kept
-        ]
+        nodes = [Node(n.name, n.gpus, gpu_type=n.gpu_type) for n in seen if n.name in kept]
         return ClusterView(tuple(nodes))
 
     def launch(
