@@ -13,6 +13,9 @@ import sys
 import time
 from pathlib import Path
 
+from ringleader.runtime.control import stalls
+from ringleader.runtime.control.gangs import Gang
+from ringleader.runtime.control.progress import LIBRARY_GENERATION
 from ringleader.runtime.state.rows import State
 from ringleader.runtime.state.spec import parse_spec
 from ringleader.runtime.state.store import Store
@@ -49,7 +52,9 @@ def test_a_job_that_stalls_again_without_a_step_between_is_charged_for_it(
     rig: tuple[Store, LocalExecutor, Path],  # noqa: F811 - the fixture, imported
 ) -> None:
     store, executor, state = rig
-    controller = _controller(store, executor, state)
+    # Restored at its checkpoint, the second generation may hang before its first
+    # step: then the start's allowance (the launch timeout) is what ends it.
+    controller = _controller(store, executor, state, launch_timeout_s=15)
     job = store.add(parse_spec(_spec(hanging=99, retries=0)))
     done = _until(controller, store, job.id, lambda r: r.state.finished, 120)
     events = store.events(job.id)
@@ -60,3 +65,20 @@ def test_a_job_that_stalls_again_without_a_step_between_is_charged_for_it(
     for generation in (1, 2):  # no rank of either generation outlives it
         status = executor.status(state / "jobs" / job.id, generation, 2)
         assert status.alive == 0
+
+
+def test_the_stall_clock_counts_a_restored_generations_steps_not_the_jobs_highest(
+    rig: tuple[Store, LocalExecutor, Path],  # noqa: F811 - the fixture, imported
+) -> None:
+    store, _, _ = rig
+    row = store.add(parse_spec(_spec(hanging=1)))
+    row.state, row.generation, row.step = State.RUNNING, 2, 25
+    row.shape[LIBRARY_GENERATION] = 2
+    gang = Gang()
+    assert not stalls.stalled(row, gang, 0, 100.0, startup_s=120)
+    assert not stalls.stalled(row, gang, 0, 110.0, startup_s=120)  # starting: 120 s
+    assert stalls.stalled(row, gang, 0, 220.0, startup_s=120)  # a start that hangs
+    for seen, now in ((1, 221.0), (2, 223.5), (3, 226.0)):  # retaking steps 23..25
+        assert not stalls.stalled(row, gang, seen, now, startup_s=120)
+    assert row.step == 25
+    assert stalls.stalled(row, gang, 3, 229.0, startup_s=120)  # 3 s with no step

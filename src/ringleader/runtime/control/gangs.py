@@ -38,7 +38,9 @@ class Gang:
     linger: Linger | None = None
     """Its work is done and some ranks stay (``control.lingering``)."""
     stepped: tuple[int, float] | None = None
-    """The job's step at a look, and since when it has been that (a stall's clock)."""
+    """The steps this generation had reported at a look, and since when (a stall's clock)."""
+    stall_charged: bool = False
+    """Killed for a second stall with no step between: settled as the job's failure."""
 
 
 class Gangs:

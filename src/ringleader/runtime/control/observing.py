@@ -92,13 +92,17 @@ class Observing:
         if row.cancel_requested and row.stopping != "cancel":
             self.acting.request_stop(row, "cancel", now)
         status = self.executor.status(self.job_dir(row.id), row.generation, row.workers)
-        if not status.finished and stalls.stalled(row, gang, now):
+        seen = self.progress.steps_seen(row.id, row.generation)
+        if not status.finished and stalls.stalled(
+            row, gang, seen, now, self.config.launch_timeout_s
+        ):
             repeated = stalls.again(row)
             log.warning(stalls.warning(row, repeated))
+            row.stopping = stalls.STALLED  # saved first: a crash leaves it known as stopping
+            self.store.save(row, "stop_requested", reason=row.stopping, generation=row.generation)
             self.executor.kill(self.job_dir(row.id), row.generation)
-            row.stopping = stalls.STALLED
-            self._settle(row, failed=repeated, codes=dict(status.exits), now=now)
-            return
+            gang.stop_killed, gang.stall_charged = True, repeated
+            return  # settled once the kill has taken: no rank outlives its job's end
         if not self._stopped(row, gang, status, now):
             self._exited(row, gang, status, now)
 
@@ -155,10 +159,11 @@ class Observing:
                 gang.stop_killed = True
                 return True  # settled at the next look, once the kill has taken
         if gang.stop_killed:
-            # Our kill, after a stop we asked for: the job lost at most its work
-            # since the last checkpoint, through no fault of its own.
+            # Our kill, after a stop we asked for or a stall: the job lost at most
+            # its work since the last checkpoint, its own fault only if it stalled again.
             if status.finished:
-                self._settle(row, failed=False, codes=dict(status.exits), now=now)
+                failed = gang.stall_charged
+                self._settle(row, failed=failed, codes=dict(status.exits), now=now)
             return True
         if gang.linger is not None and gang.linger.ended:
             if status.finished:  # our kill has taken

@@ -95,6 +95,10 @@ class ProgressIngest:
             self._step(row, rec, partners, gpu_type)
         row.progress_offset = reader.offset
 
+    def steps_seen(self, job_id: str, generation: int) -> int:
+        """How many steps this server has read from the job's ``generation``."""
+        return self._steps.get((job_id, generation), 0)
+
     def _step(
         self, row: JobRow, rec: dict[str, Any], partners: Sequence[str], gpu_type: str
     ) -> None:

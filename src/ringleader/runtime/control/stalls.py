@@ -23,19 +23,26 @@ STALLED_AT = "stalled_at_step"
 """``JobRow.shape`` key: the step the job was at when it last stalled."""
 
 
-def stalled(row: JobRow, gang: Gang, now: float) -> bool:
-    """Whether ``row``'s gang has had no new step for its ``stall_s`` (and start the
-    clock, or move it on, where its step has changed)."""
+def stalled(row: JobRow, gang: Gang, seen: int, now: float, startup_s: float) -> bool:
+    """Whether ``row``'s gang has taken no new step for its ``stall_s`` (and start the
+    clock, or move it on, where it has).
+
+    ``seen``: the steps this generation has reported. They are counted, not read
+    off ``row.step``: a generation restored from a checkpoint retakes steps the
+    job had already reached. Before its first step the gang is starting
+    (imports, rendezvous, a checkpoint to load), so it has ``startup_s`` if that
+    is longer.
+    """
     limit = row.spec.stall_s
     if limit is None or row.state is not State.RUNNING or row.stopping is not None:
         gang.stepped = None  # suspended or stopping: the clock starts again after
         return False
     if row.shape.get(LIBRARY_GENERATION) != row.generation:
         return False
-    if gang.stepped is None or gang.stepped[0] != row.step:
-        gang.stepped = (row.step, now)
+    if gang.stepped is None or gang.stepped[0] != seen:
+        gang.stepped = (seen, now)
         return False
-    return now - gang.stepped[1] >= limit
+    return now - gang.stepped[1] >= (limit if seen else max(limit, startup_s))
 
 
 def again(row: JobRow) -> bool:

@@ -93,7 +93,8 @@ class JobSpec(BaseModel):
     hang: the gang is killed and the job restarts from its last checkpoint (``stopped
     for stalled`` in its history). A stall with no step since the last one counts as a
     failure, against ``retries``. Only for jobs that report steps (the job library);
-    None, the default: never."""
+    before a generation's first step, at least the server's launch timeout (a start
+    loads, imports and meets its peers first). None, the default: never."""
     on_bad_checkpoint: Literal["fail", "restart"] = "fail"
     """What a relaunch does when checkpoints exist and every one is damaged.
 
