@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
@@ -12,6 +13,32 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from ringleader.cli.errors import fail
+from ringleader.cli.server_flags import (
+    AddressFlag,
+    AllowHostFlag,
+    BodyTimeoutSFlag,
+    ConfigFlag,
+    ExecutorFlag,
+    ExitGraceSFlag,
+    GpusFlag,
+    HeaderTimeoutSFlag,
+    HostFlag,
+    InsecureHttpFlag,
+    IsolateJobsFlag,
+    LeaveJobsRunningFlag,
+    MaxLogMibFlag,
+    MaxProgressMibFlag,
+    PolicyFlag,
+    QuantumSFlag,
+    RoundSFlag,
+    SlurmPartitionFlag,
+    StateDirFlag,
+    TiresiasThresholdsFlag,
+    TlsCertFlag,
+    TrafficDeviceFlag,
+    TrafficMbitFlag,
+    WarmStartFlag,
+)
 from ringleader.inputs import (
     field_path,
     load_yaml,
@@ -24,188 +51,34 @@ if TYPE_CHECKING:
     from ringleader.runtime.settings import ServerConfig
     from ringleader.runtime.workers.gpus import GpuLayout
 
-# The flags of ``ringleader server``, one alias each, so that the command reads as
-# its list of settings; typer names each flag after its parameter.
-_ExecutorFlag = Annotated[
-    str,
-    typer.Option(
-        help="Where workers run: local (this machine), ray (a Ray cluster) or slurm (a "
-        "Slurm cluster, found by SLURM_CONF and Slurm's commands; docs/slurm.md)."
-    ),
-]
-_AddressFlag = Annotated[
-    str,
-    typer.Option(help="Ray cluster address for --executor ray (host:port, or auto)."),
-]
-_GpusFlag = Annotated[
-    str | None,
-    typer.Option(
-        help="Devices: a count (4) or GPU types and counts (v100:2,k80:2). With real "
-        "GPUs, at most that many of them, typed as the driver names them; else virtual "
-        "CPU devices.",
-    ),
-]
-_StateDirFlag = Annotated[
-    Path | None,
-    typer.Option(
-        help="Database, job logs and checkpoints (default: ~/.local/share/ringleader; "
-        "root's: /var/lib/ringleader)."
-    ),
-]
-_HostFlag = Annotated[
-    str,
-    typer.Option(
-        help="Address to serve the API on. Beyond loopback it needs --tls-cert and "
-        "--tls-key, or --insecure-http."
-    ),
-]
-_PolicyFlag = Annotated[
-    str,
-    typer.Option(
-        help="Any policy `ringleader policies` marks as served (not the oracles). "
-        "Those that expect speed models on arrival get a short measured profiling phase."
-    ),
-]
-_ConfigFlag = Annotated[
-    Path | None,
-    typer.Option(
-        help="YAML with policy, probe_window_s, round_s, quantum_s (overrides the flags)."
-    ),
-]
-_RoundSFlag = Annotated[float, typer.Option(min=0.1, help="Re-plan at least this often (seconds).")]
-_QuantumSFlag = Annotated[
-    float | None,
-    typer.Option(
-        min=0.5,
-        help="Time-slicing quantum: gandiva (default 60), ringleader's last queue (600).",
-    ),
-]
-_TiresiasThresholdsFlag = Annotated[
-    str | None,
-    typer.Option(
-        help="Least-attained-service queue thresholds in GPU-seconds for tiresias and "
-        "ringleader, comma-separated and rising, e.g. 3600,36000 (empty: one queue). "
-        "ringleader time-slices its last queue.",
-    ),
-]
-_WarmStartFlag = Annotated[
-    bool,
-    typer.Option(
-        help="Local executor: fork Python workers from a process with torch already "
-        "imported, so launches and resizes skip ~2 s of start-up.",
-    ),
-]
-_MaxLogMibFlag = Annotated[
-    int,
-    typer.Option(
-        min=0,
-        max=1 << 20,
-        help="Rotate a rank's log to rank<N>.log.1 past this many MiB (0: never).",
-    ),
-]
-_MaxProgressMibFlag = Annotated[
-    int,
-    typer.Option(
-        min=0,
-        max=1 << 20,
-        help="Rotate a job's progress.jsonl to .1 past this many MiB (0: never).",
-    ),
-]
-_TrafficDeviceFlag = Annotated[
-    str | None,
-    typer.Option(
-        help="Apply the policy's traffic ranks (ringleader: parameter-server jobs that "
-        "share this host send in its order) with tc on this NIC's egress, e.g. eth0. "
-        "Needs root and the local executor; the tree is removed at exit.",
-    ),
-]
-_TrafficMbitFlag = Annotated[
-    float | None,
-    typer.Option(
-        min=1,
-        max=1e7,
-        help="--traffic-device's rate in Mbit/s (default: the speed the kernel reports).",
-    ),
-]
-_TlsCertFlag = Annotated[
-    Path | None, typer.Option(help="PEM certificate: serve HTTPS (with --tls-key).")
-]
-_InsecureHttpFlag = Annotated[
-    bool,
-    typer.Option(
-        help="Allow plain HTTP on a non-loopback --host: tokens cross the network readable."
-    ),
-]
-_IsolateJobsFlag = Annotated[
-    bool,
-    typer.Option(
-        help="As root, run each user's jobs as their own Unix uid, in job directories "
-        "only they can enter. --no-isolate-jobs runs them as root: for a machine with "
-        "one user only, as a job can then read the database and every token."
-    ),
-]
-_ExitGraceSFlag = Annotated[
-    float,
-    typer.Option(
-        min=0.5,
-        max=3600,
-        help="End a rank still there, idle, this long after its job's work is done (its "
-        "other ranks exited 0, or it said done): a script that hangs at exit. The job "
-        "then succeeds with a warning.",
-    ),
-]
-_LeaveJobsRunningFlag = Annotated[
-    bool,
-    typer.Option(
-        "--leave-jobs-running",
-        help="At an orderly stop (Ctrl-C, SIGTERM), leave running jobs running for the "
-        "next server on this --state-dir to adopt (an upgrade). By default each is "
-        "checkpointed, stopped and queued again, so no job outlives its server.",
-    ),
-]
-_HeaderTimeoutSFlag = Annotated[
-    float,
-    typer.Option(min=0.5, max=600, help="Close a connection whose request headers take longer."),
-]
-_BodyTimeoutSFlag = Annotated[
-    float,
-    typer.Option(min=0.5, max=3600, help="Answer 408 to a body that takes longer."),
-]
-_AllowHostFlag = Annotated[
-    list[str] | None,
-    typer.Option(
-        help="Another name clients reach this server by (repeatable). Requests naming "
-        "any other Host are refused, which stops DNS-rebinding web pages."
-    ),
-]
-
 
 def server(
-    executor: _ExecutorFlag = "local",
-    address: _AddressFlag = "auto",
-    gpus: _GpusFlag = None,
-    state_dir: _StateDirFlag = None,
-    host: _HostFlag = "127.0.0.1",
+    executor: ExecutorFlag = "local",
+    address: AddressFlag = "auto",
+    gpus: GpusFlag = None,
+    state_dir: StateDirFlag = None,
+    host: HostFlag = "127.0.0.1",
     port: Annotated[int, typer.Option(min=1, max=65535)] = 8765,
-    policy: _PolicyFlag = "elastic",
-    config: _ConfigFlag = None,
-    round_s: _RoundSFlag = 30.0,
-    quantum_s: _QuantumSFlag = None,
-    tiresias_thresholds: _TiresiasThresholdsFlag = None,
-    warm_start: _WarmStartFlag = True,
-    max_log_mib: _MaxLogMibFlag = 64,
-    max_progress_mib: _MaxProgressMibFlag = 16,
-    traffic_device: _TrafficDeviceFlag = None,
-    traffic_mbit: _TrafficMbitFlag = None,
-    tls_cert: _TlsCertFlag = None,
+    policy: PolicyFlag = "elastic",
+    config: ConfigFlag = None,
+    round_s: RoundSFlag = 30.0,
+    quantum_s: QuantumSFlag = None,
+    tiresias_thresholds: TiresiasThresholdsFlag = None,
+    warm_start: WarmStartFlag = True,
+    max_log_mib: MaxLogMibFlag = 64,
+    max_progress_mib: MaxProgressMibFlag = 16,
+    slurm_partition: SlurmPartitionFlag = None,
+    traffic_device: TrafficDeviceFlag = None,
+    traffic_mbit: TrafficMbitFlag = None,
+    tls_cert: TlsCertFlag = None,
     tls_key: Annotated[Path | None, typer.Option(help="PEM private key for --tls-cert.")] = None,
-    insecure_http: _InsecureHttpFlag = False,
-    isolate_jobs: _IsolateJobsFlag = True,
-    exit_grace_s: _ExitGraceSFlag = 30.0,
-    leave_jobs_running: _LeaveJobsRunningFlag = False,
-    header_timeout_s: _HeaderTimeoutSFlag = 10.0,
-    body_timeout_s: _BodyTimeoutSFlag = 20.0,
-    allow_host: _AllowHostFlag = None,
+    insecure_http: InsecureHttpFlag = False,
+    isolate_jobs: IsolateJobsFlag = True,
+    exit_grace_s: ExitGraceSFlag = 30.0,
+    leave_jobs_running: LeaveJobsRunningFlag = False,
+    header_timeout_s: HeaderTimeoutSFlag = 10.0,
+    body_timeout_s: BodyTimeoutSFlag = 20.0,
+    allow_host: AllowHostFlag = None,
 ) -> None:
     """Run the scheduler: REST API (OpenAPI at /openapi.json) plus the control loop.
 
@@ -220,6 +93,7 @@ def server(
     from ringleader.runtime.settings import ServerConfig, default_state_dir
 
     layout = _layout(executor, gpus)
+    _check_partition(executor, slurm_partition)
     chosen = _policy_settings(policy, round_s, quantum_s, tiresias_thresholds, config)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     cfg = ServerConfig(
@@ -238,6 +112,7 @@ def server(
         ),
         executor=executor,
         address=address,
+        slurm_partition=slurm_partition,
         warm_start=warm_start,
         log_cap_bytes=max_log_mib << 20,
         progress_cap_bytes=max_progress_mib << 20,
@@ -276,6 +151,19 @@ def _layout(executor: str, gpus: str | None) -> GpuLayout | None:
         if not env_has_ray():
             fail("--executor ray needs Ray: pip install 'ringleader[ray]'")
     return layout
+
+
+def _check_partition(executor: str, partition: str | None) -> None:
+    """``--slurm-partition``: only with the Slurm executor, and a name Slurm could have."""
+    if partition is None:
+        return
+    if executor != "slurm":
+        fail("--slurm-partition: only with --executor slurm; drop it, or add --executor slurm")
+    if not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", partition):
+        fail(
+            f"--slurm-partition {partition!r}: not a partition name (letters, digits, "
+            "'_', '.' and '-', at most 64); `sinfo -s` lists the cluster's"
+        )
 
 
 def _policy_settings(

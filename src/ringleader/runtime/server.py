@@ -36,7 +36,14 @@ from ringleader.runtime.workers.executor.base import Executor
 from ringleader.runtime.workers.executor.local import LocalExecutor
 from ringleader.runtime.workers.gpus import GpuSpecError
 from ringleader.runtime.workers.identity import can_switch
-from ringleader.spine.needs import ON_SLURM, RUNTIME, PolicyNotServed, serve_policy
+from ringleader.spine.needs import (
+    ON_SLURM,
+    ON_SLURM_SHARED,
+    RUNTIME,
+    PolicyNotServed,
+    Supplies,
+    serve_policy,
+)
 
 SHUTDOWN_S = 5
 """Longest a stopping server waits for open requests to finish."""
@@ -58,7 +65,7 @@ def build(config: ServerConfig) -> tuple[Store, Users, Controller]:
 
         executor = RayExecutor(config.address)
     elif config.executor == "slurm":
-        executor = slurm_executor()
+        executor = slurm_executor(config.slurm_partition)
     else:
         try:
             executor = LocalExecutor(config.gpus, warm=config.warm_start)
@@ -69,7 +76,7 @@ def build(config: ServerConfig) -> tuple[Store, Users, Controller]:
     )
     traffic = traffic_control(config, executor)
     body = replace(
-        ON_SLURM if config.executor == "slurm" else RUNTIME,
+        supplies(executor),
         probe_window_s=config.probe_window_s or RUNTIME.probe_window_s,
         traffic=traffic is not None,
     )
@@ -79,10 +86,15 @@ def build(config: ServerConfig) -> tuple[Store, Users, Controller]:
     except PolicyNotServed as err:  # what this executor cannot run
         raise ConfigError(f"--policy: {err}") from None
     if chosen.needs.time_slicing and not policy.needs.time_slicing:
+        why = (
+            "on this partition ringleader time-slices but does not pack (--policy "
+            "time-slicing time-slices)"
+            if body.suspend
+            else "on Slurm a job keeps its GPUs until it exits (a partition with "
+            "OverSubscribe=FORCE lets ringleader time-slice: docs/slurm.md)"
+        )
         logging.getLogger("ringleader").info(
-            "policy %s runs without time-slicing and packing here: on Slurm a job keeps "
-            "its GPUs until it exits",
-            chosen.name,
+            "policy %s runs without time-slicing and packing here: %s", chosen.name, why
         )
     if chosen.needs.traffic and traffic is None:
         logging.getLogger("ringleader").info(
@@ -109,13 +121,22 @@ def build(config: ServerConfig) -> tuple[Store, Users, Controller]:
     return store, users, controller
 
 
-def slurm_executor() -> Executor:
+def supplies(executor: Executor) -> Supplies:
+    """What the server can give a policy with ``executor``: on Slurm, time-slicing only
+    on a partition that lets jobs share nodes."""
+    if executor.name != "slurm":
+        return RUNTIME
+    return ON_SLURM_SHARED if getattr(executor, "shares", False) else ON_SLURM
+
+
+def slurm_executor(partition: str | None = None) -> Executor:
     """The Slurm executor, once Slurm has answered (``ConfigError`` naming the fix if not)."""
     from ringleader.runtime.workers.executor.slurm import SlurmExecutor
-    from ringleader.slurm.client import SlurmUnavailable
+    from ringleader.slurm.client import Slurm, SlurmUnavailable
 
-    executor = SlurmExecutor()
+    slurm = Slurm(partition=partition)
     try:
+        executor = SlurmExecutor(slurm, shares=slurm.oversubscribes())
         nodes = executor.cluster().nodes
     except SlurmUnavailable as err:
         raise ConfigError(

@@ -58,6 +58,8 @@ class ServerConfig:
     """Least-attained-service queue thresholds (tiresias, ringleader); None: the policy's."""
     executor: str = "local"
     address: str = "auto"
+    slurm_partition: str | None = None
+    """``--executor slurm``: the partition (None: Slurm's default)."""
     warm_start: bool = True
     log_cap_bytes: int = LOG_CAP_BYTES
     progress_cap_bytes: int = PROGRESS_CAP_BYTES

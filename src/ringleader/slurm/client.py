@@ -39,6 +39,8 @@ FORGOTTEN = "Invalid job id"
 """What Slurm's commands say of a job past ``MinJobAge``: ended and forgotten."""
 ENDED = (FORGOTTEN, "already completing or completed")
 """What ``scancel`` says of a job that has ended (or that Slurm has forgotten)."""
+NOT_SUSPENDED = ("not suspended", "Unexpected message received", *ENDED)
+"""What ``scontrol resume`` says of a job that runs, has ended, or is forgotten."""
 UNKNOWN = "unk"
 """``sinfo``'s state of a node slurmctld has not heard from since it started (for
 some seconds after a restart of slurmctld): no news, not bad news."""
@@ -111,6 +113,31 @@ class Slurm:
             responding = NOT_RESPONDING not in state[len(bare) :]
             found[name] = SlurmNode(name, gpus, gpu_type, bare, responding)
         return list(found.values())
+
+    def oversubscribes(self) -> bool:
+        """Whether the partition lets jobs share a node's resources (``OverSubscribe=``
+        ``FORCE`` or ``YES``): the admin's sign that ringleader may time-slice there."""
+        where = ["-p", self.partition] if self.partition else []
+        out = self.call(["sinfo", "-h", *where, "-o", "%P|%h"])
+        settings = [line.partition("|")[2].strip() for line in out.splitlines() if "|" in line]
+        return bool(settings) and all(s.startswith(("FORCE", "YES")) for s in settings)
+
+    def suspend(self, job_id: str) -> None:
+        """``scontrol suspend``: SIGSTOP to every task; the job keeps its nodes. One that
+        has ended is left to ``status`` to tell."""
+        try:
+            self.call(["scontrol", "suspend", job_id])
+        except SlurmUnavailable as err:
+            if not any(gone in str(err) for gone in ENDED):
+                raise
+
+    def resume(self, job_id: str) -> None:
+        """``scontrol resume``; a job that is not suspended (any more) is left as it is."""
+        try:
+            self.call(["scontrol", "resume", job_id])
+        except SlurmUnavailable as err:
+            if not any(said in str(err) for said in NOT_SUSPENDED):
+                raise
 
     def submit(self, script: str, args: Sequence[str]) -> str:
         """``sbatch --parsable`` of ``script`` (on stdin); the Slurm job id."""

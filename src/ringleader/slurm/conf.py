@@ -96,6 +96,7 @@ KillWait=5
 MinJobAge=300
 {node_lines}
 PartitionName=gpu Nodes={nodes} Default=YES MaxTime=INFINITE State=UP
+PartitionName=share Nodes={nodes} Default=NO MaxTime=INFINITE OverSubscribe=FORCE:4 State=UP
 """
 
 

@@ -57,8 +57,11 @@ class Served:
 
 
 @contextmanager
-def served(lab: SlurmLab, state: Path, log: Path, port: int = PORT) -> Iterator[Served]:
-    """A server on ``lab``'s controller host (``--round-s 1``), up and answering."""
+def served(
+    lab: SlurmLab, state: Path, log: Path, port: int = PORT, more: Sequence[str] = ()
+) -> Iterator[Served]:
+    """A server on ``lab``'s controller host (``--round-s 1``, then ``more`` flags), up
+    and answering."""
     with open(log, "ab") as out:
         server = subprocess.Popen(
             lab.on_controller(
@@ -66,6 +69,7 @@ def served(lab: SlurmLab, state: Path, log: Path, port: int = PORT) -> Iterator[
                     *(sys.executable, "-m", "ringleader", "server", "--executor", "slurm"),
                     *("--state-dir", str(state), "--port", str(port), "--round-s", "1"),
                     "--no-isolate-jobs",
+                    *more,
                 ]
             ),
             env=lab.env(),

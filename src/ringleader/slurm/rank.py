@@ -6,7 +6,8 @@ the worker's environment, torchrun's contract included) and ``exec``-s the same
 launch wrapper the local executor starts, so the job library, control files,
 progress and checkpoints work as they do there. On a node with GPUs, a rank
 takes the one of Slurm's ``CUDA_VISIBLE_DEVICES`` at its local rank; the
-executor, on the controller's host, cannot know which.
+executor, on the controller's host, cannot know which. On a partition
+ringleader time-slices (no GRES) the launch names the rank's GPU itself.
 """
 
 from __future__ import annotations
@@ -44,6 +45,10 @@ def main(argv: list[str] | None = None) -> None:
         local = int(env.get("LOCAL_RANK", "0"))
         devices = bound.split(",")
         env["CUDA_VISIBLE_DEVICES"] = devices[local % len(devices)]
+        env["RINGLEADER_DEVICE"] = "cuda"
+    elif "gpu" in spec and real_gpus():
+        # A partition ringleader time-slices: no GRES, so the Plan's device is the rank's.
+        env["CUDA_VISIBLE_DEVICES"] = str(int(spec["gpu"]))
         env["RINGLEADER_DEVICE"] = "cuda"
     for key in ("SLURM_JOB_ID", "SLURM_STEP_ID", "SLURMD_NODENAME", "SLURM_PROCID"):
         if key in os.environ:

@@ -159,11 +159,20 @@ class Acting:
     def resume(self, row: JobRow, now: float) -> None:
         log.info("resuming %s", row.id)
         self._count(row, Kind.RESUME)
+        self._thaw(row)
         write_control(self.config.job_dir(row.id), Control(row.generation, Action.RUN))
         row.state, row.state_since = State.RUNNING, now
         self.store.save(row, "resume_requested", generation=row.generation)
 
+    def _thaw(self, row: JobRow) -> None:
+        """A suspended gang's executor lets it run again (``Executor.thaw``), so it can
+        read its control file: always asked, as a restarted server knows no ``frozen``."""
+        self.executor.thaw(self.config.job_dir(row.id), row.generation)
+        self.gangs.of(row.id).frozen = False
+
     def request_stop(self, row: JobRow, reason: str, now: float) -> None:
+        if row.state is State.SUSPENDED:
+            self._thaw(row)  # a frozen rank would take neither control file nor signal
         # Saved before the job can see it: a crash in between must leave a
         # job that is known to be stopping, not one whose exit looks like done.
         row.stopping = reason

@@ -39,6 +39,8 @@ class Gang:
     """Its work is done and some ranks stay (``control.lingering``)."""
     stepped: tuple[int, float] | None = None
     """The steps this generation had reported at a look, and since when (a stall's clock)."""
+    frozen: bool = False
+    """Suspended by its executor too (``Executor.freeze``), after its ranks said so."""
     stall_charged: bool = False
     """Killed for a second stall with no step between: settled as the job's failure."""
 

@@ -34,6 +34,8 @@ log = logging.getLogger("ringleader.controller")
 
 LOG_CHECK_S = 5.0
 """How often a running job's logs are checked against their cap."""
+FREEZE_AFTER_S = 1.5
+"""How long a gang stays suspended before its executor is told (``Executor.freeze``)."""
 
 
 class Observing:
@@ -87,6 +89,9 @@ class Observing:
         gang = self.gangs.of(row.id)
         self._count_held(row, gang, now)
         self._ingest(row)
+        if self._to_freeze(row, gang, now):
+            self.executor.freeze(self.job_dir(row.id), row.generation)  # its GPUs are free
+            gang.frozen = True
         if now - gang.logs_checked >= LOG_CHECK_S:
             self._check_files(row, gang, now)
         if row.cancel_requested and row.stopping != "cancel":
@@ -105,6 +110,19 @@ class Observing:
             return  # settled once the kill has taken: no rank outlives its job's end
         if not self._stopped(row, gang, status, now):
             self._exited(row, gang, status, now)
+
+    def _to_freeze(self, row: JobRow, gang: Gang, now: float) -> bool:
+        """Whether a suspended gang is now to be suspended by its executor too: once
+        its ranks said so, and ``FREEZE_AFTER_S`` into its pause. Slurm's suspend
+        takes about a second (SIGTSTP, a pause, SIGSTOP) and holds back a resume
+        sent meanwhile, so a turn handed straight back is never frozen."""
+        return (
+            row.state is State.SUSPENDED
+            and not gang.frozen
+            and row.stopping is None
+            and row.id in self.progress.suspended
+            and now - row.state_since >= FREEZE_AFTER_S
+        )
 
     def _count_held(self, row: JobRow, gang: Gang, now: float) -> None:
         """Add the GPU-seconds held since the last look (weighted by speed on a mixed cluster)."""

@@ -85,6 +85,17 @@ class Executor(Protocol):
         """SIGKILL every process of the gang (each rank's whole process group)."""
         ...
 
+    def freeze(self, job_dir: Path, generation: int) -> None:
+        """Tell what runs the gang that it is suspended, once its ranks have said they
+        are (the job library's own suspend gave its GPUs back): Slurm's ``scontrol
+        suspend``. Nothing to do where the executor keeps no such state."""
+        ...
+
+    def thaw(self, job_dir: Path, generation: int) -> None:
+        """Undo ``freeze`` before the gang is resumed or stopped (a frozen rank reads no
+        control file and takes no signal); a gang not frozen is left as it is."""
+        ...
+
     def cpu_s(self, job_dir: Path, generation: int) -> Mapping[int, float]:
         """CPU seconds each live rank's processes have used so far, where known.
 

@@ -204,6 +204,12 @@ class LocalExecutor:
         for pid, ticks in self._pids(job_dir, generation).values():
             kill_group(pid, ticks)
 
+    def freeze(self, job_dir: Path, generation: int) -> None:
+        """Nothing to tell: the job library's suspend is the whole of it here."""
+
+    def thaw(self, job_dir: Path, generation: int) -> None:
+        """Nothing was frozen."""
+
     def cpu_s(self, job_dir: Path, generation: int) -> dict[int, float]:
         used = {r: tree_cpu_s(p, t) for r, (p, t) in self._pids(job_dir, generation).items()}
         return {rank: s for rank, s in used.items() if s is not None}

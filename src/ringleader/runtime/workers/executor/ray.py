@@ -287,6 +287,12 @@ class RayExecutor:
                 ray.get(actor.stop.remote(), timeout=10)
             ray.kill(actor)
 
+    def freeze(self, job_dir: Path, generation: int) -> None:
+        """Nothing to tell: the job library's suspend is the whole of it here."""
+
+    def thaw(self, job_dir: Path, generation: int) -> None:
+        """Nothing was frozen."""
+
     def cpu_s(self, job_dir: Path, generation: int) -> dict[int, float]:
         """Not known: a rank's processes are on another node (taken to be idle)."""
         return {}

@@ -54,8 +54,12 @@ GONE = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "PREEMPTED",
 class SlurmExecutor:
     name = "slurm"
 
-    def __init__(self, slurm: Slurm | None = None) -> None:
+    def __init__(self, slurm: Slurm | None = None, *, shares: bool = False) -> None:
         self.slurm = slurm or Slurm()
+        self.shares = shares
+        """The partition oversubscribes (``Slurm.oversubscribes``): gangs are submitted
+        without GRES, ringleader gives each rank its GPU, and a turn's end is a
+        ``scontrol suspend`` (``freeze``), so time-slicing runs here."""
         self.cuda = False
         """What the server reports; each rank finds out on its node (``slurm.rank``)."""
         self._jobs: dict[tuple[Path, int], tuple[str, frozenset[str]]] = {}
@@ -123,7 +127,9 @@ class SlurmExecutor:
                 workdir=workdir,
                 uid=uid,
             )
-            spec = {"argv": wrapper_argv(w, command), "env": worker_env(w, env)}
+            spec: dict[str, object] = {"argv": wrapper_argv(w, command), "env": worker_env(w, env)}
+            if self.shares:
+                spec["gpu"] = device.index  # no GRES, so Slurm binds none: ours
             path = launch_file(here, rank)
             path.write_text(json.dumps(spec))
             path.chmod(0o600)
@@ -143,7 +149,7 @@ class SlurmExecutor:
             f"--nodelist={','.join(per_node)}",
             f"--nodes={len(per_node)}",
             f"--ntasks={len(devices)}",
-            f"--gres=gpu:{max(per_node.values())}",
+            *self._resources(per_node),
             f"--output={here / 'slurm.out'}",
             f"--chdir={job_dir}",
             # A node that fails ends the job (NODE_FAIL), which ``status`` reports as
@@ -154,6 +160,14 @@ class SlurmExecutor:
         slurm_id = self.slurm.submit(script, args)
         (here / JOB_ID_FILE).write_text(slurm_id + "\n")
         self._jobs[(job_dir, generation)] = (slurm_id, frozenset(per_node))
+
+    def _resources(self, per_node: Mapping[str, int]) -> list[str]:
+        """What the job asks Slurm for beside its tasks: the GPUs as GRES, or, on a
+        partition ringleader time-slices, a share of the nodes (its GPUs are ringleader's
+        to give, and a suspended job's GRES would stay held)."""
+        if self.shares:
+            return ["--oversubscribe"]
+        return [f"--gres=gpu:{max(per_node.values())}"]
 
     def _submitted(self, job_dir: Path, generation: int) -> tuple[str, frozenset[str]] | None:
         """The generation's Slurm job id and nodes; read from its run dir once, after a
@@ -233,6 +247,19 @@ class SlurmExecutor:
         slurm_id = self._slurm_id(job_dir, generation)
         if slurm_id is not None:
             self.slurm.kill(slurm_id)
+
+    def freeze(self, job_dir: Path, generation: int) -> None:
+        """``scontrol suspend`` of a gang whose ranks have suspended themselves (given
+        their GPUs back): Slurm then counts it as suspended and stops its clock."""
+        slurm_id = self._slurm_id(job_dir, generation)
+        if slurm_id is not None:
+            self.slurm.suspend(slurm_id)
+
+    def thaw(self, job_dir: Path, generation: int) -> None:
+        """``scontrol resume`` (a gang Slurm does not hold suspended is left as it is)."""
+        slurm_id = self._slurm_id(job_dir, generation)
+        if slurm_id is not None:
+            self.slurm.resume(slurm_id)
 
     def cpu_s(self, job_dir: Path, generation: int) -> dict[int, float]:
         return {}  # not known from here: a lingering rank is taken to be idle

@@ -1,0 +1,80 @@
+"""Time-slicing on Slurm: what a turn costs two jobs sharing one node's GPUs.
+
+On a Slurm lab of one node with 2 virtual GPUs, a server (``--slurm-partition
+share --policy time-slicing --quantum-s 4``) runs two ResNet-8 jobs of 2 GPUs
+each, so they must take turns (``ringleader.slurm.turns``). Per suspend and
+resume, seconds from the server's request: to the job library's ``suspended``
+(the GPUs free for the other job), to slurmctld's suspend of the job (asked
+1.5 s into the pause), and to the library's ``resumed`` (``scontrol resume``
+first). Writes ``bench/results/slurm-turns.json``. Needs root and Slurm
+(``make slurm``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from _common import stamp
+from ringleader.slurm import turns
+from ringleader.slurm.conf import LabShape
+from ringleader.slurm.drill import served
+from ringleader.slurm.lab import SlurmLab
+
+OUT = Path(__file__).parent / "results" / "slurm-turns.json"
+SHARED = ("--slurm-partition", "share", "--policy", "time-slicing", "--quantum-s", "4")
+JOB = (
+    *(sys.executable, "-m", "ringleader.workloads.resnet", "--depth", "8", "--image-size", "8"),
+    *("--batch", "16", "--examples-per-epoch", "256", "--epochs", "30"),
+    *("--checkpoint-every-s", "2"),
+)
+KEYS = ("suspend_s", "slurm_suspend_s", "resume_s")
+
+
+def one_run(i: int) -> dict[str, Any]:
+    root = Path("/run") / f"rl-turns-{os.getpid()}-{i}"
+    with tempfile.TemporaryDirectory(prefix="rl-turns-") as tmp:
+        base = Path(tmp)
+        with (
+            SlurmLab(LabShape(nodes=1, gpus_per_node=2), root) as lab,
+            served(lab, base / "state", base / "server.log", more=SHARED) as here,
+        ):
+            seen = turns.take_turns(here, JOB, base)
+    shutil.rmtree(root, ignore_errors=True)
+    return seen
+
+
+def summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key in KEYS:
+        values = sorted(v for run in runs for job in run["jobs"] for v in run[job][key])
+        out[key] = {
+            "count": len(values),
+            "median": round(statistics.median(values), 3) if values else None,
+            "max": max(values) if values else None,
+        }
+    out["succeeded"] = sum(set(r["states"].values()) == {"succeeded"} for r in runs)
+    out["runs"] = len(runs)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    runs = [one_run(i) for i in range(args.repeat)]
+    report: dict[str, Any] = stamp(f"python bench/slurm_turns.py --repeat {args.repeat}")
+    report |= {"goal_s": 1.0, "summary": summary(runs), "runs": runs}
+    OUT.write_text(json.dumps(report, indent=2) + "\n")
+    print(json.dumps(report["summary"], indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,100 @@
+"""Time-slicing on the Slurm lab: two jobs take turns on one node's GPUs, through Slurm.
+
+On a partition that oversubscribes (the lab's ``share``), the server gives
+each rank its GPU itself and ends a turn in two moves: the job library's
+suspend (its GPUs given back), then ``scontrol suspend`` once the ranks said
+so (``FREEZE_AFTER_S`` into the pause); a turn begins with ``scontrol
+resume``, then the library's resume. ``take_turns`` runs two such jobs on a
+one-node lab, watches ``squeue`` meanwhile, and measures each suspend and
+resume from the server's request to the moment it had taken.
+``tests/test_slurm_turns.py`` runs it.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from ringleader.runtime.workers.executor.slurm import JOB_ID_FILE
+from ringleader.slurm.drill import ENDED_STATES, Served, job_state, records, wait
+
+_RPC = re.compile(r"^\[(\S+)\] _slurm_rpc_suspend\((suspend|resume)\) for (\d+)")
+
+
+def slurm_suspends(log: Path) -> list[tuple[float, str, str]]:
+    """(when, ``suspend`` or ``resume``, Slurm job id) for each of slurmctld's suspend
+    calls, from its log (local time, to the millisecond)."""
+    found = []
+    with open(log, errors="replace") as text:
+        for line in text:
+            match = _RPC.match(line)
+            if match:
+                at = datetime.strptime(match.group(1), "%Y-%m-%dT%H:%M:%S.%f").timestamp()
+                found.append((at, match.group(2), match.group(3)))
+    return found
+
+
+def latencies(here: Served, job: str) -> dict[str, list[float]]:
+    """Seconds from each of ``job``'s suspend and resume requests to the moment it took:
+    ``suspend_s`` to the job library's ``suspended`` (its GPUs free for the next job),
+    ``slurm_suspend_s`` to slurmctld's suspend of it (``slurm_suspends``), ``resume_s``
+    to the library's ``resumed`` (``scontrol resume`` comes first)."""
+    events = here.get(f"/jobs/{job}")["events"]
+    runs = (here.state / "jobs" / job / "run").glob(f"gen*/{JOB_ID_FILE}")
+    ours = {path.read_text().strip() for path in runs}
+    log = here.lab.root / "log" / "slurmctld.log"
+    said = [r for r in records(here.state, job) if "t" in r]
+    took_at = {
+        "suspend_s": [r["t"] for r in said if r.get("event") == "suspended"],
+        "slurm_suspend_s": [
+            t for t, what, sid in slurm_suspends(log) if what == "suspend" and sid in ours
+        ],
+        "resume_s": [r["t"] for r in said if r.get("event") == "resumed"],
+    }
+    asked = {
+        "suspend_s": "suspend_requested",
+        "slurm_suspend_s": "suspend_requested",
+        "resume_s": "resume_requested",
+    }
+    out: dict[str, list[float]] = {key: [] for key in took_at}
+    for key, kind in asked.items():
+        times = [e["t"] for e in events if e["kind"] == kind]
+        for i, t in enumerate(times):
+            until = times[i + 1] if i + 1 < len(times) else float("inf")
+            took = next((at for at in took_at[key] if t <= at < until), None)
+            if took is not None:  # a turn handed back at once is never frozen
+                out[key].append(round(took - t, 3))
+    return out
+
+
+def take_turns(here: Served, command: Sequence[str], workdir: Path) -> dict[str, Any]:
+    """Submit ``command`` twice, 2 GPUs each, on a lab of one 2-GPU node; wait for both
+    to end, noting the Slurm states ``squeue`` shows meanwhile."""
+    jobs = []
+    for name in ("turn-a", "turn-b"):
+        out = here.cli(
+            *("run", "--gpus", "2", "--name", name, "--workdir", str(workdir), "--", *command)
+        )
+        if out.returncode:
+            raise RuntimeError(f"submit failed: {out.stderr}")
+        jobs.append(out.stdout.split()[-1])
+    seen: set[str] = set()
+
+    def ended() -> bool:
+        listed = here.lab.run(["squeue", "-h", "-o", "%T"], timeout=30).stdout.split()
+        seen.update(listed)
+        return all(job_state(here, j) in ENDED_STATES for j in jobs)
+
+    started = time.time()
+    wait("end of both jobs", ended, 300)
+    return {
+        "jobs": jobs,
+        "states": {j: job_state(here, j) for j in jobs},
+        "slurm_states_seen": sorted(seen),
+        "wall_s": round(time.time() - started, 1),
+        **{j: latencies(here, j) for j in jobs},
+    }
