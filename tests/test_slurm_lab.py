@@ -35,9 +35,14 @@ def lab() -> Iterator[SlurmLab]:
 
 
 def test_the_lab_has_three_idle_nodes_of_two_gpus(lab: SlurmLab) -> None:
-    done = lab.run(["sinfo", "-h", "-N", "-o", "%N %t %G"])
+    done = lab.run(["sinfo", "-h", "-N", "-o", "%P %N %t %G"])
     assert done.returncode == 0, done.stderr
-    assert sorted(done.stdout.split("\n")[:-1]) == [f"n{i} idle gpu:2" for i in (1, 2, 3)]
+    # The same nodes in both partitions: gpu (the default) and share (time-slicing).
+    assert sorted(done.stdout.split("\n")[:-1]) == [
+        f"{p} n{i} idle gpu:2" for p in ("gpu*", "share") for i in (1, 2, 3)
+    ]
+    shared = lab.run(["sinfo", "-h", "-o", "%P %h"]).stdout.split("\n")[:-1]
+    assert sorted(shared) == ["gpu* NO", "share FORCE:4"]
 
 
 def test_a_step_across_two_nodes_gets_its_ranks_and_gpus(lab: SlurmLab) -> None:
