@@ -16,8 +16,10 @@ worker: the same job on 2 GPUs of a local server, rank 1's training process
 gets SIGKILL at the same moment. ``noticed_s`` is then the
 server's log line saying a worker failed. A rank that hangs is the same
 process stopped (SIGSTOP: alive, no step) under ``stall_s`` 10 s; noticed
-when the server says it has had no new step. Ray's nodes are not failed here
-yet.
+when the server says it has had no new step. On Ray (a head and two worker
+nodes with fake GPUs, in a network namespace with only loopback) the job's
+worker node is removed (``tests/ray_node_loss.py``); noticed when the server
+settles the job.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from ringleader.slurm.drill import cost, node_failure, noticed, served, steps, w
 from ringleader.slurm.lab import SlurmLab, missing_tools
 
 OUT = Path(__file__).parent / "results" / "failures.json"
+ROOT = Path(__file__).resolve().parent.parent
 CHECKPOINT_EVERY_S = 5
 STALL_S = 10.0
 """The local job's ``stall_s``: how long it may go without a step before it is taken to hang."""
@@ -67,6 +70,43 @@ def slurm_node(repeat: int) -> dict[str, Any]:
         print(f"slurm node {i}: {json.dumps(cost)}", file=sys.stderr, flush=True)
         runs.append(cost)
     return summary(runs, "a node of a 4-GPU job loses power")
+
+
+def ray_node(repeat: int) -> dict[str, Any]:
+    """The same job on 2 GPUs of a Ray cluster (``tests/ray_node_loss.py``, in a network
+    namespace with only loopback, as Ray must run here): its node is removed."""
+    namespace = f"rlfail{os.getpid()}"
+    command = " ".join(JOB).replace("--epochs 6", "--epochs 30").replace(sys.executable, "python")
+    with tempfile.TemporaryDirectory(prefix="rl-failures-ray-") as tmp:
+        out = Path(tmp) / "ray.json"
+        subprocess.run(["ip", "netns", "add", namespace], check=True)
+        try:
+            inside = ["ip", "netns", "exec", namespace]
+            subprocess.run([*inside, "ip", "link", "set", "lo", "up"], check=True)
+            subprocess.run(
+                [
+                    *inside,
+                    sys.executable,
+                    "-m",
+                    "tests.ray_node_loss",
+                    str(out),
+                    str(repeat),
+                    command,
+                ],
+                cwd=ROOT,
+                env={**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "PYTHONPATH": str(ROOT)},
+                timeout=300 * repeat + 120,
+                check=False,
+            )
+        finally:
+            subprocess.run(["ip", "netns", "del", namespace], check=False)
+        runs = json.loads(out.read_text())["runs"]
+    for i, run in enumerate(runs):
+        print(f"ray node {i}: {json.dumps(run)}", file=sys.stderr, flush=True)
+    broken = [r["error"] for r in runs if "error" in r]
+    if broken:
+        raise RuntimeError(f"a Ray run failed:\n{broken[0]}")
+    return summary(runs, "a Ray worker node of a 2-GPU job is removed")
 
 
 def summary(runs: list[dict[str, Any]], what: str) -> dict[str, Any]:
@@ -157,8 +197,10 @@ def main() -> None:
     report: dict[str, Any] = stamp(f"python bench/failures.py --repeat {args.repeat}")
     report["local"] = {fault: local_fault(fault, args.repeat) for fault in FAULTS}
     report["slurm"] = {"node": slurm_node(args.repeat)}
+    report["ray"] = {"node": ray_node(args.repeat)}
     OUT.write_text(json.dumps(report, indent=2) + "\n")
-    for executor, fault in (("local", "worker"), ("local", "hang"), ("slurm", "node")):
+    cases = (("local", "worker"), ("local", "hang"), ("slurm", "node"), ("ray", "node"))
+    for executor, fault in cases:
         print(executor, fault, json.dumps(report[executor][fault]["median"]))
 
 
