@@ -10,6 +10,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import uvicorn
 from fastapi import FastAPI
@@ -41,9 +42,11 @@ from ringleader.spine.needs import (
     ON_SLURM_SHARED,
     RUNTIME,
     PolicyNotServed,
-    Supplies,
     serve_policy,
 )
+
+if TYPE_CHECKING:
+    from ringleader.runtime.workers.executor.slurm import SlurmExecutor
 
 SHUTDOWN_S = 5
 """Longest a stopping server waits for open requests to finish."""
@@ -60,12 +63,14 @@ def build(config: ServerConfig) -> tuple[Store, Users, Controller]:
     store = Store(config.state_dir / "ringleader.db")
     users = Users(store.path)
     executor: Executor
+    supplied = RUNTIME  # what the executor lets a policy have
     if config.executor == "ray":
         from ringleader.runtime.workers.executor.ray import RayExecutor
 
         executor = RayExecutor(config.address)
     elif config.executor == "slurm":
-        executor = slurm_executor(config.slurm_partition)
+        slurm = slurm_executor(config.slurm_partition)
+        executor, supplied = slurm, ON_SLURM_SHARED if slurm.shares else ON_SLURM
     else:
         try:
             executor = LocalExecutor(config.gpus, warm=config.warm_start)
@@ -76,7 +81,7 @@ def build(config: ServerConfig) -> tuple[Store, Users, Controller]:
     )
     traffic = traffic_control(config, executor)
     body = replace(
-        supplies(executor),
+        supplied,
         probe_window_s=config.probe_window_s or RUNTIME.probe_window_s,
         traffic=traffic is not None,
     )
@@ -121,15 +126,7 @@ def build(config: ServerConfig) -> tuple[Store, Users, Controller]:
     return store, users, controller
 
 
-def supplies(executor: Executor) -> Supplies:
-    """What the server can give a policy with ``executor``: on Slurm, time-slicing only
-    on a partition that lets jobs share nodes."""
-    if executor.name != "slurm":
-        return RUNTIME
-    return ON_SLURM_SHARED if getattr(executor, "shares", False) else ON_SLURM
-
-
-def slurm_executor(partition: str | None = None) -> Executor:
+def slurm_executor(partition: str | None = None) -> SlurmExecutor:
     """The Slurm executor, once Slurm has answered (``ConfigError`` naming the fix if not)."""
     from ringleader.runtime.workers.executor.slurm import SlurmExecutor
     from ringleader.slurm.client import Slurm, SlurmUnavailable

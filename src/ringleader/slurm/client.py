@@ -125,18 +125,18 @@ class Slurm:
     def suspend(self, job_id: str) -> None:
         """``scontrol suspend``: SIGSTOP to every task; the job keeps its nodes. One that
         has ended is left to ``status`` to tell."""
-        try:
-            self.call(["scontrol", "suspend", job_id])
-        except SlurmUnavailable as err:
-            if not any(gone in str(err) for gone in ENDED):
-                raise
+        self._call_unless(["scontrol", "suspend", job_id], ENDED)
 
     def resume(self, job_id: str) -> None:
         """``scontrol resume``; a job that is not suspended (any more) is left as it is."""
+        self._call_unless(["scontrol", "resume", job_id], NOT_SUSPENDED)
+
+    def _call_unless(self, args: Sequence[str], harmless: Sequence[str]) -> None:
+        """``call``, where a refusal that says one of ``harmless`` is no error."""
         try:
-            self.call(["scontrol", "resume", job_id])
+            self.call(args)
         except SlurmUnavailable as err:
-            if not any(said in str(err) for said in NOT_SUSPENDED):
+            if not any(said in str(err) for said in harmless):
                 raise
 
     def submit(self, script: str, args: Sequence[str]) -> str:
@@ -166,8 +166,4 @@ class Slurm:
         it: a plain ``scancel`` would give its tasks ``KillWait`` (30 s by default)
         after a SIGTERM, which ranks stuck on a dead peer never answer."""
         for args in (["--full", "-s", "KILL"], []):
-            try:
-                self.call(["scancel", *args, job_id])
-            except SlurmUnavailable as err:
-                if not any(gone in str(err) for gone in ENDED):
-                    raise
+            self._call_unless(["scancel", *args, job_id], ENDED)
