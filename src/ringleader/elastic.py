@@ -41,7 +41,10 @@ three calls take over:
   was tuned at. A job that does not opt in keeps the loader's ``batch_size``.
   Either way, with ``measure_noise`` (on for a job that adapts) it measures
   its gradient noise as it trains (``job.noise``) and reports it with its
-  progress, which is what a goodput policy sizes it by.
+  progress, which is what a goodput policy sizes it by. Where a launch's
+  share is more than one GPU holds, the loader yields micro-batches and the
+  optimizer steps once per ``accumulate`` of them (``job.accumulate``): the
+  script's loop is unchanged, and a step still counts as one.
 """
 
 from __future__ import annotations
@@ -51,46 +54,16 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from ringleader.job.accumulate import Accumulation, mean_loss, micro_batch
 from ringleader.job.batching import LaunchBatch, gain, gradient_fields
 from ringleader.job.divergence import DivergenceWatch
 from ringleader.job.launch import torchrun_launch, world_of
 from ringleader.job.lr import lr_factor
 from ringleader.job.noise import DistributedNoise, LoneNoise, NoiseScale
+from ringleader.job.position import Position
 from ringleader.job.session import Session
 
 CHECKPOINT_DIR = "elastic-checkpoints"
-
-
-@dataclass(slots=True)
-class Position:
-    """Where training is, saved with every checkpoint: the epoch under way and its progress."""
-
-    epoch: int = 0
-    """Index of the epoch under way, counted from the first one trained."""
-    consumed: int = 0
-    """Examples of that epoch already trained on, over all ranks."""
-    lr_factor: float = 1.0
-    """The factor the learning rates in the optimizer carry (from the rule at its world)."""
-    noise: NoiseScale = field(default_factory=NoiseScale)
-    """The gradient's statistics measured so far: a restart goes on from them."""
-    progress: float = 0.0
-    """Where the batch adapts: examples trained on, each step counted as the steps at
-    ``global_min`` it is worth (AdaScale's scale-invariant progress)."""
-
-    def state_dict(self) -> dict[str, Any]:
-        return {
-            "epoch": self.epoch,
-            "consumed": self.consumed,
-            "lr_factor": self.lr_factor,
-            "noise": self.noise.state_dict(),
-            "progress": self.progress,
-        }
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.epoch, self.consumed = int(state["epoch"]), int(state["consumed"])
-        self.lr_factor = float(state["lr_factor"])
-        self.noise.load_state_dict(state.get("noise", {}))  # none in older checkpoints
-        self.progress = float(state.get("progress", 0.0))
 
 
 @dataclass(slots=True)
@@ -113,7 +86,9 @@ class _Job:
     goal: float = math.inf
     """Where the batch adapts: the progress (``Position.progress``) that ends training."""
     loss: Any = None
-    """The loss the script said for the step under way (``elastic.loss``)."""
+    """The loss the script said for the micro-batch under way (``elastic.loss``)."""
+    accumulation: Accumulation | None = None
+    """Where this launch accumulates micro-batches: what holds the optimizer's step."""
     watch: DivergenceWatch | None = None
     scaled: str = ""
     """How the learning rate was scaled this launch, for a reason that names it."""
@@ -164,7 +139,7 @@ def prepare(
     if world == 1:
         if measure_noise:
             _job.noise = LoneNoise(optimizer, _job.position.noise)
-        return model
+        return _accumulating(model)
     import torch
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel
@@ -175,7 +150,16 @@ def prepare(
     wrapped = DistributedDataParallel(model)
     if measure_noise:
         _job.noise = DistributedNoise(wrapped, world, _job.position.noise)
-    return wrapped
+    return _accumulating(wrapped)
+
+
+def _accumulating(model: Any) -> Any:
+    """``model``, with the optimizer's step held between micro-batches where this launch
+    accumulates them."""
+    launched = _job.batch
+    if launched is not None and launched.accumulate > 1 and _job.accumulation is None:
+        _job.accumulation = Accumulation(_job.optimizer, model, launched.accumulate)
+    return model
 
 
 class DataLoader:
@@ -200,19 +184,27 @@ class DataLoader:
         if batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, got {batch_size}")
         launched = LaunchBatch.from_env()
+        self.accumulate = 1
+        """Micro-batches of ``batch_size`` per optimizer step."""
         if launched is not None:  # the spec opts in: this launch's share of the batch
-            batch_size = launched.per_gpu
+            batch_size, self.accumulate = launched.per_gpu, launched.accumulate
         self.dataset, self.batch_size, self.shuffle = dataset, batch_size, shuffle
         self.seed, self.kwargs = seed, kwargs
         _job.loader = self
 
+    @property
+    def share(self) -> int:
+        """Examples this rank takes per optimizer step, over all its micro-batches."""
+        return self.batch_size * self.accumulate
+
     def __len__(self) -> int:
-        """Steps in a whole epoch at the current world size."""
-        return len(self.dataset) // (self.batch_size * _job.world)
+        """Batches it yields in a whole epoch at the current world size (micro-batches,
+        where they accumulate)."""
+        return len(self.dataset) // (self.share * _job.world) * self.accumulate
 
     def steps_left(self, consumed: int, world: int) -> int:
         """Whole steps of ``world`` ranks left in an epoch of which ``consumed`` are done."""
-        return max(len(self.dataset) - consumed, 0) // (self.batch_size * world)
+        return max(len(self.dataset) - consumed, 0) // (self.share * world)
 
     def indices(self, epoch: int, consumed: int, rank: int, world: int) -> list[int]:
         """This rank's examples for the rest of ``epoch``, in the order it trains on them."""
@@ -226,7 +218,7 @@ class DataLoader:
             order = torch.arange(count)
         rest = order[consumed:]
         steps = self.steps_left(consumed, world)
-        mine = rest[: steps * self.batch_size * world].view(steps, world, self.batch_size)
+        mine = rest[: steps * self.share * world].view(steps, world, self.share)
         return [int(i) for i in mine[:, rank, :].reshape(-1)]
 
     def __iter__(self) -> Iterator[Any]:
@@ -238,14 +230,23 @@ class DataLoader:
         mine = self.indices(position.epoch, position.consumed, rank, world)
         subset = torch.utils.data.Subset(self.dataset, mine)
         batches = torch.utils.data.DataLoader(subset, batch_size=self.batch_size, **self.kwargs)
-        per_step = self.batch_size * world
+        per_step = self.share * world
         noise, launched = _job.noise, _job.batch
         if noise is not None:
-            noise.batch = self.batch_size
-        for batch in batches:
-            if session.boundary():
+            noise.batch = self.share
+        if isinstance(noise, DistributedNoise):
+            noise.accumulate = self.accumulate
+        said: list[Any] = []
+        for index, batch in enumerate(batches):
+            micro = index % self.accumulate
+            if micro == 0 and session.boundary():
                 session.end()  # checkpointed: every rank exits here
-            yield batch
+            with micro_batch(_job.accumulation, micro):
+                yield batch
+            said.append(_job.loss)
+            _job.loss = None
+            if micro < self.accumulate - 1:
+                continue  # the step goes on: its micro-batches' gradients are summing
             position.consumed += per_step
             if isinstance(noise, DistributedNoise):
                 noise.step_done()
@@ -255,10 +256,7 @@ class DataLoader:
             else:
                 position.progress += _job.worth * launched.global_min
                 seen = int(position.progress)
-            said, _job.loss = _job.loss, None
-            value = None if said is None else float(said)
-            if value is not None and not math.isfinite(value):
-                value = None  # no number to chart; a weight gone bad is caught by the watch
+            value, said = mean_loss(said), []
             session.report(value, examples_seen=seen)
             if _job.watch is not None:
                 _job.watch.check(session.step, _job.scaled)
@@ -327,7 +325,7 @@ def _start(total: int) -> Session:
     session = Session(
         launch,
         examples_per_epoch=max(len(loader.dataset), 1),
-        batch_per_worker=loader.batch_size,
+        batch_per_worker=loader.share,  # what the speed model is fitted by: the whole step's
         epochs=float(total),
     ).start()
     extra = {"position": _job.position}
@@ -340,7 +338,7 @@ def _start(total: int) -> Session:
     session.before_checkpoint = lambda: watch.check(session.step, _job.scaled, now=True)
     if _job.batch is not None:
         _job.worth = gain(
-            _job.position.noise, loader.batch_size * launch.world_size, _job.batch.global_min
+            _job.position.noise, loader.share * launch.world_size, _job.batch.global_min
         )
     _job.session = session
     return session
@@ -350,7 +348,7 @@ def _lr_factor(world: int) -> float:
     """The rule's factor, in examples per step over those the rate was tuned at:
     ``global_min`` where the batch adapts, the loader's batch on ``base_world`` else."""
     loader, launched = _job.loader, _job.batch
-    per_gpu = loader.batch_size if loader is not None else 1
+    per_gpu = loader.share if loader is not None else 1
     size = per_gpu * world
     tuned = launched.global_min if launched is not None else per_gpu * _job.base_world
     if _job.lr_rule == "adascale":
@@ -366,11 +364,13 @@ def _apply_lr_rule(rank: int, world: int) -> None:
     if _job.scheduler is not None and hasattr(_job.scheduler, "base_lrs"):
         _job.scheduler.base_lrs = [lr * change for lr in _job.scheduler.base_lrs]
     _job.position.lr_factor = factor
-    batch = "" if _job.batch is None else f" x {_job.batch.per_gpu} examples"
+    launched = _job.batch
+    batch = "" if launched is None else f" x {launched.per_gpu} examples"
+    if launched is not None and launched.accumulate > 1:
+        batch += f" x {launched.accumulate} accumulated"
     _job.scaled = f"lr_rule {_job.lr_rule!r}: x{factor:g} on {world} workers{batch}"
     if rank == 0:
         rates = ", ".join(f"{g['lr']:g}" for g in _job.optimizer.param_groups)
-        launched = _job.batch
         tuned = (
             f"{launched.global_min} examples per step"
             if launched is not None

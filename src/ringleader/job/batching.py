@@ -6,6 +6,12 @@ takes (``perf.gradient.best_batch``) and passes it, with the bounds, in
 ``RINGLEADER_BATCH``. The job library reads it here: ``elastic.DataLoader``
 takes that many per rank, and the learning-rate rules scale by the batch
 over the one the rate was tuned at rather than by the world size.
+
+Where one GPU cannot hold its share at once, the launch splits it into
+``accumulate`` micro-batches of ``per_gpu`` (at most ``per_gpu_max``) whose
+gradients add up before one optimizer step (``job.accumulate``): one step
+then takes ``per_gpu × world × accumulate`` examples. A variable written
+before accumulation existed has no ``accumulate`` and reads as 1.
 """
 
 from __future__ import annotations
@@ -28,6 +34,9 @@ class LaunchBatch:
     global_max: int
     per_gpu_max: int
     per_gpu: int
+    """Examples one GPU takes per micro-batch (per step, where ``accumulate`` is 1)."""
+    accumulate: int = 1
+    """Micro-batches per optimizer step, their gradients summed between."""
 
     def __post_init__(self) -> None:
         if not 1 <= self.global_min <= self.global_max:
@@ -39,6 +48,17 @@ class LaunchBatch:
             raise ValueError(
                 f"{BATCH_ENV}: per_gpu {self.per_gpu} is outside 1..per_gpu_max {self.per_gpu_max}"
             )
+        if self.accumulate < 1:
+            raise ValueError(f"{BATCH_ENV}: accumulate must be at least 1, got {self.accumulate}")
+
+    @property
+    def share(self) -> int:
+        """Examples one GPU takes per optimizer step, over all its micro-batches."""
+        return self.per_gpu * self.accumulate
+
+    def global_batch(self, world: int) -> int:
+        """Examples one optimizer step takes over ``world`` GPUs."""
+        return self.share * world
 
     def to_env(self) -> str:
         return json.dumps(asdict(self), separators=(",", ":"))
@@ -51,8 +71,11 @@ class LaunchBatch:
             return None
         try:
             fields = json.loads(text)
-            return cls(**{k: int(fields[k]) for k in cls.__slots__})
-        except (ValueError, TypeError, KeyError) as err:
+            return cls(
+                **{k: int(fields[k]) for k in cls.__slots__ if k != "accumulate"},
+                accumulate=int(fields.get("accumulate", 1)),
+            )
+        except (ValueError, TypeError, KeyError, AttributeError) as err:
             raise ValueError(f"{BATCH_ENV} is not a batch the scheduler wrote: {err}") from None
 
 

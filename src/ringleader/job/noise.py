@@ -16,6 +16,10 @@ holds while one step moves the weights little, which is what a learning
 rate is tuned for. Each step's estimates are noisy, and either may be
 negative; exponential moving averages with bias correction smooth them
 (``NoiseScale``), as AdaptDL does.
+
+A step that accumulates micro-batches (``job.accumulate``) is one gradient
+over all of them: ``b`` is then a replica's examples over the whole step, and
+``B`` all replicas'.
 """
 
 from __future__ import annotations
@@ -126,6 +130,8 @@ class DistributedNoise:
         self.scale, self.world = scale, world
         self.batch = 0
         """Examples this replica took in the step under way (the loader sets it)."""
+        self.accumulate = 1
+        """Micro-batches summed into the gradient the hook sees (the loader sets it)."""
         self._small = torch.zeros((), dtype=torch.float64)
         self._big = torch.zeros((), dtype=torch.float64)
 
@@ -155,7 +161,10 @@ class DistributedNoise:
         """Fold the step just finished (its buckets all reduced) and start the next."""
         import torch
 
-        small, big = float(self._small), float(self._big)
+        # Under accumulation the hook squared the sum of the micro-batches' gradients,
+        # each a mean over its own: the step's mean gradient is that sum / accumulate.
+        summed = float(self.accumulate) ** 2
+        small, big = float(self._small) / summed, float(self._big) / summed
         self._small = torch.zeros((), dtype=torch.float64)
         self._big = torch.zeros((), dtype=torch.float64)
         if self.batch and big > 0:
