@@ -68,7 +68,7 @@ def one_run(seed: int, adapted: bool, executor: LocalExecutor) -> dict[str, Any]
         row.generation, row.workers = generation, workers
         batch = launch_batch(row, workers, CLUSTER)
         env = {} if batch is None else {BATCH_ENV: batch.to_env()}
-        launches.append([workers, batch.per_gpu if batch else 16])
+        launches.append([workers, batch.share if batch else 16])
         write_control(job_dir, Control(generation, Action.RUN))
         devices = [Device("local", i) for i in range(workers)]
         executor.launch("bench", job_dir, generation, command, devices, env)

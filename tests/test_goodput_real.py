@@ -25,7 +25,7 @@ from ringleader.policy.model.views import ClusterView, Node
 from ringleader.runtime.control.batching import launch_batch
 from ringleader.runtime.control.rowview import gradient
 from ringleader.runtime.state.rows import JobRow, State
-from ringleader.runtime.state.spec import parse_spec
+from ringleader.runtime.state.spec import SpecError, parse_spec
 from tests.live_server import LiveServer, run_cli, wait_for
 
 MODULE = "ringleader.workloads.goodput"
@@ -33,9 +33,9 @@ TRAIN = f"python -m {MODULE}"
 BOUNDS = {"global_min": 32, "global_max": 512, "per_gpu_max": 128}
 
 
-def _row(**shape: float) -> JobRow:
+def _row(bounds: dict[str, int] = BOUNDS, **shape: float) -> JobRow:
     spec = parse_spec(
-        {"name": "g", "command": "x", "elastic": True, "max_gpus": 4, "batch": BOUNDS}
+        {"name": "g", "command": "x", "elastic": True, "max_gpus": 4, "batch": bounds}
     )
     row = JobRow(id="j1", seq=1, spec=spec, state=State.QUEUED, submitted_at=0.0)
     row.shape.update(shape)
@@ -60,8 +60,7 @@ def test_a_job_that_has_said_nothing_of_its_gradient_takes_global_min() -> None:
 def test_until_two_sizes_are_timed_each_gpu_keeps_its_share() -> None:
     row = _row(grad_sqr=0.01, grad_var=4.0, batch_per_worker=16)
     row.observations = {"2": [0.1, 10.0, 100, 16]}
-    report = gradient(row)
-    assert report is not None and report.largest_per_gpu == 128
+    assert gradient(row) is not None
     assert launch_batch(row, 4, CLUSTER).per_gpu == 16  # type: ignore[union-attr]
     assert launch_batch(row, 1, CLUSTER).per_gpu == 32  # type: ignore[union-attr]  # ≥ global_min
 
@@ -75,6 +74,37 @@ def test_noisy_gradients_on_timed_sizes_launch_a_larger_share() -> None:
     settled = launch_batch(row, 2, CLUSTER)
     assert noisy is not None and settled is not None
     assert noisy.per_gpu > 16 >= settled.per_gpu
+
+
+def test_a_share_above_per_gpu_max_is_launched_as_micro_batches_that_accumulate() -> None:
+    # The noisy gradient of the test above on one GPU: its best share is far more than
+    # the 32 examples one GPU holds, so it takes it in micro-batches of at most 32.
+    bounds = {"global_min": 32, "global_max": 4096, "per_gpu_max": 32}
+    row = _row(bounds, grad_sqr=0.01, grad_var=4.0, batch_per_worker=16)
+    row.observations = {"1": [0.021, 2.1, 100, 32], "2": [0.013, 1.3, 100, 16]}
+    alone = launch_batch(row, 1, CLUSTER)
+    assert alone is not None and alone.per_gpu <= 32 and alone.accumulate > 1
+    assert alone.accumulate == -(-alone.share // 32)  # the fewest micro-batches that hold it
+    assert alone.global_batch(1) > 4 * 32  # what four GPUs of 32 could not take at once
+    # Before it has said anything, global_min on one GPU: 512 as 4 micro-batches of 128.
+    fresh = _row({"global_min": 512, "global_max": 4096, "per_gpu_max": 128})
+    assert launch_batch(fresh, 1, CLUSTER) == LaunchBatch(512, 4096, 128, 128, accumulate=4)
+    assert launch_batch(fresh, 4, CLUSTER) == LaunchBatch(512, 4096, 128, 128, accumulate=1)
+
+
+def test_only_bounds_that_cannot_work_are_refused_each_naming_its_field_and_fix() -> None:
+    # global_min need not fit on min_gpus at once: the launch accumulates (once refused).
+    ok = parse_spec({"name": "g", "command": "x", "batch": {**BOUNDS, "global_min": 512}})
+    assert ok.batch is not None and ok.batch.global_min == 512 > ok.lowest * ok.batch.per_gpu_max
+    for bad, field, fix in (
+        ({"global_min": 600}, "batch.global_max", "raise batch.global_max or lower"),
+        ({"per_gpu_max": 0}, "batch.per_gpu_max", "greater than or equal to 1"),
+        ({"global_min": 0}, "batch.global_min", "greater than or equal to 1"),
+    ):
+        with pytest.raises(SpecError) as refused:
+            parse_spec({"name": "g", "command": "x", "batch": {**BOUNDS, **bad}})
+        [(named, why)] = refused.value.problems
+        assert named == field and fix in why, (named, why)
 
 
 @pytest.fixture(scope="module")

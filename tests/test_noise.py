@@ -19,7 +19,7 @@ import pytest
 
 from ringleader.job.batching import BATCH_ENV, LaunchBatch, gain
 from ringleader.job.noise import NoiseScale
-from ringleader.perf.gradient import GradientReport, best_batch
+from ringleader.perf.gradient import GradientReport, best_batch, split_share
 from ringleader.perf.speed import SpeedModel
 
 CHECK = Path(__file__).parent / "data" / "noise_check.py"
@@ -89,6 +89,14 @@ def test_the_launch_batch_round_trips_through_its_variable_and_bad_text_names_it
     batch = LaunchBatch(global_min=64, global_max=1024, per_gpu_max=128, per_gpu=96)
     assert LaunchBatch.from_env({BATCH_ENV: batch.to_env()}) == batch
     assert LaunchBatch.from_env({}) is None
+    split = LaunchBatch(64, 1024, 128, per_gpu=96, accumulate=3)
+    assert LaunchBatch.from_env({BATCH_ENV: split.to_env()}) == split
+    assert split.share == 288 and split.global_batch(2) == 576
+    # What a scheduler from before accumulation wrote still reads: one micro-batch a step.
+    old = '{"global_min":64,"global_max":1024,"per_gpu_max":128,"per_gpu":96}'
+    assert LaunchBatch.from_env({BATCH_ENV: old}) == batch and batch.accumulate == 1
+    with pytest.raises(ValueError, match="accumulate must be at least 1"):
+        LaunchBatch(64, 1024, 128, 96, accumulate=0)
     with pytest.raises(ValueError, match=BATCH_ENV):
         LaunchBatch.from_env({BATCH_ENV: '{"global_min": 1}'})
     with pytest.raises(ValueError, match="per_gpu 200 is outside"):
@@ -108,13 +116,26 @@ def _model(fixed: float, per_example: float) -> SpeedModel:
 
 def test_the_best_batch_weighs_the_gain_against_the_time_and_keeps_to_the_bounds() -> None:
     noisy = GradientReport(grad_sqr=0.01, grad_var=4.0, smallest_batch=16, largest_batch=4096)
-    capped = GradientReport(0.01, 4.0, 16, 4096, largest_per_gpu=64)
     settled = GradientReport(grad_sqr=4.0, grad_var=0.01, smallest_batch=16, largest_batch=4096)
     model = _model(fixed=0.1, per_example=0.001)
     # A noise scale of 6,400 examples: a larger batch still helps, until its time tells.
     # Over every whole batch the best is 1,131 examples (566 per GPU); fifty tried come near.
     assert 520 <= best_batch(model, noisy, 2) <= 610
-    assert best_batch(model, capped, 2) == 64  # what fits on a GPU
+    # A share is per optimizer step, whatever one GPU holds at once (micro-batches
+    # accumulate past that): alone, a GPU takes more than either of two does.
+    assert 800 <= best_batch(model, noisy, 1) <= 900
     # Almost no noise: a larger batch is worth little more than the least one.
     assert best_batch(model, settled, 2) == 8
     assert best_batch(model, settled, 32) == 1  # the least share, where 16 split 32 ways
+
+
+def test_a_share_above_what_a_gpu_holds_is_split_into_the_fewest_equal_micro_batches() -> None:
+    assert split_share(64, 64) == (64, 1)  # fits at once: no accumulation
+    assert split_share(65, 64) == (33, 2)  # 66: rounding up, never a ragged micro-batch
+    assert split_share(566, 64) == (63, 9)  # Pollux's rule: ceil(566 / 64) micro-batches
+    # 9 x 4 = 36 would pass the largest global batch's share of 35: 8 x 4 still holds
+    # the least one, so it is taken; where it would not, the least one wins.
+    assert split_share(34, 10, least=30, most=35) == (8, 4)
+    assert split_share(34, 10, least=34, most=35) == (9, 4)
+    with pytest.raises(ValueError, match="per_gpu_max >= 1"):
+        split_share(34, 0)

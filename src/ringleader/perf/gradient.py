@@ -7,6 +7,12 @@ sqr)`` steps at the smallest batch ``M0`` (``r = M / M0``; SPEC E1). With a
 speed model fitted from its step times, that is all a scheduler needs to weigh
 its goodput on ``k`` GPUs at every batch it may take (``GradientReport``,
 ``online_goodput``): no oracle, only what the job said so far.
+
+What one GPU holds bounds a micro-batch, not the batch: a share of the
+global batch above ``per_gpu_max`` is split into micro-batches whose
+gradients accumulate before one optimizer step (``split_share``, by the rule
+of ``perf.goodput.best_split``), so a job on few GPUs may still take any
+batch up to its largest.
 """
 
 from __future__ import annotations
@@ -29,9 +35,8 @@ class GradientReport:
     smallest_batch: int
     """``M0``: the batch its progress is counted in (and the least it takes)."""
     largest_batch: int
-    """The most examples a step may take, over all its GPUs."""
-    largest_per_gpu: int | None = None
-    """The most one GPU may take in a step (None: no bound, micro-batches accumulate)."""
+    """The most examples a step may take, over all its GPUs (whatever one GPU holds:
+    micro-batches accumulate past it)."""
 
     @property
     def noise_scale(self) -> float:
@@ -41,10 +46,7 @@ class GradientReport:
     def batch_range(self, gpus: int) -> tuple[int, int]:
         """The least and most examples a step on ``gpus`` GPUs may take (least > most:
         none fits)."""
-        high = self.largest_batch
-        if self.largest_per_gpu is not None:
-            high = min(high, self.largest_per_gpu * gpus)
-        return max(self.smallest_batch, gpus), high
+        return max(self.smallest_batch, gpus), self.largest_batch
 
     def gains(self, batches: np.ndarray) -> np.ndarray:
         """Steps at ``M0`` that one step at each global batch is worth."""
@@ -69,15 +71,35 @@ def best_goodput(model: SpeedModel, report: GradientReport, gpus: int) -> float:
 
 
 def best_batch(model: SpeedModel, report: GradientReport, gpus: int) -> int:
-    """The examples each of ``gpus`` GPUs should take per step for the most goodput by
-    ``model`` (a whole number, so that every GPU takes the same): what a job that adapts
-    its batch is launched with."""
+    """The examples each of ``gpus`` GPUs should take per optimizer step for the most
+    goodput by ``model`` (a whole number, so that every GPU takes the same): what a job
+    that adapts its batch is launched with, split by ``split_share`` where one GPU
+    cannot hold it at once."""
     low, _ = report.batch_range(gpus)
     _, batch = _best(model, report, gpus)
-    share = max(round(batch / gpus), math.ceil(low / gpus), 1)
-    if report.largest_per_gpu is not None:
-        share = min(share, report.largest_per_gpu)
-    return share
+    return max(round(batch / gpus), math.ceil(low / gpus), 1)
+
+
+def split_share(
+    share: int, per_gpu_max: int, *, least: int = 1, most: int | None = None
+) -> tuple[int, int]:
+    """``share`` examples per GPU per optimizer step as ``(micro-batch, accumulate)``:
+    the fewest micro-batches of at most ``per_gpu_max`` that make it, all one size.
+
+    Pollux's rule (``perf.goodput.best_split``): ``accumulate = ceil(share /
+    per_gpu_max)``, each micro-batch ``ceil(share / accumulate)``. Rounding up may
+    take more than ``most`` (the largest global batch's share); then one example
+    less per micro-batch, where that still leaves ``least`` (the smallest's).
+    """
+    if share < 1 or per_gpu_max < 1:
+        raise ValueError(f"need share >= 1 and per_gpu_max >= 1, got {share} and {per_gpu_max}")
+    accumulate = math.ceil(share / per_gpu_max)
+    micro = math.ceil(share / accumulate)
+    if most is not None and micro * accumulate > most:
+        lower = most // accumulate
+        if lower >= 1 and lower * accumulate >= least:
+            micro = min(micro, lower)
+    return micro, accumulate
 
 
 def _best(model: SpeedModel, report: GradientReport, gpus: int) -> tuple[float, float]:

@@ -263,7 +263,7 @@ class Acting:
             devices=row.devices,
             counted=kind.value,
             **types_detail(cluster, row.devices),
-            **({} if batch is None else {"batch": batch.per_gpu * len(devices)}),
+            **({} if batch is None else {"batch": batch.global_batch(len(devices))}),
         )
         self.gangs.of(row.id).launched = now
         self.launched = True  # before the executor: a launch that fails half-way is looked at too

@@ -7,6 +7,11 @@ the job runs is what the policy sized it for. Before it has said anything of
 its gradient it takes ``global_min``, the batch its learning rate was tuned at;
 until its step times at two sizes give a fit, each GPU keeps the share it had
 (the prior of perfect scaling says nothing of what a larger share costs).
+
+A share is the examples a GPU takes per optimizer step; where it is more than
+``per_gpu_max``, the GPU takes it in micro-batches that accumulate
+(``perf.gradient.split_share``), so a job on one GPU may still take a large
+batch, and ``global_min`` need not fit on ``min_gpus`` at once.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ from __future__ import annotations
 import math
 
 from ringleader.job.batching import LaunchBatch
-from ringleader.perf.gradient import best_batch
+from ringleader.perf.gradient import best_batch, split_share
 from ringleader.policy.model.needs import Needs
 from ringleader.policy.model.views import ClusterView
 from ringleader.policy.profile.sources import Online
@@ -37,5 +42,9 @@ def launch_batch(row: JobRow, gpus: int, cluster: ClusterView) -> LaunchBatch | 
     else:
         model, _ = Online.plain_model(view)
         share = best_batch(model, report, gpus)
-    share = min(max(share, 1), bounds.per_gpu_max)
-    return LaunchBatch(bounds.global_min, bounds.global_max, bounds.per_gpu_max, share)
+    per_gpu, accumulate = split_share(
+        max(share, 1), bounds.per_gpu_max, least=least, most=bounds.global_max // gpus
+    )
+    return LaunchBatch(
+        bounds.global_min, bounds.global_max, bounds.per_gpu_max, per_gpu, accumulate
+    )

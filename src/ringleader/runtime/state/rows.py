@@ -104,5 +104,4 @@ def gradient(row: JobRow) -> GradientReport | None:
         grad_var=var,
         smallest_batch=bounds.global_min,
         largest_batch=bounds.global_max,
-        largest_per_gpu=bounds.per_gpu_max,
     )

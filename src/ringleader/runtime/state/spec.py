@@ -18,6 +18,7 @@ from pydantic import (
     StrictFloat,
     StrictInt,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -36,7 +37,10 @@ class BatchSpec(BaseModel):
 
     The job is launched with the batch that gives it the most goodput on the
     GPUs it gets, by the gradient statistics it reports
-    (``perf.gradient.best_batch``); before any, with ``global_min``.
+    (``perf.gradient.best_batch``); before any, with ``global_min``. Where a
+    GPU's share is more than ``per_gpu_max``, it takes the share in
+    micro-batches whose gradients accumulate, so any ``global_min`` fits on
+    any number of GPUs.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -47,15 +51,19 @@ class BatchSpec(BaseModel):
     global_max: Annotated[StrictInt, Field(ge=1, le=2**24)]
     """The most examples one step may take, over all its GPUs."""
     per_gpu_max: Annotated[StrictInt, Field(ge=1, le=2**20)]
-    """The most one GPU takes in a step (what fits in its memory)."""
+    """The most one GPU takes at once (what fits in its memory): a larger share of a
+    step is taken in micro-batches of at most this many, accumulated."""
 
-    @model_validator(mode="after")
-    def _ordered(self) -> BatchSpec:
-        if self.global_min > self.global_max:
+    @field_validator("global_max")
+    @classmethod
+    def _ordered(cls, value: int, info: ValidationInfo) -> int:
+        least = info.data.get("global_min")  # absent where it was itself refused
+        if least is not None and value < least:
             raise ValueError(
-                f"global_min ({self.global_min}) exceeds global_max ({self.global_max})"
+                f"{value} is less than global_min ({least}): raise batch.global_max "
+                "or lower batch.global_min"
             )
-        return self
+        return value
 
 
 class JobSpec(BaseModel):
@@ -219,17 +227,6 @@ def parse_spec(
                 message += f", not {type(e['input']).__name__} {repr(e['input'])[:60]}"
             problems.append((field_path(e["loc"], "(spec)"), message))
         raise SpecError(problems) from None
-    batch = spec.batch
-    if batch is not None and batch.global_min > spec.lowest * batch.per_gpu_max:
-        raise SpecError(
-            [
-                (
-                    "batch.global_min",
-                    f"{batch.global_min} examples do not fit on {spec.lowest} GPU(s) of "
-                    f"per_gpu_max {batch.per_gpu_max}: raise batch.per_gpu_max or min_gpus",
-                )
-            ]
-        )
     if cluster is not None:
         capacity = cluster.capacity if capacity is None else capacity
         if spec.gpu_type is not None:
