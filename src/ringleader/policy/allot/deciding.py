@@ -63,7 +63,7 @@ class Allotting:
     def decide(self, jobs: Sequence[JobView], cluster: ClusterView, now: float) -> Plan:
         ordered = fifo(jobs)
         if self.allot.needs_speed:
-            known, _ = self.profiling.split(ordered)
+            known, _ = self.profiling.split(ordered, cluster)
         else:
             known = [Candidate(job, None) for job in ordered]
         allotted = self.allot.allot(known, cluster, now)

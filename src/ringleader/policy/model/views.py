@@ -131,6 +131,11 @@ class ClusterView:
         return sum(n.gpus for n in self.nodes)
 
     @property
+    def widest_node(self) -> int:
+        """The most GPUs one node has (0: no node): where a job spans two nodes first."""
+        return max((n.gpus for n in self.nodes), default=0)
+
+    @property
     def types(self) -> tuple[str, ...]:
         """The GPU types in the cluster, in node order (``("",)`` for an untyped one)."""
         return self._types

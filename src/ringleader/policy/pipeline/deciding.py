@@ -134,7 +134,7 @@ class Policy:
     ) -> tuple[Plan, set[str]]:
         ordered = fifo(jobs)
         if self._needs_speed:
-            known, exploring = self.profiling.split(ordered)
+            known, exploring = self.profiling.split(ordered, cluster)
         else:
             known, exploring = [Candidate(job, None) for job in ordered], []
         free = cluster.capacity

@@ -19,12 +19,18 @@ from functools import lru_cache
 
 from ringleader.perf.errors import ModelFitError
 from ringleader.perf.gradient import online_goodput
+from ringleader.perf.overlap import fit_overlap, overlap_model
 from ringleader.perf.speed import SpeedModel, StepSample, fit_speed_model
 from ringleader.policy.model.memory import Memory, memory_of
 from ringleader.policy.model.objective import Candidate
-from ringleader.policy.model.views import JobShape, JobView
+from ringleader.policy.model.views import ClusterView, JobShape, JobView
 from ringleader.policy.profile._incremental.candidates import LastCandidates
 from ringleader.policy.profile.stage import Probe
+
+OVERLAP_AFTER = 2
+"""Sizes a job that adapts its batch must have run at before Pollux's overlap model is
+fitted to it: from one size the compute prior (all of its step, per example) grows it
+faster, which light loads reward (``docs/pollux.md``)."""
 
 
 class PolicyInputError(ValueError):
@@ -103,7 +109,9 @@ class Precompute:
     )
     """The last split's candidates: not part of what the stage is, nor of its equality."""
 
-    def split(self, jobs: Sequence[JobView]) -> tuple[list[Candidate], list[JobView]]:
+    def split(
+        self, jobs: Sequence[JobView], cluster: ClusterView | None = None
+    ) -> tuple[list[Candidate], list[JobView]]:
         return self.memory.kept.split(jobs, self._candidate), []
 
     @staticmethod
@@ -169,7 +177,9 @@ class Exploratory:
                 return True
         return False
 
-    def split(self, jobs: Sequence[JobView]) -> tuple[list[Candidate], list[JobView]]:
+    def split(
+        self, jobs: Sequence[JobView], cluster: ClusterView | None = None
+    ) -> tuple[list[Candidate], list[JobView]]:
         known: list[Candidate] = []
         exploring: list[JobView] = []
         memo = self.memory.kept
@@ -241,13 +251,31 @@ class Online:
             return _compute_prior(job.shape, step, batch)
         return _prior(job.shape, step, workers)
 
-    def split(self, jobs: Sequence[JobView]) -> tuple[list[Candidate], list[JobView]]:
-        return self.memory.kept.split(jobs, self._candidate), []
+    def split(
+        self, jobs: Sequence[JobView], cluster: ClusterView | None = None
+    ) -> tuple[list[Candidate], list[JobView]]:
+        per_node = cluster.widest_node if cluster is not None else 0
+        return self.memory.kept.split(jobs, lambda job: self._candidate(job, per_node)), []
 
     @classmethod
-    def plain_model(cls, job: JobView) -> tuple[SpeedModel, bool]:
+    def plain_model(cls, job: JobView, per_node: int = 0) -> tuple[SpeedModel, bool]:
         """The job's step times as fitted from what it reported (its prior where fewer
-        than two sizes were measured, or the fit fails), and whether any was measured."""
+        than two sizes were measured, or the fit fails), and whether any was measured.
+
+        A job that adapts its batch and ran at ``OVERLAP_AFTER`` sizes or more is fitted
+        with Pollux's terms (``perf.overlap``) on nodes of ``per_node`` GPUs (0: not
+        known, and the count-only fit): its goodput is weighed at every batch it may
+        take, and the first count that spans two nodes is not a point on the curve of
+        the counts within one."""
+        if per_node > 0 and job.gradient is not None and len(job.observations) >= OVERLAP_AFTER:
+            samples = tuple(
+                (w, obs.step_time, obs.batch_per_worker)
+                for w, obs in sorted(job.observations.items())
+            )
+            try:
+                return overlap_model(cls.prior(job), fit_overlap(samples, per_node), per_node), True
+            except ModelFitError:
+                pass
         model = None
         if len(job.observations) >= 2:
             try:
@@ -258,11 +286,11 @@ class Online:
         return (cls.prior(job) if model is None else model), measured
 
     @classmethod
-    def _candidate(cls, job: JobView) -> Candidate:
+    def _candidate(cls, job: JobView, per_node: int = 0) -> Candidate:
         model = job.speed
         if model is not None:
             return Candidate(job, model)
-        model, measured = cls.plain_model(job)
+        model, measured = cls.plain_model(job, per_node)
         if job.gradient is not None:  # it adapts its batch: weigh it by goodput
             model = online_goodput(model, job.gradient)
         return Candidate(job, model, measured=measured)

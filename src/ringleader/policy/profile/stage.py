@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from ringleader.policy.model.objective import Candidate
-from ringleader.policy.model.views import JobView
+from ringleader.policy.model.views import ClusterView, JobView
 
 
 class Probe:
@@ -65,8 +65,11 @@ class Profiling(Protocol):
         """Whether it runs jobs at sizes of its own choosing to measure them."""
         ...
 
-    def split(self, jobs: Sequence[JobView]) -> tuple[list[Candidate], list[JobView]]:
-        """Candidates to size, and the jobs still exploring, each in the order given."""
+    def split(
+        self, jobs: Sequence[JobView], cluster: ClusterView | None = None
+    ) -> tuple[list[Candidate], list[JobView]]:
+        """Candidates to size, and the jobs still exploring, each in the order given;
+        ``cluster`` tells how GPUs are grouped in nodes, where a model weighs that."""
         ...
 
     def probe(self, job: JobView) -> Probe | None:

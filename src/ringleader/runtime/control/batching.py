@@ -40,7 +40,7 @@ def launch_batch(row: JobRow, gpus: int, cluster: ClusterView) -> LaunchBatch | 
     elif len(view.observations) < 2:
         share = max(view.shape.batch_per_worker, least)
     else:
-        model, _ = Online.plain_model(view)
+        model, _ = Online.plain_model(view, cluster.widest_node)
         share = best_batch(model, report, gpus)
     per_gpu, accumulate = split_share(
         max(share, 1), bounds.per_gpu_max, least=least, most=bounds.global_max // gpus

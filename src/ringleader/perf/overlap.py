@@ -1,0 +1,246 @@
+"""Pollux's step-time model, fitted online: compute and sync that overlap, nodes apart.
+
+A step of a data-parallel job computes its gradient, ``T_grad = α_c + β_c·m``
+for ``m`` examples a GPU, and synchronises it, which costs nothing on one GPU,
+``α_r + β_r·(k − 2)`` within a node and ``α_n + β_n·(k − 2)`` across nodes
+(``k`` GPUs). The two overlap, as backward passes and allreduce buckets do, so
+a step takes ``(T_grad^γ + T_sync^γ)^(1/γ)``: their sum at ``γ = 1``, the
+slower of the two as ``γ`` grows (Pollux, OSDI'21 §3.2, ``fit_perf_params``).
+
+Why this and not the count-only NNLS of ``perf.speed`` for a job that adapts
+its batch: what one more GPU is worth to it is read at every batch it may
+take, not at one, and the jump in sync time where a job first spans two nodes
+is not a point on the curve of the counts within one. Measured on Pollux's
+workloads (``bench/goodput_model.py``, ``docs/pollux.md``), the count-only fit
+promised up to 1.3× the goodput a job got at its first count across a node.
+
+The fit minimises the squared log error of the step times the job reported,
+by Levenberg-Marquardt with the derivatives worked out, under Pollux's priors: terms the
+observations cannot tell are held (no multi-node step: cross-node sync at
+least 1.1× the in-node one; one batch only: half the time a constant); the
+rest may not go negative. Each observation is laid out on the fewest nodes of
+``per_node`` GPUs, as the place stage lays a job out.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from ringleader.perf.errors import ModelFitError
+from ringleader.perf.speed import SpeedModel
+
+Params = tuple[float, float, float, float, float, float, float]
+"""``(α_c, β_c, α_r, β_r, α_n, β_n, γ)``: seconds, seconds per example, then sync."""
+
+_FLOOR = 1e-8
+"""Pollux's lower bound for each term (a zero would make the log error's slope blow up)."""
+_GAMMA = (1.0, 10.0)
+_STEPS = 100
+"""Levenberg-Marquardt steps at most a fit (most converge in far fewer)."""
+_RIDGE = 1e-2
+"""Weight of the six terms' squares (in seconds) beside the mean squared log error: a
+handful of samples leaves directions the data do not pin down, and there the smaller
+terms win. Chosen on Pollux's workloads at load 1.0 (1e-3 and 3e-2 did worse there;
+``docs/pollux.md``)."""
+_START: Params = (1e-2, 1e-3, 1e-2, 1e-3, 1e-2, 1e-3, 1.5)
+"""Where the fit starts (Pollux's, but for ``γ``, which starts between sum and max)."""
+
+
+def _nodes(gpus: np.ndarray, per_node: int) -> np.ndarray:
+    return np.ceil(gpus / per_node)
+
+
+def _parts(
+    p: np.ndarray, gpus: np.ndarray, nodes: np.ndarray, per_gpu: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``T_grad``, ``T_sync``, and which sync terms each row has (in-node, across)."""
+    extra = np.maximum(gpus - 2.0, 0.0)
+    within = (gpus > 1) & (nodes == 1)
+    across = nodes > 1
+    grad = p[0] + p[1] * per_gpu
+    sync = np.where(within, p[2] + p[3] * extra, 0.0) + np.where(across, p[4] + p[5] * extra, 0.0)
+    return grad, sync, within, across
+
+
+def _predict(p: np.ndarray, gpus: np.ndarray, nodes: np.ndarray, per_gpu: np.ndarray) -> np.ndarray:
+    grad, sync, _, _ = _parts(p, gpus, nodes, per_gpu)
+    gamma = p[6]
+    out: np.ndarray = (grad**gamma + sync**gamma) ** (1.0 / gamma)
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class OverlapSpeed(SpeedModel):
+    """A ``SpeedModel`` whose step times are Pollux's overlap model's (``params``),
+    each count laid out on the fewest nodes of ``per_node`` GPUs."""
+
+    params: Params = _START
+    per_node: int = 1
+
+    def step_time(self, workers: int, batch_per_worker: float | None = None) -> float:
+        m = self.batch_at(workers) if batch_per_worker is None else batch_per_worker
+        return float(self.step_times(workers, np.asarray([m], dtype=np.float64))[0])
+
+    def step_times(self, workers: int, per_worker: np.ndarray) -> np.ndarray:
+        gpus = np.full(per_worker.shape, float(workers))
+        nodes = _nodes(gpus, self.per_node)
+        return _predict(np.asarray(self.params), gpus, nodes, per_worker)
+
+
+def _residuals(
+    p: np.ndarray, gpus: np.ndarray, nodes: np.ndarray, per_gpu: np.ndarray, log_t: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each sample's log error, and its derivative in each term (a row per sample)."""
+    grad_t, sync, within, across = _parts(p, gpus, nodes, per_gpu)
+    gamma = p[6]
+    a, b = grad_t**gamma, sync**gamma
+    total = a + b
+    r = np.log(total) / gamma - log_t
+    # d log T / d T_grad and d T_sync: the share of each in the sum, over itself.
+    d_grad = a / (total * grad_t)
+    safe_sync = np.where(sync > 0, sync, 1.0)
+    d_sync = np.where(sync > 0, b / (total * safe_sync), 0.0)
+    log_sync = np.where(sync > 0, np.log(safe_sync), 0.0)
+    d_gamma = -np.log(total) / gamma**2 + (a * np.log(grad_t) + b * log_sync) / (gamma * total)
+    extra = np.maximum(gpus - 2.0, 0.0)
+    jacobian = np.stack(
+        [
+            d_grad,
+            d_grad * per_gpu,
+            d_sync * within,
+            d_sync * within * extra,
+            d_sync * across,
+            d_sync * across * extra,
+            d_gamma,
+        ],
+        axis=1,
+    )
+    return r, jacobian
+
+
+def _cost(r: np.ndarray, p: np.ndarray) -> float:
+    """The mean squared log error, plus the ridge on the six terms."""
+    return float(r @ r) / len(r) + _RIDGE * float(p[:6] @ p[:6])
+
+
+def _solve(
+    start: np.ndarray, low: np.ndarray, high: np.ndarray, args: tuple[np.ndarray, ...]
+) -> np.ndarray:
+    """Levenberg-Marquardt on the free terms, each step clipped into the bounds.
+
+    Seven terms and a handful of samples: a 7x7 solve a step, where a general
+    bounded optimiser (scipy's L-BFGS-B) took 5-60 ms a fit here, most of it in
+    its own bookkeeping, and its import 0.3 s."""
+    free = low < high
+    p: np.ndarray = np.clip(start, low, high)
+    ridge = np.where(np.arange(7) < 6, _RIDGE, 0.0)[free]
+    r, jacobian = _residuals(p, *args)
+    cost = _cost(r, p)
+    damping = 1e-3
+    n = len(r)
+    for _ in range(_STEPS):
+        j = jacobian[:, free]
+        gradient = j.T @ r / n + ridge * p[free]
+        hessian = j.T @ j / n + np.diag(ridge)
+        scaled = hessian + damping * np.diag(np.diag(hessian) + 1e-12)
+        try:
+            step = np.linalg.solve(scaled, -gradient)
+        except np.linalg.LinAlgError:
+            damping *= 10
+            continue
+        trial: np.ndarray = p.copy()
+        trial[free] = np.clip(p[free] + step, low[free], high[free])
+        r_new, j_new = _residuals(trial, *args)
+        new_cost = _cost(r_new, trial) if np.all(np.isfinite(r_new)) else math.inf
+        if new_cost < cost:
+            done = cost - new_cost <= 1e-6 * cost + 1e-12
+            p, r, jacobian, cost = trial, r_new, j_new, new_cost
+            damping = max(damping / 3, 1e-9)
+            if done:
+                break
+        else:
+            damping *= 4
+            if damping > 1e8:
+                break
+    return p
+
+
+def _bounds(
+    gpus: np.ndarray, nodes: np.ndarray, per_gpu: np.ndarray, seconds: np.ndarray
+) -> tuple[list[float], list[float], list[float]]:
+    """Start, lower and upper bounds, with Pollux's priors: a term the observations
+    cannot tell is held at a value (a bound equal on both sides)."""
+    start, low = list(_START), [_FLOOR] * 6 + [_GAMMA[0]]
+    high = [math.inf] * 6 + [_GAMMA[1]]
+
+    def hold(i: int, value: float) -> None:
+        start[i] = low[i] = high[i] = value
+
+    if len(np.unique(per_gpu)) == 1:
+        # One batch: the constant and the per-example part are one number; half each.
+        hold(0, float(np.mean(seconds)) / 2)
+    if not np.any(nodes > 1):
+        hold(4, _FLOOR)
+        hold(5, _FLOOR)
+    if not np.any((nodes == 1) & (gpus > 1)):
+        hold(2, _FLOOR)
+        hold(3, _FLOOR)
+    if not np.any(gpus > 2):
+        hold(3, _FLOOR)
+        hold(5, _FLOOR)
+    return start, low, high
+
+
+def fit_overlap(samples: Sequence[tuple[int, float, float]], per_node: int) -> Params:
+    """Pollux's terms fitted to ``(gpus, seconds per step, examples per GPU)`` samples
+    (see the module docstring). Raises ``ModelFitError`` for no sample or a bad one."""
+    if per_node < 1:
+        raise ModelFitError(f"per_node must be at least 1, got {per_node}")
+    if not samples:
+        raise ModelFitError("no step-time samples to fit")
+    for gpus, seconds, per_gpu in samples:
+        if gpus < 1 or not (math.isfinite(seconds) and seconds > 0) or not per_gpu > 0:
+            raise ModelFitError(f"a step-time sample is not usable: {(gpus, seconds, per_gpu)}")
+    return _fit(tuple((float(g), float(s), float(m)) for g, s, m in samples), per_node)
+
+
+@lru_cache(maxsize=16384)
+def _fit(samples: tuple[tuple[float, float, float], ...], per_node: int) -> Params:
+    gpus = np.asarray([s[0] for s in samples])
+    seconds = np.asarray([s[1] for s in samples])
+    per_gpu = np.asarray([s[2] for s in samples])
+    nodes = _nodes(gpus, per_node)
+    start, low, high = _bounds(gpus, nodes, per_gpu, seconds)
+    found = _solve(
+        np.asarray(start),
+        np.asarray(low),
+        np.asarray(high),
+        (gpus, nodes, per_gpu, np.log(seconds)),
+    )
+    p = [float(v) for v in found]
+    if not np.any(nodes > 1):
+        # Pollux's prior: crossing a node costs at least what syncing within one does.
+        p[4], p[5] = max(p[4], p[2] * 1.1), max(p[5], p[3] * 1.1)
+    if not all(math.isfinite(v) for v in p):
+        raise ModelFitError("the overlap fit did not converge to finite terms")
+    return (p[0], p[1], p[2], p[3], p[4], p[5], p[6])
+
+
+def overlap_model(model: SpeedModel, params: Params, per_node: int) -> OverlapSpeed:
+    """``model``'s job (its shape, batch, epochs) with ``params``' step times."""
+    return OverlapSpeed(
+        theta=model.theta,
+        algorithm=model.algorithm,
+        grad_bytes=model.grad_bytes,
+        batch_per_worker=model.batch_per_worker,
+        examples_per_epoch=model.examples_per_epoch,
+        rank=model.rank,
+        global_batch=model.global_batch,
+        params=params,
+        per_node=per_node,
+    )
