@@ -92,35 +92,58 @@ class OverlapSpeed(SpeedModel):
         return _predict(np.asarray(self.params), gpus, nodes, per_worker)
 
 
-def _residuals(
-    p: np.ndarray, gpus: np.ndarray, nodes: np.ndarray, per_gpu: np.ndarray, log_t: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """Each sample's log error, and its derivative in each term (a row per sample)."""
-    grad_t, sync, within, across = _parts(p, gpus, nodes, per_gpu)
-    gamma = p[6]
-    a, b = grad_t**gamma, sync**gamma
-    total = a + b
-    r = np.log(total) / gamma - log_t
-    # d log T / d T_grad and d T_sync: the share of each in the sum, over itself.
-    d_grad = a / (total * grad_t)
-    safe_sync = np.where(sync > 0, sync, 1.0)
-    d_sync = np.where(sync > 0, b / (total * safe_sync), 0.0)
-    log_sync = np.where(sync > 0, np.log(safe_sync), 0.0)
-    d_gamma = -np.log(total) / gamma**2 + (a * np.log(grad_t) + b * log_sync) / (gamma * total)
-    extra = np.maximum(gpus - 2.0, 0.0)
-    jacobian = np.stack(
-        [
-            d_grad,
-            d_grad * per_gpu,
-            d_sync * within,
-            d_sync * within * extra,
-            d_sync * across,
-            d_sync * across * extra,
-            d_gamma,
-        ],
-        axis=1,
-    )
-    return r, jacobian
+@dataclass(frozen=True, slots=True)
+class _Samples:
+    """What a fit asks of its samples at every step, worked out once: the log of each
+    step time, each one's examples per GPU, and which sync terms it has."""
+
+    log_t: np.ndarray
+    per_gpu: np.ndarray
+    within: np.ndarray
+    """1 where the sample synchronised within one node, else 0."""
+    across: np.ndarray
+    extra: np.ndarray
+    """GPUs past two (what the ``β`` terms are per)."""
+
+    @classmethod
+    def of(
+        cls, gpus: np.ndarray, nodes: np.ndarray, per_gpu: np.ndarray, seconds: np.ndarray
+    ) -> _Samples:
+        within = ((gpus > 1) & (nodes == 1)).astype(np.float64)
+        across = (nodes > 1).astype(np.float64)
+        return cls(np.log(seconds), per_gpu, within, across, np.maximum(gpus - 2.0, 0.0))
+
+    def residuals(self, p: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Each sample's log error, and what its derivatives are made of."""
+        grad_t = p[0] + p[1] * self.per_gpu
+        sync = self.within * (p[2] + p[3] * self.extra) + self.across * (p[4] + p[5] * self.extra)
+        gamma = p[6]
+        a, b = grad_t**gamma, sync**gamma
+        total = a + b
+        return np.log(total) / gamma - self.log_t, grad_t, sync, np.stack([a, b, total])
+
+    def jacobian(
+        self, p: np.ndarray, grad_t: np.ndarray, sync: np.ndarray, abt: np.ndarray
+    ) -> np.ndarray:
+        """Each sample's log error's derivative in each term (a row per sample)."""
+        a, b, total = abt
+        gamma = p[6]
+        # d log T / d T_grad and d T_sync: the share of each in the sum, over itself.
+        d_grad = a / (total * grad_t)
+        synced = sync > 0
+        safe_sync = np.where(synced, sync, 1.0)
+        d_sync = np.where(synced, b / (total * safe_sync), 0.0)
+        log_sync = np.where(synced, np.log(safe_sync), 0.0)
+        d_gamma = -np.log(total) / gamma**2 + (a * np.log(grad_t) + b * log_sync) / (gamma * total)
+        out = np.empty((len(d_grad), 7))
+        out[:, 0] = d_grad
+        out[:, 1] = d_grad * self.per_gpu
+        out[:, 2] = d_sync * self.within
+        out[:, 3] = out[:, 2] * self.extra
+        out[:, 4] = d_sync * self.across
+        out[:, 5] = out[:, 4] * self.extra
+        out[:, 6] = d_gamma
+        return out
 
 
 def _cost(r: np.ndarray, p: np.ndarray) -> float:
@@ -128,41 +151,50 @@ def _cost(r: np.ndarray, p: np.ndarray) -> float:
     return float(r @ r) / len(r) + _RIDGE * float(p[:6] @ p[:6])
 
 
-def _solve(
-    start: np.ndarray, low: np.ndarray, high: np.ndarray, args: tuple[np.ndarray, ...]
-) -> np.ndarray:
+def _solve(start: np.ndarray, low: np.ndarray, high: np.ndarray, samples: _Samples) -> np.ndarray:
     """Levenberg-Marquardt on the free terms, each step clipped into the bounds.
 
     Seven terms and a handful of samples: a 7x7 solve a step, where a general
-    bounded optimiser (scipy's L-BFGS-B) took 5-60 ms a fit here, most of it in
+    bounded optimiser (scipy's L-BFGS-B) took 25-60 ms a fit here, most of it in
     its own bookkeeping, and its import 0.3 s."""
     free = low < high
+    lo, hi = low[free], high[free]
     p: np.ndarray = np.clip(start, low, high)
     ridge = np.where(np.arange(7) < 6, _RIDGE, 0.0)[free]
-    r, jacobian = _residuals(p, *args)
+    r, *parts = samples.residuals(p)
+    jacobian = samples.jacobian(p, *parts)[:, free]
     cost = _cost(r, p)
     damping = 1e-3
     n = len(r)
     for _ in range(_STEPS):
-        j = jacobian[:, free]
-        gradient = j.T @ r / n + ridge * p[free]
-        hessian = j.T @ j / n + np.diag(ridge)
+        gradient = jacobian.T @ r / n + ridge * p[free]
+        # A term at a bound that the slope pushes past it sits out this step (projected
+        # Newton): clipping its share of a step would leave only creeping steps.
+        at = p[free]
+        moving = ~(((at <= lo) & (gradient > 0)) | ((at >= hi) & (gradient < 0)))
+        if not moving.any():
+            break
+        j = jacobian[:, moving]
+        hessian = j.T @ j / n + np.diag(ridge[moving])
         scaled = hessian + damping * np.diag(np.diag(hessian) + 1e-12)
         try:
-            step = np.linalg.solve(scaled, -gradient)
+            step = np.linalg.solve(scaled, -gradient[moving])
         except np.linalg.LinAlgError:
             damping *= 10
             continue
         trial: np.ndarray = p.copy()
-        trial[free] = np.clip(p[free] + step, low[free], high[free])
-        r_new, j_new = _residuals(trial, *args)
+        moved = at.copy()
+        moved[moving] += step
+        trial[free] = np.clip(moved, lo, hi)
+        r_new, *parts_new = samples.residuals(trial)
         new_cost = _cost(r_new, trial) if np.all(np.isfinite(r_new)) else math.inf
         if new_cost < cost:
             done = cost - new_cost <= 1e-6 * cost + 1e-12
-            p, r, jacobian, cost = trial, r_new, j_new, new_cost
-            damping = max(damping / 3, 1e-9)
+            p, r, cost = trial, r_new, new_cost
             if done:
                 break
+            jacobian = samples.jacobian(p, *parts_new)[:, free]
+            damping = max(damping / 3, 1e-9)
         else:
             damping *= 4
             if damping > 1e8:
@@ -220,7 +252,7 @@ def _fit(samples: tuple[tuple[float, float, float], ...], per_node: int) -> Para
         np.asarray(start),
         np.asarray(low),
         np.asarray(high),
-        (gpus, nodes, per_gpu, np.log(seconds)),
+        _Samples.of(gpus, nodes, per_gpu, seconds),
     )
     p = [float(v) for v in found]
     if not np.any(nodes > 1):
