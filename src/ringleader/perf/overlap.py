@@ -9,10 +9,10 @@ slower of the two as ``γ`` grows (Pollux, OSDI'21 §3.2, ``fit_perf_params``).
 
 Why this and not the count-only NNLS of ``perf.speed`` for a job that adapts
 its batch: what one more GPU is worth to it is read at every batch it may
-take, not at one, and the jump in sync time where a job first spans two nodes
-is not a point on the curve of the counts within one. Measured on Pollux's
-workloads (``bench/goodput_model.py``, ``docs/pollux.md``), the count-only fit
-promised up to 1.3× the goodput a job got at its first count across a node.
+take, not at one, so the split of a step into a per-example and a constant
+part, and of sync within and across nodes, decides where it grows. On
+Pollux's workloads it took the default from 1.05-1.09x ``pollux``'s average
+JCT to 0.97-1.02x (``docs/pollux.md``).
 
 The fit minimises the squared log error of the step times the job reported,
 by Levenberg-Marquardt with the derivatives worked out, under Pollux's priors: terms the
