@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ringleader.perf.goodput import GoodputSpeed, tried_batches
-from ringleader.perf.speed import SpeedModel
+from ringleader.perf.speed import MeasuredSpeed, SpeedModel, job_fields
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,14 +130,5 @@ def online_goodput(model: SpeedModel, report: GradientReport) -> GoodputSpeed:
             found = memo[gpus] = best_goodput(model, report, gpus)
         return found
 
-    return GoodputSpeed(
-        theta=model.theta,
-        algorithm=model.algorithm,
-        grad_bytes=model.grad_bytes,
-        batch_per_worker=model.batch_per_worker,
-        examples_per_epoch=model.examples_per_epoch,
-        rank=model.rank,
-        global_batch=model.global_batch,
-        measured=getattr(model, "measured", ()),
-        best_at=best_at,
-    )
+    measured = model.measured if isinstance(model, MeasuredSpeed) else ()
+    return GoodputSpeed(**job_fields(model), measured=measured, best_at=best_at)

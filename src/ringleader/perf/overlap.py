@@ -32,7 +32,7 @@ from functools import lru_cache
 import numpy as np
 
 from ringleader.perf.errors import ModelFitError
-from ringleader.perf.speed import SpeedModel
+from ringleader.perf.speed import SpeedModel, job_fields
 
 Params = tuple[float, float, float, float, float, float, float]
 """``(α_c, β_c, α_r, β_r, α_n, β_n, γ)``: seconds, seconds per example, then sync."""
@@ -265,14 +265,4 @@ def _fit(samples: tuple[tuple[float, float, float], ...], per_node: int) -> Para
 
 def overlap_model(model: SpeedModel, params: Params, per_node: int) -> OverlapSpeed:
     """``model``'s job (its shape, batch, epochs) with ``params``' step times."""
-    return OverlapSpeed(
-        theta=model.theta,
-        algorithm=model.algorithm,
-        grad_bytes=model.grad_bytes,
-        batch_per_worker=model.batch_per_worker,
-        examples_per_epoch=model.examples_per_epoch,
-        rank=model.rank,
-        global_batch=model.global_batch,
-        params=params,
-        per_node=per_node,
-    )
+    return OverlapSpeed(**job_fields(model), params=params, per_node=per_node)

@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 from math import isfinite
+from typing import Any
 
 import numpy as np
 
@@ -139,18 +140,23 @@ def interpolate(points: Sequence[tuple[int, float]], workers: int) -> float | No
     return points[0][1]  # a single point, at ``workers``
 
 
+def job_fields(model: SpeedModel) -> dict[str, Any]:
+    """The fields of ``model`` that every ``SpeedModel`` has: what a model of another
+    kind for the same job (``MeasuredSpeed``, a goodput or an overlap model) starts from."""
+    return {
+        "theta": model.theta,
+        "algorithm": model.algorithm,
+        "grad_bytes": model.grad_bytes,
+        "batch_per_worker": model.batch_per_worker,
+        "examples_per_epoch": model.examples_per_epoch,
+        "rank": model.rank,
+        "global_batch": model.global_batch,
+    }
+
+
 def with_measurements(model: SpeedModel, measured: dict[int, float]) -> MeasuredSpeed:
     """``model``, answering with ``measured`` step times where they reach."""
-    return MeasuredSpeed(
-        theta=model.theta,
-        algorithm=model.algorithm,
-        grad_bytes=model.grad_bytes,
-        batch_per_worker=model.batch_per_worker,
-        examples_per_epoch=model.examples_per_epoch,
-        rank=model.rank,
-        global_batch=model.global_batch,
-        measured=tuple(sorted(measured.items())),
-    )
+    return MeasuredSpeed(**job_fields(model), measured=tuple(sorted(measured.items())))
 
 
 def _features(samples: Sequence[StepSample], algorithm: Algorithm, grad_bytes: float) -> np.ndarray:

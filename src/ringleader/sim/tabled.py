@@ -33,6 +33,7 @@ from ringleader.perf.speed import (
     SpeedModel,
     StepSample,
     fit_speed_model,
+    job_fields,
     with_measurements,
 )
 from ringleader.policy.model.views import JobShape
@@ -186,17 +187,7 @@ class AdaptiveProfile(TabledProfile):
     def speed_model(self) -> SpeedModel:
         """The fixed-batch table (``TabledProfile``), and the best goodput at each size."""
         told = _told(self)
-        return GoodputSpeed(
-            theta=told.theta,
-            algorithm=told.algorithm,
-            grad_bytes=told.grad_bytes,
-            batch_per_worker=told.batch_per_worker,
-            examples_per_epoch=told.examples_per_epoch,
-            rank=told.rank,
-            global_batch=told.global_batch,
-            measured=told.measured,
-            best_at=self._best_at,
-        )
+        return GoodputSpeed(**job_fields(told), measured=told.measured, best_at=self._best_at)
 
     def _best_at(self, gpus: int, done: float) -> float:
         try:
