@@ -137,6 +137,15 @@ def wait(what: str, until: Callable[[], bool], timeout_s: float) -> None:
         time.sleep(0.5)
 
 
+def save_jobs(lab: SlurmLab) -> float:
+    """Touch every job Slurm holds (a comment), so slurmctld saves its job state soon;
+    the time from which a save holds them."""
+    since = time.time()
+    for slurm_id in lab.run(["squeue", "-h", "-o", "%i"]).stdout.split():
+        lab.run(["scontrol", "update", f"JobId={slurm_id}", "Comment=saved"])
+    return since
+
+
 def job_state(here: Served, job: str) -> str:
     lines = here.cli("show", job).stdout.splitlines()
     return next((line.split()[1] for line in lines if line.startswith("state:")), "?")
@@ -187,7 +196,10 @@ def controller_outage(
     """Run ``command`` as a 2-GPU job, stop slurmctld for ``away_s`` once the job
     runs, submit a second job (``sleep 1``) meanwhile, start slurmctld again, and wait
     for both to end. What the server said and showed while Slurm was away, and what
-    became of each job."""
+    became of each job.
+
+    slurmctld is killed once it has saved the job: a SIGKILL before that loses the
+    job (a restarted slurmctld knows nothing of it), which is another drill."""
     first = here.cli(
         *("run", "--gpus", "2", "--name", "through", "--workdir", str(workdir), "--", *command)
     )
@@ -195,6 +207,8 @@ def controller_outage(
         raise RuntimeError(f"submit failed: {first.stderr}")
     job = first.stdout.split()[-1]
     wait("running", lambda: job_state(here, job) == "running", 60)
+    saved_from = save_jobs(here.lab)
+    wait("Slurm to save the job", lambda: here.lab.jobs_saved_since(saved_from), 30)
     here.lab.stop_controller()
     away_at = time.time()
     wait("word of it", lambda: noticed(here.log, away_at, AWAY) is not None, away_s)

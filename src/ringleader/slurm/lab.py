@@ -278,6 +278,12 @@ class SlurmLab:
             time.sleep(0.02)
         self._save()
 
+    def jobs_saved_since(self, when: float) -> bool:
+        """Whether slurmctld wrote its job state (``StateSaveLocation``) at or after
+        ``when``: a job it started before then survives its restart."""
+        saved = self.root / "state" / "job_state"
+        return saved.exists() and saved.stat().st_mtime >= when
+
     def start_controller(self) -> None:
         """slurmctld again, from its saved state (jobs, nodes): as an admin restarts it."""
         self._daemon("slurmctld", "ctl", ["slurmctld", "-D", "-i", "-f", str(self.conf)])
