@@ -51,27 +51,42 @@ _START: Params = (1e-2, 1e-3, 1e-2, 1e-3, 1e-2, 1e-3, 1.5)
 """Where the fit starts (Pollux's, but for ``γ``, which starts between sum and max)."""
 
 
-def _nodes(gpus: np.ndarray, per_node: int) -> np.ndarray:
-    return np.ceil(gpus / per_node)
+@dataclass(frozen=True, slots=True)
+class _Layout:
+    """Steps of ``per_gpu`` examples a GPU, each on a count of GPUs laid out on the
+    fewest nodes: which sync terms each step has, worked out once for every set of
+    terms it is weighed at (a model's step times, a fit's many tries)."""
+
+    per_gpu: np.ndarray
+    within: np.ndarray
+    """1 where the step synchronised within one node, else 0."""
+    across: np.ndarray
+    """1 where it synchronised across nodes, else 0."""
+    extra: np.ndarray
+    """GPUs past two (what the ``β`` terms are per)."""
+
+    @classmethod
+    def of(cls, gpus: np.ndarray, per_gpu: np.ndarray, per_node: int) -> _Layout:
+        return cls(per_gpu, *_sync_terms(gpus, per_node))
+
+    def powers(self, p: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``T_grad``, ``T_sync``, and each raised to ``γ``."""
+        grad_t = p[0] + p[1] * self.per_gpu
+        sync = self.within * (p[2] + p[3] * self.extra) + self.across * (p[4] + p[5] * self.extra)
+        gamma = p[6]
+        return grad_t, sync, grad_t**gamma, sync**gamma
+
+    def step_times(self, p: np.ndarray) -> np.ndarray:
+        _, _, a, b = self.powers(p)
+        out: np.ndarray = (a + b) ** (1.0 / p[6])
+        return out
 
 
-def _parts(
-    p: np.ndarray, gpus: np.ndarray, nodes: np.ndarray, per_gpu: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """``T_grad``, ``T_sync``, and which sync terms each row has (in-node, across)."""
-    extra = np.maximum(gpus - 2.0, 0.0)
-    within = (gpus > 1) & (nodes == 1)
-    across = nodes > 1
-    grad = p[0] + p[1] * per_gpu
-    sync = np.where(within, p[2] + p[3] * extra, 0.0) + np.where(across, p[4] + p[5] * extra, 0.0)
-    return grad, sync, within, across
-
-
-def _predict(p: np.ndarray, gpus: np.ndarray, nodes: np.ndarray, per_gpu: np.ndarray) -> np.ndarray:
-    grad, sync, _, _ = _parts(p, gpus, nodes, per_gpu)
-    gamma = p[6]
-    out: np.ndarray = (grad**gamma + sync**gamma) ** (1.0 / gamma)
-    return out
+def _sync_terms(gpus: np.ndarray, per_node: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``_Layout``'s ``within``, ``across`` and ``extra`` for steps on ``gpus`` GPUs."""
+    nodes = np.ceil(gpus / per_node)
+    within = ((gpus > 1) & (nodes == 1)).astype(np.float64)
+    return within, (nodes > 1).astype(np.float64), np.maximum(gpus - 2.0, 0.0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,39 +103,27 @@ class OverlapSpeed(SpeedModel):
 
     def step_times(self, workers: int, per_worker: np.ndarray) -> np.ndarray:
         gpus = np.full(per_worker.shape, float(workers))
-        nodes = _nodes(gpus, self.per_node)
-        return _predict(np.asarray(self.params), gpus, nodes, per_worker)
+        layout = _Layout.of(gpus, per_worker, self.per_node)
+        return layout.step_times(np.asarray(self.params))
 
 
 @dataclass(frozen=True, slots=True)
-class _Samples:
-    """What a fit asks of its samples at every step, worked out once: the log of each
-    step time, each one's examples per GPU, and which sync terms it has."""
+class _Samples(_Layout):
+    """A fit's samples: their layout, and the log of each step time."""
 
     log_t: np.ndarray
-    per_gpu: np.ndarray
-    within: np.ndarray
-    """1 where the sample synchronised within one node, else 0."""
-    across: np.ndarray
-    extra: np.ndarray
-    """GPUs past two (what the ``β`` terms are per)."""
 
     @classmethod
-    def of(
-        cls, gpus: np.ndarray, nodes: np.ndarray, per_gpu: np.ndarray, seconds: np.ndarray
+    def measured(
+        cls, gpus: np.ndarray, per_gpu: np.ndarray, seconds: np.ndarray, per_node: int
     ) -> _Samples:
-        within = ((gpus > 1) & (nodes == 1)).astype(np.float64)
-        across = (nodes > 1).astype(np.float64)
-        return cls(np.log(seconds), per_gpu, within, across, np.maximum(gpus - 2.0, 0.0))
+        return cls(per_gpu, *_sync_terms(gpus, per_node), np.log(seconds))
 
     def residuals(self, p: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Each sample's log error, and what its derivatives are made of."""
-        grad_t = p[0] + p[1] * self.per_gpu
-        sync = self.within * (p[2] + p[3] * self.extra) + self.across * (p[4] + p[5] * self.extra)
-        gamma = p[6]
-        a, b = grad_t**gamma, sync**gamma
+        grad_t, sync, a, b = self.powers(p)
         total = a + b
-        return np.log(total) / gamma - self.log_t, grad_t, sync, np.stack([a, b, total])
+        return np.log(total) / p[6] - self.log_t, grad_t, sync, np.stack([a, b, total])
 
     def jacobian(
         self, p: np.ndarray, grad_t: np.ndarray, sync: np.ndarray, abt: np.ndarray
@@ -202,9 +205,7 @@ def _solve(start: np.ndarray, low: np.ndarray, high: np.ndarray, samples: _Sampl
     return p
 
 
-def _bounds(
-    gpus: np.ndarray, nodes: np.ndarray, per_gpu: np.ndarray, seconds: np.ndarray
-) -> tuple[list[float], list[float], list[float]]:
+def _bounds(samples: _Samples, seconds: np.ndarray) -> tuple[list[float], list[float], list[float]]:
     """Start, lower and upper bounds, with Pollux's priors: a term the observations
     cannot tell is held at a value (a bound equal on both sides)."""
     start, low = list(_START), [_FLOOR] * 6 + [_GAMMA[0]]
@@ -213,16 +214,16 @@ def _bounds(
     def hold(i: int, value: float) -> None:
         start[i] = low[i] = high[i] = value
 
-    if len(np.unique(per_gpu)) == 1:
+    if len(np.unique(samples.per_gpu)) == 1:
         # One batch: the constant and the per-example part are one number; half each.
         hold(0, float(np.mean(seconds)) / 2)
-    if not np.any(nodes > 1):
+    if not samples.across.any():
         hold(4, _FLOOR)
         hold(5, _FLOOR)
-    if not np.any((nodes == 1) & (gpus > 1)):
+    if not samples.within.any():
         hold(2, _FLOOR)
         hold(3, _FLOOR)
-    if not np.any(gpus > 2):
+    if not samples.extra.any():
         hold(3, _FLOOR)
         hold(5, _FLOOR)
     return start, low, high
@@ -242,20 +243,15 @@ def fit_overlap(samples: Sequence[tuple[int, float, float]], per_node: int) -> P
 
 
 @lru_cache(maxsize=16384)
-def _fit(samples: tuple[tuple[float, float, float], ...], per_node: int) -> Params:
-    gpus = np.asarray([s[0] for s in samples])
-    seconds = np.asarray([s[1] for s in samples])
-    per_gpu = np.asarray([s[2] for s in samples])
-    nodes = _nodes(gpus, per_node)
-    start, low, high = _bounds(gpus, nodes, per_gpu, seconds)
-    found = _solve(
-        np.asarray(start),
-        np.asarray(low),
-        np.asarray(high),
-        _Samples.of(gpus, nodes, per_gpu, seconds),
-    )
+def _fit(points: tuple[tuple[float, float, float], ...], per_node: int) -> Params:
+    gpus = np.asarray([s[0] for s in points])
+    seconds = np.asarray([s[1] for s in points])
+    per_gpu = np.asarray([s[2] for s in points])
+    samples = _Samples.measured(gpus, per_gpu, seconds, per_node)
+    start, low, high = _bounds(samples, seconds)
+    found = _solve(np.asarray(start), np.asarray(low), np.asarray(high), samples)
     p = [float(v) for v in found]
-    if not np.any(nodes > 1):
+    if not samples.across.any():
         # Pollux's prior: crossing a node costs at least what syncing within one does.
         p[4], p[5] = max(p[4], p[2] * 1.1), max(p[5], p[3] * 1.1)
     if not all(math.isfinite(v) for v in p):

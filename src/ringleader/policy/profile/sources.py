@@ -51,12 +51,17 @@ def _fit(shape: JobShape, measured: tuple[tuple[int, float, float], ...]) -> Spe
 
 def fitted_model(job: JobView) -> SpeedModel:
     """The speed model fitted from everything ``job`` has reported."""
-    # Keyed on plain tuples: they hash in C, where ``StepSample``s (dataclasses) hash
-    # in Python; the Exploratory policy asks this of every profiled job at every event.
-    measured = tuple(
+    return _fit(job.shape, _measured(job))
+
+
+def _measured(job: JobView) -> tuple[tuple[int, float, float], ...]:
+    """``(workers, seconds per step, batch per worker)`` at each size ``job`` ran at, by
+    size: plain tuples, as fits are memoised on them and they hash in C, where
+    ``StepSample``s (dataclasses) hash in Python; the Exploratory policy asks this of
+    every profiled job at every event."""
+    return tuple(
         (w, obs.step_time, obs.batch_per_worker) for w, obs in sorted(job.observations.items())
     )
-    return _fit(job.shape, measured)
 
 
 @lru_cache(maxsize=8192)
@@ -268,12 +273,9 @@ class Online:
         take, and the first count that spans two nodes is not a point on the curve of
         the counts within one."""
         if per_node > 0 and job.gradient is not None and len(job.observations) >= OVERLAP_AFTER:
-            samples = tuple(
-                (w, obs.step_time, obs.batch_per_worker)
-                for w, obs in sorted(job.observations.items())
-            )
             try:
-                return overlap_model(cls.prior(job), fit_overlap(samples, per_node), per_node), True
+                fitted = fit_overlap(_measured(job), per_node)
+                return overlap_model(cls.prior(job), fitted, per_node), True
             except ModelFitError:
                 pass
         model = None
