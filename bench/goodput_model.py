@@ -34,11 +34,10 @@ from dataclasses import replace
 from pathlib import Path
 
 from _common import results_file, stamp
-from published import profiles, workloads
+from published import Timed, profiles, workloads
 from ringleader.perf.goodput import GoodputSpeed
 from ringleader.perf.gradient import best_goodput
 from ringleader.policy.catalog import policy_named
-from ringleader.policy.model.needs import Needs
 from ringleader.policy.model.plan import Decider, Plan
 from ringleader.policy.model.views import ClusterView, JobView
 from ringleader.policy.pipeline import Policy
@@ -49,21 +48,15 @@ COUNTS = (1, 2, 4, 8, 16, 32)
 VARIANTS = ("ringleader", "ringleader-true", "pollux")
 
 
-class Asking:
-    """The default, and at each decision the online model's goodput against the truth."""
+class Asking(Timed):
+    """The default, and at each decision the online model's goodput against the truth
+    (a ``Timed`` decider, for its name and needs; the times are not read)."""
 
     def __init__(self, policy: Decider, truth: dict[str, tuple[str, GoodputSpeed]]) -> None:
-        self.policy, self.truth = policy, truth
+        super().__init__(policy)
+        self.truth = truth
         """Each job's application and its true goodput, by job id."""
         self.errors: dict[tuple[str, str, int], list[float]] = defaultdict(list)
-
-    @property
-    def name(self) -> str:
-        return self.policy.name
-
-    @property
-    def needs(self) -> Needs:
-        return self.policy.needs
 
     def decide(self, jobs: Sequence[JobView], cluster: ClusterView, now: float) -> Plan:
         for view in jobs:
@@ -79,7 +72,7 @@ class Asking:
                 if true > 0 and told > 0:
                     where = "seen" if max(view.observations) >= k else "beyond"
                     self.errors[(app, where, k)].append(math.log(told / true))
-        return self.policy.decide(jobs, cluster, now)
+        return super().decide(jobs, cluster, now)
 
 
 def _policy(variant: str) -> Decider:
