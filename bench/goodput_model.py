@@ -62,7 +62,7 @@ class Asking(Timed):
         for view in jobs:
             if view.gradient is None or not view.observations:
                 continue
-            model, _ = Online.plain_model(view)
+            model, _ = Online.plain_model(view, cluster.widest_node)
             app, truth = self.truth[view.id]
             done = 1.0 - view.remaining_fraction
             for k in COUNTS:

@@ -46,6 +46,32 @@ def test_a_fit_to_steps_on_one_and_two_nodes_predicts_a_count_and_batch_it_never
     assert fitted.step_time(12, 80.0) == pytest.approx(_truth(12, 80.0), rel=0.1)
 
 
+def test_a_share_past_what_a_gpu_holds_pays_the_compute_of_each_micro_batch() -> None:
+    # 40 examples on a GPU that holds 16: three micro-batches of 40/3, the first two
+    # computing only, the last overlapping its compute with the sync.
+    model = overlap_model(PER_EXAMPLE_MODEL, (0.01, 0.001, 0.02, 0.0, 0.05, 0.0, 1.0), 4, 16)
+    grad = 0.01 + 0.001 * 40 / 3
+    assert model.step_time(4, 40.0) == pytest.approx(2 * grad + grad + 0.02)
+    assert model.step_time(4, 16.0) == pytest.approx(0.01 + 0.016 + 0.02)  # one pass
+    in_one = overlap_model(PER_EXAMPLE_MODEL, model.params, 4)
+    assert in_one.step_time(4, 40.0) == pytest.approx(0.01 + 0.04 + 0.02)
+
+
+def test_a_fit_to_accumulated_steps_predicts_a_larger_share_as_micro_batches() -> None:
+    # The job ran at shares of 2-8 examples on GPUs that hold 8, and once at 16 (two
+    # micro-batches); the constant part is paid once per micro-batch, and the fit
+    # told so predicts 64 examples (eight micro-batches) it never ran.
+    def truth(gpus: int, share: float) -> float:
+        return overlap_model(PER_EXAMPLE_MODEL, TRUE, 4, 8).step_time(gpus, share)
+
+    seen = [(1, 4.0), (2, 8.0), (4, 2.0), (8, 6.0), (8, 4.0), (4, 16.0)]
+    samples = [(k, truth(k, m), m) for k, m in seen]
+    fitted = overlap_model(PER_EXAMPLE_MODEL, fit_overlap(samples, 4, 8), 4, 8)
+    assert fitted.step_time(4, 64.0) == pytest.approx(truth(4, 64.0), rel=0.05)
+    blind = overlap_model(PER_EXAMPLE_MODEL, fit_overlap(samples, 4), 4)
+    assert blind.step_time(4, 64.0) < 0.9 * truth(4, 64.0)  # the error this corrects
+
+
 def test_the_fit_sees_the_jump_where_a_job_first_spans_two_nodes() -> None:
     # Counts 1, 2, 4 within a node and 8 across two, at one per-GPU batch: the step at
     # 8 is far slower than the trend within the node says, and the fit keeps that.

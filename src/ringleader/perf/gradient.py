@@ -37,6 +37,9 @@ class GradientReport:
     largest_batch: int
     """The most examples a step may take, over all its GPUs (whatever one GPU holds:
     micro-batches accumulate past it)."""
+    per_gpu_max: int | None = None
+    """The most examples one GPU computes at once (past it, micro-batches; None: not
+    said, and a share is timed as one pass)."""
 
     @property
     def noise_scale(self) -> float:

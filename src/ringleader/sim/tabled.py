@@ -244,7 +244,8 @@ class AdaptiveProfile(TabledProfile):
         _, split = self.best(placement, epoch)
         batch = min(max(split.global_batch, efficiency.smallest_batch), efficiency.largest_batch)
         sqr, var = efficiency.stats(batch, epoch)
-        return GradientReport(sqr, var, efficiency.smallest_batch, efficiency.largest_batch)
+        smallest, largest = efficiency.smallest_batch, efficiency.largest_batch
+        return GradientReport(sqr, var, smallest, largest, self.measured.max_micro_batch)
 
 
 def adaptive_profile(

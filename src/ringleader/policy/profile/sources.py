@@ -274,8 +274,9 @@ class Online:
         the counts within one."""
         if per_node > 0 and job.gradient is not None and len(job.observations) >= OVERLAP_AFTER:
             try:
-                fitted = fit_overlap(_measured(job), per_node)
-                return overlap_model(cls.prior(job), fitted, per_node), True
+                most = job.gradient.per_gpu_max
+                fitted = fit_overlap(_measured(job), per_node, most)
+                return overlap_model(cls.prior(job), fitted, per_node, most), True
             except ModelFitError:
                 pass
         model = None

@@ -104,4 +104,5 @@ def gradient(row: JobRow) -> GradientReport | None:
         grad_var=var,
         smallest_batch=bounds.global_min,
         largest_batch=bounds.global_max,
+        per_gpu_max=bounds.per_gpu_max,
     )
