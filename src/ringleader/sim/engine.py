@@ -31,18 +31,20 @@ import gc
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Protocol
 
 from ringleader.metrics import UsagePoint
 from ringleader.policy.model.plan import WAIT, Decider, Plan
 from ringleader.policy.model.views import ClusterView
 from ringleader.sim.errors import clock_stopped, nothing_fits
+from ringleader.sim.events import Cadence, ended, next_event, stands, unmarked
+from ringleader.sim.failures.run import Failures, strike
 from ringleader.sim.host import Host
 from ringleader.sim.jobs import DONE, JobState, SimJob, arrived
 from ringleader.sim.occupancy import Occupancy
 from ringleader.sim.pacing import Contention, Pacing
 from ringleader.sim.playing import Playing
 from ringleader.sim.result import RunLog, SimResult
+from ringleader.sim.steering import Driver, steer
 from ringleader.sim.ticks import Finishes, advance, repace, tick_at_or_after
 from ringleader.spine.effects import carry_out, unchanged
 from ringleader.spine.needs import SIMULATOR, serve_policy
@@ -57,14 +59,6 @@ DEFAULT_ROUND_S = 600.0
 # on the same GPU: the seed reports 50-250 ms for suspend; we charge 250 ms
 # for the pair (bench/suspend.py measures ours).
 DEFAULT_SWITCH_DELAY_S = 0.25
-
-
-class Driver(Protocol):
-    """Something that watches jobs progress and steers them (a hyper-parameter search)."""
-
-    def steer(self, now: float, done: dict[str, float]) -> dict[str, int] | None:
-        """Given each active job's done fraction, new priorities by id; None ends the run."""
-        ...
 
 
 MAX_FROZEN_EVENTS = 10_000
@@ -93,6 +87,7 @@ class Simulator:
         tick_s: float | None = None,
         quotas: Mapping[str, int] | None = None,
         explain: bool = False,
+        failures: Failures | None = None,
     ) -> None:
         if restart_delay_s < 0 or switch_delay_s < 0:
             raise ValueError("restart_delay_s and switch_delay_s must be >= 0")
@@ -145,6 +140,9 @@ class Simulator:
         """Some job's speed moves on at each epoch's end (``ticks.repace``)."""
         self._owner: dict[str, str] = {}
         """Each job's user, where quotas or reasons need it (set as a run starts)."""
+        self.failures = failures
+        """Nodes that go out during the run, and what they cost the jobs on them
+        (``sim.failures``; made for one run, read after it); None: nothing fails."""
 
     def run(self) -> SimResult:
         """Simulate until every job finished (or ``until``).
@@ -188,21 +186,19 @@ class Simulator:
         finishes = None if tick is None else Finishes([], now)
         plan: Plan | None = None
         still = False  # the last decision moved nobody, and no job arrived or ended since
-        steered = self.driver is not None  # a driver may change priorities at any event
+        quiet = False  # the event was an outage that touched no job and freed none waited for
         while (nxt < len(pending) or active) and now < until:
             while nxt < len(pending) and pending[nxt].submitted_at <= now:
                 job = pending[nxt]  # nobody's sharing changes until it is placed (``_apply``)
                 active[job.id] = arrived(job, now)
                 nxt += 1
-                still = False
-            deciding = now >= due
-            if deciding and still and tick is None and _stands(plan, now) and not steered:
-                deciding = False  # only the clock moved, and the plan would stand
+                still = quiet = False
+            deciding, quiet = self._deciding(plan, now, due, still=still, quiet=quiet), False
             if deciding:
                 if since < now:
                     advance(running, since, now)
                     since = now
-                if steered and not self._steer(active, now):
+                if self.driver is not None and not steer(self.driver, active, now):
                     break
                 plan = self._decide(active, now, log, freezing)
                 still = True
@@ -214,7 +210,8 @@ class Simulator:
             if gpus is None:  # somebody started, stopped, moved or left
                 gpus = occupancy.busy, occupancy.held  # as the plan's busy_gpus, held_gpus
             log.note_usage(UsagePoint(now, *gpus, len(active)))
-            later = self._next_event(plan, running, pending, nxt, now, finishes, until, due, log)
+            arrival = pending[nxt].submitted_at if nxt < len(pending) else math.inf
+            later = self._next_event(plan, running, arrival, now, finishes, until, due, log)
             if math.isinf(later):
                 raise nothing_fits(now, active, self.policy.name, self.cluster.capacity)
             frozen = frozen + 1 if later <= now else 0
@@ -229,18 +226,18 @@ class Simulator:
                     advance(running, since, now)
                     since, finishes = now, Finishes(running, now)
                 log.snapshot(now, active)
-            if finishes is None:
-                finished = [s for s in running if s.remaining <= DONE]
-            else:
-                finished, caught_up = finishes.ended(now, running)
-                if caught_up:
-                    since = now
+            finished, since = ended(running, finishes, now, since)
             if self._phased:
                 repace(running)  # a job at an epoch's end: its new speed
             changed = False  # ticking: a job that shared a GPU or host ended
             if finished:
                 running, since, changed = self._finished(finished, running, active, log, now, since)
                 gpus, still = None, False
+            if self.failures is not None and self.failures.next_change() <= now:
+                running, since, woken = self._outages(now, active, running, since)
+                gpus, changed, still = None, True, still and not woken
+                quiet = not (woken or finished)
+                due = now if woken and tick is None else due
             if tick is not None:
                 assert finishes is not None
                 if changed or finishes.since < since:  # new speeds, or moved on: index again
@@ -248,7 +245,20 @@ class Simulator:
                 due = min(due, tick_at_or_after(now, tick))
         if since < now:
             advance(running, since, now)
+        if self.failures is not None:
+            self.failures.close_all(active.values(), now)
         return log.result(self.policy.name, self.cluster.capacity, now, active, started)
+
+    def _deciding(
+        self, plan: Plan | None, now: float, due: float, *, still: bool, quiet: bool
+    ) -> bool:
+        """Whether to decide at ``now``: one is due, and neither did only the clock move
+        while the plan would stand, nor was the event an outage that touched no job."""
+        if now < due or (quiet and unmarked(plan, now, self.round_s)):
+            return False
+        # Only the clock moved, and the plan would stand: no need to ask again.
+        quiet_clock = still and self.tick_s is None and stands(plan, now)
+        return not (quiet_clock and self.driver is None)
 
     def _fresh(self) -> Occupancy:
         """What a run keeps of its own, made anew: GPUs in use, plays, jobs' owners."""
@@ -258,19 +268,6 @@ class Simulator:
         self._owner = {j.id: j.user for j in self.jobs} if owners else {}
         return occupancy
 
-    def _steer(self, active: dict[str, JobState], now: float) -> bool:
-        """Give the driver each job's progress and take its new priorities; False where
-        it ends the run."""
-        assert self.driver is not None
-        steer = self.driver.steer(now, {i: 1.0 - s.remaining for i, s in active.items()})
-        if steer is None:
-            return False
-        for job_id, priority in steer.items():
-            if job_id in active:
-                active[job_id].priority = priority
-                active[job_id].seen = None
-        return True
-
     def _decide(self, active: dict[str, JobState], now: float, log: RunLog, freezing: bool) -> Plan:
         """Ask the policy for a plan over every active job (one round of the spine's)."""
         capacity, needs, restart = self.cluster.capacity, self._needs, self.restart_delay_s
@@ -279,7 +276,7 @@ class Simulator:
         decided = decide_round(
             self.policy,
             views,
-            self.cluster,
+            self.cluster if self.failures is None else self.failures.cluster,
             now,
             owner=self._owner,
             quotas=self.quotas,
@@ -314,6 +311,8 @@ class Simulator:
             if state.partners or self.host is not None:
                 self._jobs_changed = changed = True  # who shared with it runs faster now
             state.finished_at = now
+            if self.failures is not None:
+                self.failures.finished(state, now)
             log.done.append(state)
             if self.on_finish is not None:
                 self.on_finish(len(log.done), len(self.jobs))
@@ -324,6 +323,21 @@ class Simulator:
                 since = now
             running = self._pacing.pace(active, running, self._occupancy.shared)
         return running, since, changed
+
+    def _outages(
+        self, now: float, active: dict[str, JobState], running: list[JobState], since: float
+    ) -> tuple[list[JobState], float, bool]:
+        """The outages due by ``now`` (``failures.run.strike``), every running job first
+        advanced to it: the jobs still running, the time they are advanced to, and
+        whether to decide now."""
+        assert self.failures is not None
+        if since < now:
+            advance(running, since, now)
+        struck, woken = strike(self.failures, now, active, self._occupancy)
+        if struck:
+            self._jobs_changed = True
+            running = self._pacing.pace(active, running, self._occupancy.shared)
+        return running, now, woken
 
     def _apply(self, plan: Plan, active: dict[str, JobState], now: float) -> bool:
         """Carry out the spine's actions for ``plan`` (``sim.playing``: time is their effect).
@@ -355,45 +369,22 @@ class Simulator:
             if state.running != was_running:
                 state.state_since = now
             state.moved()
+        if changed and self.failures is not None:
+            self.failures.settle(now, active.values())  # checkpoints: their cost and rate
         return changed
 
     def _next_event(
         self,
         plan: Plan | None,
         running: list[JobState],
-        pending: Sequence[SimJob],
-        nxt: int,
+        arrival: float,
         now: float,
         finishes: Finishes | None,
         until: float,
         due: float,
         log: RunLog,
     ) -> float:
-        """When the next arrival, completion, wake-up, round mark or snapshot is, and no
-        later than ``until`` or (ticking) the next decision, ``due``: inf where none is.
-
-        ``finishes``: ticking, when running jobs end (else each is asked)."""
-        later = pending[nxt].submitted_at if nxt < len(pending) else math.inf
-        # Where nothing runs, nothing progresses, so only an arrival can change the plan.
-        if running:
-            if plan is not None and plan.wake_at is not None and plan.wake_at > now:
-                later = min(later, plan.wake_at)
-            if self.round_s is not None:
-                later = min(later, (math.floor(now / self.round_s) + 1) * self.round_s)
-            if finishes is not None:
-                later = min(later, finishes.first)
-            else:
-                for state in running:
-                    later = min(later, state.finish_time(now))
-        later = min(later, until)
-        if self.tick_s is not None:
-            later = min(later, due)
-        marks = log.marks
-        if marks and now < marks[0] < later and not math.isinf(later):
-            later = marks[0]
-        return later
-
-
-def _stands(plan: Plan | None, now: float) -> bool:
-    """Whether ``plan`` is settled and not due for the wake-up it asked for by ``now``."""
-    return plan is not None and plan.settled and (plan.wake_at is None or plan.wake_at > now)
+        """``events.next_event`` with this run's cadence and outages."""
+        outage = math.inf if self.failures is None else self.failures.next_change()
+        cadence = Cadence(self.round_s, self.tick_s, due, until)
+        return next_event(plan, running, min(arrival, outage), now, finishes, cadence, log.marks)

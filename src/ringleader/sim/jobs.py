@@ -122,6 +122,9 @@ class JobState:
     """The assignment last carried out (``devices``, ``workers`` and ``suspended`` copy it)."""
     holding: Held = field(default_factory=Held)
     """What the job holds since the assignment was carried out (see ``held``)."""
+    kept: float = 1.0
+    """The share of its running time that is progress, not checkpoint writes (1 where
+    checkpoints cost nothing: a run without ``sim.failures``)."""
 
     def __post_init__(self) -> None:
         job = self.job
@@ -225,7 +228,7 @@ class JobState:
         else:
             seconds = profile.seconds_alone(self.workers)
         alone = 1.0 / (self.job.work_scale * seconds)
-        return alone * self.factor
+        return alone * self.factor * self.kept
 
     def step_time(self) -> float:
         """The minibatch time the job would report now."""
@@ -380,5 +383,6 @@ def arrived(job: SimJob, now: float) -> JobState:
     state.progressed = False
     state.target = WAIT
     state.holding = Held()
+    state.kept = 1.0
     state.__post_init__()  # epochs, priority, phased, submitted
     return state

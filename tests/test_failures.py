@@ -1,0 +1,119 @@
+"""Failures, checkpoints and ETTR in the simulator (issue 61)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from ringleader.perf import EpochsToConverge
+from ringleader.policy import JobShape, policy_named
+from ringleader.policy.model.views import ClusterView
+from ringleader.sim.engine import Simulator
+from ringleader.sim.failures import (
+    Checkpointing,
+    FailureInputError,
+    FailureModel,
+    Failures,
+    Outage,
+    draw_outages,
+    young_daly,
+)
+from ringleader.sim.jobs import SimJob
+from ringleader.sim.profiles import TrueProfile
+
+HOUR = 3600.0
+
+
+def _gang(gpus: int, hours: float, job_id: str = "gang") -> SimJob:
+    """A job of exactly ``gpus`` GPUs that needs ``hours`` of running at that size."""
+    shape = JobShape(examples_per_epoch=gpus * 3600, batch_per_worker=1, grad_bytes=1e6)
+    steps = {gpus: 1.0, max(1, gpus // 2): 1.9}
+    profile = TrueProfile(f"gang{gpus}", shape, steps, EpochsToConverge.constant(hours))
+    return SimJob(
+        job_id, 0.0, profile, max_gpus=gpus, min_gpus=gpus, requested_gpus=gpus,
+        elastic=False, startup_s=600.0, restart_s=600.0,
+    )  # fmt: skip
+
+
+def _play(nodes: int, outages: list[Outage], rule: str | float = 3600.0) -> tuple[float, Failures]:
+    cluster = ClusterView.uniform(nodes, 8)
+    failures = Failures(outages, cluster, checkpointing=Checkpointing(rule, 60.0))
+    sim = Simulator(policy_named("fifo"), cluster, [_gang(16, 10.0)], failures=failures)
+    return sim.run().summary.avg_jct_s, failures
+
+
+def test_the_default_rates_give_a_16k_gang_the_llama3_reports_419_interruptions() -> None:
+    model = FailureModel()
+    assert model.expected_interruptions(16_384, 2_048, 54 * 24) == pytest.approx(419)
+    cluster = ClusterView.uniform(2_048, 8)
+    drawn = draw_outages(model, cluster, 54 * 24 * HOUR, seed=3)
+    unexpected = sum(not o.planned for o in drawn)
+    assert abs(unexpected / 419 - 1) <= 0.15
+    assert abs(sum(o.planned for o in drawn) / 47 - 1) <= 0.5
+
+
+def test_young_daly_checkpoints_a_wider_gang_more_often() -> None:
+    assert young_daly(60.0, 3 * HOUR) == pytest.approx(math.sqrt(2 * 60 * 3 * HOUR))
+    rule, model = Checkpointing(), FailureModel()
+    narrow = rule.interval_s(60.0, model, 64, 8)
+    wide = rule.interval_s(60.0, model, 16_384, 2_048)
+    assert wide < narrow / 10
+    assert Checkpointing("never").interval_s(60.0, model, 64, 8) == math.inf
+
+
+def test_a_failure_loses_the_progress_since_the_last_checkpoint_and_pays_a_restart() -> None:
+    # 10 h of work on 16 GPUs of 3 nodes (one spare), a checkpoint of 60 s every hour of
+    # progress. Ready at 600 s; node0 fails 2.5 checkpoint cycles in: 1,830 s of
+    # progress since the last checkpoint is lost, and the job restarts on what is left.
+    cycle = 3600.0 + 60.0
+    at = 600.0 + 2.5 * cycle
+    jct, failures = _play(3, [Outage(at, at + 4 * HOUR, ("node0",), "gpu")])
+    lost = at - 600.0 - 2 * cycle
+    assert lost == pytest.approx(1830.0)
+    assert jct == pytest.approx(600 + 10 * HOUR * cycle / 3600 + 600 + lost * cycle / 3600)
+    ledger = failures.ledgers["gang"]
+    assert ledger.interruptions == 1 and ledger.by_cause == {"gpu": 1}
+    assert ledger.useful_s == pytest.approx(10 * HOUR)
+    assert ledger.lost_s["failure"] == pytest.approx(lost)
+    assert ledger.lost_s["restart"] == pytest.approx(1200.0)
+    assert ledger.ettr(0.0) == pytest.approx(10 * HOUR / jct)
+
+
+def test_without_a_spare_node_the_gang_waits_for_the_repair() -> None:
+    at = 5000.0
+    jct, failures = _play(2, [Outage(at, at + 4 * HOUR, ("node0",), "node")])
+    spared, _ = _play(3, [Outage(at, at + 4 * HOUR, ("node0",), "node")])
+    assert jct == pytest.approx(spared + 4 * HOUR)
+    assert failures.ledgers["gang"].lost_s["queueing"] == pytest.approx(4 * HOUR)
+
+
+def test_a_planned_outage_checkpoints_first_and_is_not_an_interruption() -> None:
+    at = 5000.0
+    jct, failures = _play(3, [Outage(at, at + HOUR, ("node1",), "planned")])
+    clean, _ = _play(3, [])
+    assert jct == pytest.approx(clean + 600.0)  # only the restart
+    assert failures.ledgers["gang"].interruptions == 0
+
+
+def test_never_checkpointing_loses_everything_since_the_launch() -> None:
+    at = 600.0 + 3 * HOUR
+    jct, failures = _play(3, [Outage(at, at + HOUR, ("node0",), "gpu")], rule="never")
+    assert jct == pytest.approx(600 + 3 * HOUR + 600 + 10 * HOUR)
+    assert failures.ledgers["gang"].lost_s["failure"] == pytest.approx(3 * HOUR)
+
+
+@pytest.mark.parametrize(
+    ("make", "field"),
+    [
+        (lambda: FailureModel(gpu_per_hour=-1.0), "gpu_per_hour"),
+        (lambda: FailureModel(node_per_hour=math.nan), "node_per_hour"),
+        (lambda: FailureModel(repair_s=math.inf), "repair_s"),
+        (lambda: Checkpointing("weekly"), "checkpoint rule"),
+        (lambda: Checkpointing(-5.0), "checkpoint interval"),
+        (lambda: Checkpointing(cost_s=-1.0), "cost_s"),
+    ],
+)
+def test_a_rate_or_cost_that_cannot_be_is_refused_by_name(make: object, field: str) -> None:
+    with pytest.raises(FailureInputError, match=field):
+        make()  # type: ignore[operator]
