@@ -54,6 +54,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from ringleader.job import ranks
 from ringleader.job.accumulate import Accumulation, mean_loss, micro_batch
 from ringleader.job.batching import LaunchBatch, gain, gradient_fields
 from ringleader.job.divergence import DivergenceWatch
@@ -297,10 +298,7 @@ def epochs(count: int, start: int = 1) -> Iterator[int]:
         index += 1
     session.finish()
     if _job.own_group:
-        import torch.distributed as dist
-
-        dist.barrier()
-        dist.destroy_process_group()
+        ranks.leave()
         _job.own_group = False
 
 

@@ -3,8 +3,24 @@
 from __future__ import annotations
 
 from contextlib import AbstractContextManager
+from typing import Any
 
 from ringleader.job.launch import Launch
+
+_kept: list[Any] = []
+"""The last barrier's work and the groups ``leave`` destroyed, held to the end of the
+process.
+
+Gloo's worker thread drops its reference to a work once the work is done,
+and where that is the last one the work is destroyed there, which needs the
+GIL (its thread-local state holds Python objects). A rank that returns right
+after the barrier and frees its DDP model tears the process group down from
+the main thread, GIL held (DDP's Reducer held the group's last reference),
+and joins that worker: both wait for ever (seen with torch 2.13 under
+torchrun, rank 1 stuck in ``~ProcessGroupGloo``; a warm worker's copy of the
+same hang: ``runtime.workers.process_groups``). Held here, neither is freed
+while a work may be.
+"""
 
 
 def join(launch: Launch, meeting: AbstractContextManager[None]) -> None:
@@ -42,3 +58,14 @@ def barrier() -> None:
     work = dist.barrier(async_op=True)
     if work is not None:
         work.wait()
+        _kept.append(work)  # not destroyed on gloo's thread (see ``_kept``)
+
+
+def leave() -> None:
+    """Wait for every rank, then destroy the default process group, keeping it (and the
+    barrier's work) alive to the end of the process: see ``_kept``."""
+    import torch.distributed as dist
+
+    barrier()
+    _kept.append(dist.group.WORLD)
+    dist.destroy_process_group()
