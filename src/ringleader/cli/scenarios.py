@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from rich.table import Table
@@ -286,3 +286,55 @@ def _save(req: ScenarioRequest, payload: object, draw: Callable[[Path], object])
     if req.plot is not None:
         plot = req.plot
         write_plot(plot, lambda: draw(plot))
+
+
+@scenario(
+    "llm-cluster",
+    "a Llama 3-sized pre-training gang among research jobs for 54 days, nodes failing",
+)
+def llm_cluster(req: ScenarioRequest) -> None:
+    from ringleader.scenarios.llm_cluster import VARIANTS, LlmCluster, run_llm_cluster
+
+    setup = LlmCluster()
+    with progress_bar() as bar:
+        task = bar.add_task(f"llm-cluster: {len(VARIANTS)} simulations", total=len(VARIANTS))
+        rows = run_llm_cluster(
+            setup, VARIANTS, processes=req.processes, on_done=lambda _: bar.advance(task)
+        )
+    gang = f"{setup.gang_gpus:,}-GPU gang"
+    table = Table(
+        title=f"llm-cluster: a {gang} and {setup.research_jobs} research jobs, "
+        f"{setup.days:g} days, Llama 3's failure rates",
+        caption="Llama 3 report: 419 unexpected interruptions in 54 days, ETTR above 0.90",
+    )
+    for col in (
+        "variant",
+        "GPUs",
+        "gang interruptions",
+        "gang ETTR",
+        "gang lost h: failure / ckpt / restart / wait",
+        "cluster ETTR",
+        "research avg JCT h",
+    ):
+        table.add_column(col, justify="left" if col == "variant" else "right")
+    for r in rows:
+        lost = r["gang_lost_h"]
+        assert isinstance(lost, dict)
+        table.add_row(
+            str(r["variant"]),
+            f"{r['gpus']:,}",
+            str(r["gang_interruptions"]),
+            f"{r['gang_ettr']:.3f}",
+            " / ".join(f"{lost[c]:.0f}" for c in ("failure", "checkpoint", "restart", "queueing")),
+            f"{r['cluster_ettr']:.3f}",
+            f"{r['research_avg_jct_h']:.2f}",
+        )
+    console.print(table)
+    console.print("model, calibration and what differs from the report: docs/failures.md")
+
+    def draw(path: Path) -> object:
+        from ringleader.report.plots import failures_plot
+
+        return failures_plot(rows, path)
+
+    _save(req, {"setup": asdict(setup), "rows": rows}, draw)

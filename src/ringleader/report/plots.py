@@ -218,3 +218,24 @@ def heterogeneity_plot(results: Sequence[Mapping[str, Any]], path: Path) -> Path
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     return save_figure(fig, path)
+
+
+def failures_plot(rows: Sequence[Mapping[str, Any]], path: Path) -> Path:
+    """Per variant of the ``llm-cluster`` scenario: the gang's ETTR, and where the GPU-hours
+    that were not useful went (failure, checkpoint, restart, waiting), stacked."""
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4.2))
+    names = [str(r["variant"]) for r in rows]
+    left.bar(names, [float(r["gang_ettr"]) for r in rows], color="tab:blue")
+    left.axhline(0.9, color="grey", linestyle="--", label="Llama 3 report: above 0.90")
+    left.set_ylim(0, 1)
+    left.set_ylabel("gang ETTR (useful time / wall time)")
+    left.legend(fontsize=8)
+    bottom = np.zeros(len(rows))
+    for cause in ("failure", "checkpoint", "restart", "queueing"):
+        hours = np.asarray([float(r["cluster_lost_gpu_h"][cause]) / 1e3 for r in rows])
+        right.bar(names, hours, bottom=bottom, label=cause)
+        bottom += hours
+    right.set_ylabel("GPU-hours lost, thousands")
+    right.set_title("the whole cluster, by cause")
+    right.legend(fontsize=8)
+    return save_figure(fig, path)

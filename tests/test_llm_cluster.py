@@ -1,0 +1,54 @@
+"""The llm-cluster scenario: a pre-training gang among research jobs, nodes failing (issue 61)."""
+
+from __future__ import annotations
+
+import statistics
+
+import pytest
+
+from ringleader.scenarios.llm_cluster import (
+    LlmCluster,
+    Variant,
+    research_mix,
+    run_variant,
+)
+from ringleader.sim.failures import FailureInputError, FailureModel
+
+
+def test_the_research_mix_averages_kaloss_26_8_gpus_a_job_and_peaks_at_1024() -> None:
+    jobs = research_mix(LlmCluster(research_jobs=4000, seed=1))
+    sizes = [j.requested_gpus for j in jobs]
+    assert statistics.fmean(sizes) == pytest.approx(26.8, rel=0.15)
+    assert max(sizes) == 1024 and min(sizes) == 1
+
+
+def test_young_daly_beats_a_fixed_3h_interval_and_spares_beat_waiting_for_repairs() -> None:
+    # A 256-GPU gang for 20 days with every rate 40x Llama 3's: about a hundred
+    # interruptions, as the 16k gang meets in a fortnight.
+    setup = LlmCluster(gang_gpus=256, research_racks=4, days=20.0, research_jobs=40, seed=2)
+    model = FailureModel()
+    faster = FailureModel(model.gpu_per_hour * 40, model.node_per_hour * 40, 0.0)
+    rows = {
+        v.name: run_variant(setup, v, model=faster)
+        for v in (Variant("yd"), Variant("3h", rule=3 * 3600.0), Variant("bare", spares=False))
+    }
+    expected = faster.expected_interruptions(256, 32, 20 * 24)
+    assert abs(int(rows["yd"]["gang_interruptions"]) / expected - 1) < 0.35  # type: ignore[call-overload]
+    assert rows["yd"]["gang_ettr"] > rows["3h"]["gang_ettr"] > rows["bare"]["gang_ettr"]  # type: ignore[operator]
+    assert rows["yd"]["gang_ettr"] > 0.8  # type: ignore[operator]
+    lost = rows["bare"]["gang_lost_h"]
+    assert isinstance(lost, dict) and lost["queueing"] > lost["failure"]  # it waits out repairs
+
+
+@pytest.mark.parametrize(
+    ("fields", "name"),
+    [
+        ({"gang_gpus": 100}, "gang_gpus"),
+        ({"days": -1.0}, "days"),
+        ({"gang_checkpoint_s": float("nan")}, "gang_checkpoint_s"),
+        ({"research_racks": 2}, "research_racks"),
+    ],
+)
+def test_a_setting_that_cannot_be_is_refused_by_name(fields: dict[str, object], name: str) -> None:
+    with pytest.raises(FailureInputError, match=name):
+        LlmCluster(**fields)  # type: ignore[arg-type]
