@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import math
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -21,6 +25,8 @@ from ringleader.sim.failures import (
 )
 from ringleader.sim.jobs import SimJob
 from ringleader.sim.profiles import TrueProfile
+from ringleader.sim.workload_failures import FailuresSpec
+from ringleader.sim.workload_file import load_workload
 
 HOUR = 3600.0
 
@@ -117,3 +123,54 @@ def test_never_checkpointing_loses_everything_since_the_launch() -> None:
 def test_a_rate_or_cost_that_cannot_be_is_refused_by_name(make: object, field: str) -> None:
     with pytest.raises(FailureInputError, match=field):
         make()  # type: ignore[operator]
+
+
+def _workload(tmp_path: Path, failures: dict[str, object]) -> Path:
+    data = {
+        "cluster": {"nodes": 8, "gpus_per_node": 8},
+        "failures": failures,
+        "poisson": [
+            {"model": "resnet110", "count": 40, "mean_gap_s": 1800, "gpus": 8,
+             "elastic": False, "checkpoint_s": 20},
+        ],
+    }  # fmt: skip
+    path = tmp_path / "workload.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+def _simulate(path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    cmd = [sys.executable, "-m", "ringleader", "simulate", "--workload", str(path), *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+
+
+def test_a_workload_files_failures_section_fails_nodes_and_reports_their_cost(
+    tmp_path: Path,
+) -> None:
+    path = _workload(tmp_path, {"gpu_per_hour": 0.002, "node_per_hour": 0.002, "seed": 3})
+    out = _simulate(path, "--policy", "ringleader", "--json", str(tmp_path / "out.json"))
+    assert out.returncode == 0, out.stderr
+    report = json.loads((tmp_path / "out.json").read_text())["failures"]
+    assert report["outages"] > 100 and report["interruptions"] >= 1
+    assert 0.5 < report["ettr"] < 1.0 and report["lost_gpu_h"]["failure"] > 0
+    workload = load_workload(path)
+    assert workload.failures() is not workload.failures()  # fresh for every run
+    assert load_workload(_workload(tmp_path, {})).spec.failures == FailuresSpec()
+
+
+@pytest.mark.parametrize(
+    ("failures", "field"),
+    [
+        ({"gpu_per_hour": -0.002}, "failures.gpu_per_hour"),
+        ({"repair_s": "inf"}, "failures.repair_s"),
+        ({"checkpoint": "weekly"}, "failures.checkpoint"),
+        ({"checkpoint_cost_s": -1}, "failures.checkpoint_cost_s"),
+        ({"rack_per_hour": 0.1}, "failures.rack_per_hour"),
+    ],
+)
+def test_a_workload_files_bad_failure_setting_exits_2_naming_the_field(
+    tmp_path: Path, failures: dict[str, object], field: str
+) -> None:
+    out = _simulate(_workload(tmp_path, failures), "--policy", "ringleader")
+    assert out.returncode == 2, out.stderr
+    assert field in out.stderr and "Traceback" not in out.stderr

@@ -7,6 +7,7 @@ from typing import Any
 from rich.table import Table
 
 from ringleader.cli.reporting import console
+from ringleader.sim.failures import Failures
 from ringleader.sim.result import SimResult
 
 
@@ -88,3 +89,31 @@ def job_rows(result: SimResult) -> list[dict[str, Any]]:
         }
         for r in result.records
     ]
+
+
+def print_failures(failures: Failures) -> dict[str, Any]:
+    """What failures and checkpoints cost the run: interruptions by cause, ETTR, and the
+    GPU-hours lost to each cause; the same as a dict, for ``--json``."""
+    whole = failures.cluster_ledger()
+    causes = ", ".join(f"{c} {n}" for c, n in sorted(whole.by_cause.items())) or "none"
+    console.print(
+        f"failures: {len(failures.outages)} outages drawn; {whole.interruptions} "
+        f"interruptions ({causes}); cluster ETTR {whole.ettr:.3f}"
+    )
+    lost = ", ".join(f"{c} {h:,.0f}" for c, h in whole.lost_gpu_h.items())
+    console.print(f"GPU-hours useful {whole.useful_gpu_h:,.0f}; lost: {lost}")
+    return {
+        "outages": len(failures.outages),
+        "interruptions": whole.interruptions,
+        "by_cause": whole.by_cause,
+        "ettr": round(whole.ettr, 4),
+        "useful_gpu_h": round(whole.useful_gpu_h, 1),
+        "lost_gpu_h": {c: round(h, 1) for c, h in whole.lost_gpu_h.items()},
+        "jobs": {
+            job: {
+                "interruptions": ledger.interruptions,
+                "ettr": round(ledger.ettr(failures.ended_at), 4),
+            }
+            for job, ledger in failures.ledgers.items()
+        },
+    }

@@ -7,7 +7,12 @@ from pathlib import Path
 from ringleader.cli.errors import fail, write_json
 from ringleader.cli.reporting import console, progress_bar, write_plot
 from ringleader.cli.simulate_policy import policy_for
-from ringleader.cli.simulate_report import job_rows, print_summary, print_users
+from ringleader.cli.simulate_report import (
+    job_rows,
+    print_failures,
+    print_summary,
+    print_users,
+)
 from ringleader.perf.profile_files import ProfileError
 from ringleader.policy.catalog import with_types
 from ringleader.policy.profile.sources import PolicyInputError
@@ -37,6 +42,7 @@ def play_workload(
     if tick_s is None:
         tick_s = settings.tick_s
     chosen = with_types(policy_for(policy_name, quantum_s, thresholds, settings), not type_agnostic)
+    failures = workload.failures()
     with progress_bar() as bar:
         task = bar.add_task(f"{policy_name}: simulating", total=len(workload.jobs))
         try:
@@ -50,11 +56,13 @@ def play_workload(
                 tick_s=tick_s,
                 quotas=workload.spec.quotas(),
                 explain=json_path is not None,  # each job's waits by reason, for the JSON
+                failures=failures,
             ).run()
         except (SimulationStalled, PolicyInputError, ProfileError) as err:
             fail(f"{path}: {err}")
     print_summary(result, workload.cluster.capacity)
     users = print_users(result, workload.cluster.capacity, settings.user_weights)
+    lost = None if failures is None else print_failures(failures)
     if json_path is not None:
         write_json(
             "--json",
@@ -71,6 +79,7 @@ def play_workload(
                 "users": users,
                 "quotas": workload.spec.quotas(),
                 "jobs": job_rows(result),
+                "failures": lost,
             },
         )
         console.print(f"wrote {json_path}")

@@ -19,6 +19,7 @@ from ringleader.perf.epochs import EpochsToConverge
 from ringleader.perf.errors import ModelFitError
 from ringleader.policy.model.views import JobShape
 from ringleader.sim.arrivals import poisson_arrivals
+from ringleader.sim.failures import Failures
 from ringleader.sim.jobs import SimJob
 from ringleader.sim.profiles import PROFILES, TrueProfile
 from ringleader.sim.workload_measured import Measured
@@ -111,6 +112,20 @@ class Workload:
         if clash:
             raise WorkloadFileError(f"job names clash between 'jobs' and 'poisson': {clash[:5]}")
         self.jobs = jobs
+        self._checkpoint_s = {j.name: j.checkpoint_s for j in spec.jobs if j.checkpoint_s}
+        for g in spec.poisson:
+            if g.checkpoint_s is not None:
+                width = len(str(g.count - 1))
+                for i in range(g.count):
+                    self._checkpoint_s[f"{g.name_prefix}{i:0{width}d}"] = g.checkpoint_s
+
+    def failures(self) -> Failures | None:
+        """Fresh failures for one run of the workload, where its file asks for them."""
+        spec = self.spec.failures
+        if spec is None:
+            return None
+        start = min((j.submitted_at for j in self.jobs), default=0.0)
+        return spec.for_run(self.cluster, start, self._checkpoint_s)
 
 
 def _scaled(profiles: dict[str, TrueProfile], model: str, global_batch: int | None) -> TrueProfile:

@@ -16,6 +16,7 @@ from ringleader.perf.allreduce import Algorithm
 from ringleader.policy.model.views import GPU_TYPE_PATTERN, ClusterView
 from ringleader.sim.engine import DEFAULT_RESTART_DELAY_S, DEFAULT_ROUND_S
 from ringleader.sim.profiles import PROFILES
+from ringleader.sim.workload_failures import FailuresSpec
 
 PositiveInt = Annotated[int, Field(gt=0)]
 
@@ -190,6 +191,8 @@ class JobFields(_Strict):
     """Higher runs first, within its user's share (policies that honour priority)."""
     gpu_type: list[TypeName] | None = Field(None, min_length=1, max_length=64)
     """The GPU types the job may run on (None: any)."""
+    checkpoint_s: Annotated[float, Field(ge=0, le=86_400.0, allow_inf_nan=False)] | None = None
+    """What a checkpoint costs the job, where ``failures`` is on (None: its default)."""
 
     @model_validator(mode="after")
     def _sizes(self) -> JobFields:
@@ -231,6 +234,8 @@ class WorkloadSpec(_Strict):
     jobs: list[JobSpec] = []
     poisson: list[PoissonSpec] = []
     users: dict[UserName, UserSpec] = Field({}, max_length=10_000)
+    failures: FailuresSpec | None = None
+    """Nodes that fail during the run (``docs/failures.md``); None: nothing fails."""
 
     @model_validator(mode="after")
     def _check(self) -> WorkloadSpec:

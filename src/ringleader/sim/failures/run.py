@@ -87,6 +87,8 @@ class Failures:
         self._segments: dict[str, _Segment] = {}
         self._waiting: dict[str, tuple[float, int]] = {}
         self.ledgers: dict[str, JobLedger] = {}
+        self.ended_at = 0.0
+        """When the run stopped (``close_all``)."""
 
     def next_change(self) -> float:
         """When the next outage starts or ends (inf: none will)."""
@@ -170,6 +172,7 @@ class Failures:
 
     def close_all(self, active: Iterable[JobState], now: float) -> None:
         """The run stops at ``now``: count every job's time up to it."""
+        self.ended_at = now
         for state in active:
             self._close(state, now)
             waited = self._waiting.pop(state.job.id, None)
