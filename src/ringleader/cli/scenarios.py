@@ -293,14 +293,22 @@ def _save(req: ScenarioRequest, payload: object, draw: Callable[[Path], object])
     "a Llama 3-sized pre-training gang among research jobs for 54 days, nodes failing",
 )
 def llm_cluster(req: ScenarioRequest) -> None:
-    from ringleader.scenarios.llm_cluster import VARIANTS, LlmCluster, run_llm_cluster
+    from ringleader.scenarios.llm_cluster import (
+        VARIANTS,
+        GangMix,
+        LlmCluster,
+        run_llm_cluster,
+        run_placements,
+    )
 
-    setup = LlmCluster()
+    setup, mix = LlmCluster(), GangMix()
     with progress_bar() as bar:
         task = bar.add_task(f"llm-cluster: {len(VARIANTS)} simulations", total=len(VARIANTS))
         rows = run_llm_cluster(
             setup, VARIANTS, processes=req.processes, on_done=lambda _: bar.advance(task)
         )
+    with console.status("llm-cluster: placement rules on a gang-heavy mix"):
+        placements = run_placements(mix, req.seeds, processes=req.processes)
     gang = f"{setup.gang_gpus:,}-GPU gang"
     table = Table(
         title=f"llm-cluster: a {gang} and {setup.research_jobs} research jobs, "
@@ -310,11 +318,11 @@ def llm_cluster(req: ScenarioRequest) -> None:
     for col in (
         "variant",
         "GPUs",
-        "gang interruptions",
-        "gang ETTR",
-        "gang lost h: failure / ckpt / restart / wait",
+        "interruptions",
+        "ETTR",
+        "lost h: fail/ckpt/restart/wait",
         "cluster ETTR",
-        "research avg JCT h",
+        "research JCT h",
     ):
         table.add_column(col, justify="left" if col == "variant" else "right")
     for r in rows:
@@ -330,6 +338,16 @@ def llm_cluster(req: ScenarioRequest) -> None:
             f"{r['research_avg_jct_h']:.2f}",
         )
     console.print(table)
+    racks = Table(
+        title=f"placement: {mix.jobs} gangs of 64-1,024 GPUs on {mix.racks} racks of "
+        f"{mix.nodes_per_rack * mix.gpus_per_node} GPUs, 4x slower between racks",
+        caption=f"mean over {req.seeds} seeds; the default policy, no failures",
+    )
+    for col in ("placement", "avg JCT h", "over blind"):
+        racks.add_column(col, justify="left" if col == "placement" else "right")
+    for r in placements:
+        racks.add_row(str(r["placement"]), f"{r['avg_jct_h']:.2f}", f"{r['over_blind']:.3f}")
+    console.print(racks)
     console.print("model, calibration and what differs from the report: docs/failures.md")
 
     def draw(path: Path) -> object:
@@ -337,4 +355,5 @@ def llm_cluster(req: ScenarioRequest) -> None:
 
         return failures_plot(rows, path)
 
-    _save(req, {"setup": asdict(setup), "rows": rows}, draw)
+    payload = {"setup": asdict(setup), "rows": rows, "mix": asdict(mix), "placements": placements}
+    _save(req, payload, draw)

@@ -78,7 +78,9 @@ LoadFlag = Annotated[
 ]
 SeedsFlag = Annotated[
     int | None,
-    typer.Option(min=1, help="Arrival seeds per scenario cell (default 10; tensorlights 3)."),
+    typer.Option(
+        min=1, help="Arrival seeds per scenario cell (default 10; tensorlights 3; llm-cluster 2)."
+    ),
 ]
 JsonFlag = Annotated[Path | None, typer.Option("--json", help="Write the results as JSON here.")]
 PlotFlag = Annotated[Path | None, typer.Option(help="Write a PNG plot here.")]
@@ -171,7 +173,7 @@ def simulate(
     if plot is not None:
         check_output_file("--plot", plot, needs_suffix=True)
     if seeds is None:
-        seeds = 3 if scenario in ("tensorlights", "heterogeneity") else 10
+        seeds = {"tensorlights": 3, "heterogeneity": 3, "llm-cluster": 2}.get(scenario or "", 10)
     _check_flags(seeds, processes, scenario, trace, gpu_types, type_agnostic, tick_s)
     if load is not None and scenario != "heterogeneity":
         fail("--load applies to --scenario heterogeneity (a workload file states its arrivals)")

@@ -23,6 +23,9 @@ racks held back. Each variant changes one thing:
 * ``every 3 h``: every job checkpoints every three hours of progress;
 * ``no spares``: Young/Daly, on a cluster of exactly the gang's nodes (no
   research, no spare rack): the gang waits out each repair.
+
+A second part compares placement rules on a gang-heavy mix (``GangMix``):
+topology-blind ``FewestNodes`` against ``FewestRacks``, preferred and required.
 """
 
 from __future__ import annotations
@@ -30,13 +33,15 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from ringleader.perf import EpochsToConverge
 from ringleader.policy.catalog import policy_named
 from ringleader.policy.model.views import ClusterView, JobShape
+from ringleader.policy.pipeline import Policy
+from ringleader.policy.place.racks import FewestRacks
 from ringleader.sim.engine import Simulator
 from ringleader.sim.failures import (
     YOUNG_DALY,
@@ -49,6 +54,7 @@ from ringleader.sim.failures import (
 )
 from ringleader.sim.jobs import SimJob
 from ringleader.sim.profiles import TrueProfile
+from ringleader.sim.topology import Topology
 
 DAY = 86_400.0
 HOUR = 3_600.0
@@ -121,7 +127,9 @@ class LlmCluster:
 
     def cluster(self, *, spares: bool = True) -> ClusterView:
         racks = self.gang_racks + (self.spare_racks + self.research_racks if spares else 0)
-        return ClusterView.uniform(racks * self.nodes_per_rack, self.gpus_per_node)
+        return ClusterView.uniform(
+            racks * self.nodes_per_rack, self.gpus_per_node, self.nodes_per_rack
+        )
 
     @property
     def research_gpus(self) -> int:
@@ -234,3 +242,109 @@ def run_llm_cluster(
                 on_done(row)
             rows.append(row)
     return rows
+
+
+@dataclass(frozen=True, slots=True)
+class GangMix:
+    """The scenario's placement comparison: gangs of 64 to 1,024 GPUs on racks of 256.
+
+    Every job spends ``comm_share`` of its step synchronising within a rack and four
+    times that across racks (``Topology``'s 400 and 100 Gb/s a GPU): spanning two
+    racks makes a step 1.9 times as long. Submitted as a Poisson stream at ``load``
+    (GPU-hours asked over GPU-hours the cluster has over the arrival span).
+    """
+
+    racks: int = 16
+    nodes_per_rack: int = 32
+    gpus_per_node: int = 8
+    jobs: int = 120
+    load: float = 0.8
+    comm_share: float = 0.3
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("racks", "nodes_per_rack", "gpus_per_node", "jobs"):
+            value = getattr(self, name)
+            if not (isinstance(value, int) and value >= 1):
+                raise FailureInputError(f"{name}: {value!r} must be a whole number >= 1")
+        if not (math.isfinite(self.load) and self.load > 0):
+            raise FailureInputError(f"load: {self.load!r} must be a finite number > 0")
+        if not 0 <= self.comm_share < 1:
+            raise FailureInputError(f"comm_share: {self.comm_share!r} must be in [0, 1)")
+        if max(GANG_SIZES) > self.racks * self.nodes_per_rack * self.gpus_per_node:
+            raise FailureInputError(
+                f"racks: {self.racks} racks cannot hold the mix's largest gang "
+                f"({max(GANG_SIZES)} GPUs)"
+            )
+
+    def cluster(self) -> ClusterView:
+        return ClusterView.uniform(
+            self.racks * self.nodes_per_rack, self.gpus_per_node, self.nodes_per_rack
+        )
+
+    def gangs(self) -> list[SimJob]:
+        rng = np.random.default_rng(self.seed)
+        sizes = rng.choice(GANG_SIZES, self.jobs)
+        hours = 6.0 * np.exp(rng.normal(0.0, 1.0, self.jobs))
+        capacity = self.cluster().capacity
+        span = float((sizes * hours).sum()) / (capacity * self.load) * HOUR
+        times = np.sort(rng.uniform(0.0, span, self.jobs))
+        return [
+            replace(
+                gang(int(g), float(h), f"gang-{i}", float(t), "", 120.0),
+                comm_share=self.comm_share,
+            )
+            for i, (g, h, t) in enumerate(zip(sizes, hours, times, strict=True))
+        ]
+
+
+GANG_SIZES = (64, 128, 256, 512, 1024)
+PLACEMENTS = ("fewest nodes (blind)", "racks preferred", "racks required")
+
+
+def run_placement(mix: GangMix, placement: str) -> dict[str, object]:
+    """The gang mix under the default with one placement rule (``PLACEMENTS``): its
+    average JCT and makespan."""
+    default = policy_named("ringleader")
+    assert isinstance(default, Policy)
+    rule = {
+        PLACEMENTS[0]: default.place,
+        PLACEMENTS[1]: FewestRacks(),
+        PLACEMENTS[2]: FewestRacks(required=True),
+    }[placement]
+    policy = replace(default, place=rule)
+    result = Simulator(policy, mix.cluster(), mix.gangs(), round_s=None, topology=Topology()).run()
+    return {
+        "placement": placement,
+        "avg_jct_h": round(result.summary.avg_jct_s / HOUR, 3),
+        "makespan_h": round(result.summary.makespan_s / HOUR, 2),
+        "finished": result.summary.finished,
+        "wall_s": round(result.wall_s, 1),
+    }
+
+
+def run_placements(
+    mix: GangMix, seeds: int = 2, *, processes: int | None = None
+) -> list[dict[str, object]]:
+    """Each placement rule on ``seeds`` draws of the mix: average JCT per rule, mean over
+    the seeds, and its ratio to the topology-blind rule's on the same draws."""
+    cells = [(replace(mix, seed=mix.seed + s), p) for s in range(seeds) for p in PLACEMENTS]
+    with ProcessPoolExecutor(processes) as pool:
+        rows = list(pool.map(run_placement, *zip(*cells, strict=True)))
+    blind = {
+        i // len(PLACEMENTS): r["avg_jct_h"] for i, r in enumerate(rows) if i % len(PLACEMENTS) == 0
+    }
+    out = []
+    for p in PLACEMENTS:
+        mine = [(i // len(PLACEMENTS), r) for i, r in enumerate(rows) if r["placement"] == p]
+        jct = [float(r["avg_jct_h"]) for _, r in mine]  # type: ignore[arg-type]
+        ratio = [float(r["avg_jct_h"]) / float(blind[s]) for s, r in mine]  # type: ignore[arg-type]
+        out.append(
+            {
+                "placement": p,
+                "avg_jct_h": round(sum(jct) / len(jct), 2),
+                "over_blind": round(sum(ratio) / len(ratio), 4),
+                "per_seed_h": jct,
+            }
+        )
+    return out

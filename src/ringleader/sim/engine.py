@@ -46,6 +46,7 @@ from ringleader.sim.playing import Playing
 from ringleader.sim.result import RunLog, SimResult
 from ringleader.sim.steering import Driver, steer
 from ringleader.sim.ticks import Finishes, advance, repace, tick_at_or_after
+from ringleader.sim.topology import Topology
 from ringleader.spine.effects import carry_out, unchanged
 from ringleader.spine.needs import SIMULATOR, serve_policy
 from ringleader.spine.round import decide_round
@@ -88,6 +89,7 @@ class Simulator:
         quotas: Mapping[str, int] | None = None,
         explain: bool = False,
         failures: Failures | None = None,
+        topology: Topology | None = None,
     ) -> None:
         if restart_delay_s < 0 or switch_delay_s < 0:
             raise ValueError("restart_delay_s and switch_delay_s must be >= 0")
@@ -129,7 +131,8 @@ class Simulator:
         None: at every event."""
         self._occupancy = Occupancy()
         """The GPUs the jobs run on and hold, as ``_apply`` and completions change them."""
-        self._pacing = Pacing(cluster, contention, host, typed=any(j.type_speed for j in jobs))
+        typed = any(j.type_speed for j in jobs)
+        self._pacing = Pacing(cluster, contention, host, typed=typed, topology=topology)
         self.quotas = quotas
         """Each user's GPU quota (``spine.quota``); a user not named has none."""
         self.explain = explain

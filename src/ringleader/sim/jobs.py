@@ -63,6 +63,9 @@ class SimJob:
     """The job's true profile on each type it was measured on, ``profile`` the first's:
     then its speed on a type is that table's at its placement (``sim.typed``), and
     ``type_speed`` only what a policy is told."""
+    comm_share: float = 0.0
+    """The share of its step spent synchronising across nodes within one rack: what grows
+    when it spans racks (``sim.topology``); 0: it does not care where it runs."""
 
 
 @dataclass(slots=True)

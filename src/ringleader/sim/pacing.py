@@ -4,8 +4,9 @@ The simulator's ground truth, not the policy's belief. A job runs at its profile
 speed for its size, times a factor for what it shares: a partner packed on its
 GPU (``Contention.packed``; half speed where nothing was measured), GPUs on more
 nodes than it needs (``Contention.spread``), the slowest GPU type it holds
-(``SimJob.type_speed``, or its table on that type: ``sim.typed``), and the most
-crowded host resource it uses (``Host``).
+(``SimJob.type_speed``, or its table on that type: ``sim.typed``), the most
+crowded host resource it uses (``Host``), and the racks a gang spans
+(``sim.topology``).
 Worked out again whenever who runs where may have changed (``Simulator``).
 """
 
@@ -17,6 +18,7 @@ from typing import Protocol
 from ringleader.policy.model.views import ClusterView
 from ringleader.sim.host import Host
 from ringleader.sim.jobs import JobState
+from ringleader.sim.topology import Topology
 from ringleader.sim.typed import table_speed
 from ringleader.spine.observe import co_runners
 
@@ -36,7 +38,7 @@ class Contention(Protocol):
 class Pacing:
     """Each running job's partners and speed factor on one cluster (the module docstring)."""
 
-    __slots__ = ("_type_of", "_widest", "contention", "host", "typed")
+    __slots__ = ("_rack_of", "_type_of", "_widest", "contention", "host", "topology", "typed")
 
     def __init__(
         self,
@@ -45,9 +47,13 @@ class Pacing:
         host: Host | None,
         *,
         typed: bool,
+        topology: Topology | None = None,
     ) -> None:
         self.contention = contention
         self.host = host
+        self.topology = topology
+        """Racks and their links (None: where a gang runs costs it nothing more)."""
+        self._rack_of = cluster.node_racks if topology is not None else {}
         self.typed = typed
         """Some job runs at different speeds on different GPU types."""
         self._type_of = cluster.node_types
@@ -97,9 +103,20 @@ class Pacing:
             extra = nodes - -(-gpus // self._widest)
             if extra > 0:
                 state.factor *= model.spread(kind, gpus, extra)
+        if self.topology is not None:
+            self._span_racks(running, self.topology)
         for state in running:
             state.pace()
         return running
+
+    def _span_racks(self, running: list[JobState], topology: Topology) -> None:
+        """Slow each gang that spans racks by what its sync then costs (``sim.topology``)."""
+        rack_of = self._rack_of
+        for state in running:
+            share = state.job.comm_share
+            if share > 0:
+                racks = len({rack_of[d.node] for d in state.devices[: state.workers]})
+                state.factor *= topology.speed(share, racks)
 
     def _type_speeds(self, running: list[JobState]) -> None:
         """Each running job's speed on the types it holds: its slowest type's (from its

@@ -93,6 +93,9 @@ class Node:
     gpus: int
     gpu_memory_gib: float = 16.0
     gpu_type: str = ""
+    rack: str = ""
+    """The rack it is in (``""``: a cluster that names no racks): where a gang that
+    spans two syncs over the slower links between racks."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,9 +114,23 @@ class ClusterView:
         object.__setattr__(self, "_memory_of", {n.name: n.gpu_memory_gib for n in self.nodes})
 
     @classmethod
-    def uniform(cls, nodes: int, gpus_per_node: int) -> ClusterView:
+    def uniform(
+        cls, nodes: int, gpus_per_node: int, nodes_per_rack: int | None = None
+    ) -> ClusterView:
+        """``nodes`` of ``gpus_per_node`` GPUs, in racks of ``nodes_per_rack`` in order
+        (None: no racks)."""
         width = len(str(max(nodes - 1, 0)))
-        return cls(tuple(Node(f"node{i:0{width}d}", gpus_per_node) for i in range(nodes)))
+        if nodes_per_rack is None:
+            return cls(tuple(Node(f"node{i:0{width}d}", gpus_per_node) for i in range(nodes)))
+        racks = len(str(max((nodes - 1) // nodes_per_rack, 0)))
+        return cls(
+            tuple(
+                Node(
+                    f"node{i:0{width}d}", gpus_per_node, rack=f"rack{i // nodes_per_rack:0{racks}d}"
+                )
+                for i in range(nodes)
+            )
+        )
 
     @classmethod
     def typed(cls, types: Mapping[str, tuple[int, int]]) -> ClusterView:
@@ -152,6 +169,16 @@ class ClusterView:
     def node_types(self) -> Mapping[str, str]:
         """Each node's GPU type, by node name (worked out once, not to be changed)."""
         return self._type_of
+
+    @property
+    def node_racks(self) -> dict[str, str]:
+        """Each node's rack, by node name (``""`` where the cluster names no racks)."""
+        return {n.name: n.rack for n in self.nodes}
+
+    @property
+    def racked(self) -> bool:
+        """Whether the cluster names racks."""
+        return any(n.rack for n in self.nodes)
 
     @property
     def node_memory(self) -> Mapping[str, float]:
