@@ -24,17 +24,14 @@ import argparse
 import functools
 import json
 import time
-from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from _common import results_file, stamp
 from ringleader.perf.measured import MeasuredJob
 from ringleader.policy.catalog import policy_from_config
-from ringleader.policy.model.needs import Needs
-from ringleader.policy.model.plan import Decider, Plan
-from ringleader.policy.model.views import ClusterView, JobView
 from ringleader.sim import pollux
+from ringleader.sim.timed import Timed
 
 POLICIES = ("tiresias", "optimus", "pollux", "sia")
 GOAL = {"tiresias": 0.05, "optimus": 0.05, "pollux": 0.10}
@@ -52,28 +49,6 @@ def workloads() -> list[str]:
 def profiles() -> dict[str, MeasuredJob]:
     """Every bundled application's profile, read once per process."""
     return pollux.read_profiles(pollux.DATA / "traces", sorted(pollux.APPLICATIONS))
-
-
-class Timed:
-    """A policy whose every decision is timed, for the decision-time goal."""
-
-    def __init__(self, policy: Decider) -> None:
-        self.policy = policy
-        self.seconds: list[float] = []
-
-    @property
-    def name(self) -> str:
-        return self.policy.name
-
-    @property
-    def needs(self) -> Needs:
-        return self.policy.needs
-
-    def decide(self, jobs: Sequence[JobView], cluster: ClusterView, now: float) -> Plan:
-        started = time.perf_counter()
-        plan = self.policy.decide(jobs, cluster, now)
-        self.seconds.append(time.perf_counter() - started)
-        return plan
 
 
 def one(policy: str, name: str, load: str) -> dict[str, object]:

@@ -54,6 +54,7 @@ from ringleader.sim.failures import (
 )
 from ringleader.sim.jobs import SimJob
 from ringleader.sim.profiles import TrueProfile
+from ringleader.sim.timed import Timed
 from ringleader.sim.topology import Topology
 
 DAY = 86_400.0
@@ -193,8 +194,9 @@ def run_variant(
         outages, cluster, model=model, checkpointing=rule, cost_s={GANG: setup.gang_checkpoint_s}
     )
     quotas = {"research": setup.research_gpus} if variant.spares else None
+    timed = Timed(policy_named("ringleader"))
     sim = Simulator(
-        policy_named("ringleader"),
+        timed,
         cluster,
         jobs,
         failures=failures,
@@ -220,6 +222,9 @@ def run_variant(
         "cluster_lost_gpu_h": {c: round(v) for c, v in whole.lost_gpu_h.items()},
         "research_finished": len(research),
         "research_avg_jct_h": round(sum(research) / len(research) / HOUR if research else 0.0, 2),
+        "decisions": len(timed.seconds),
+        "decision_p50_ms": round(timed.quantile_ms(0.5), 1),
+        "decision_p99_ms": round(timed.quantile_ms(0.99), 1),
         "wall_s": round(result.wall_s, 1),
     }
 
