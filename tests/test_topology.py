@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
+import json
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -14,6 +18,7 @@ from ringleader.policy.place.racks import FewestRacks, place_in_racks
 from ringleader.sim.engine import Simulator
 from ringleader.sim.failures import FailureInputError
 from ringleader.sim.topology import Topology
+from ringleader.sim.workload_file import load_workload
 from tests.helpers import sized_job
 from tests.test_failures import _gang
 
@@ -83,3 +88,66 @@ def test_a_gang_on_two_racks_runs_at_the_speed_its_slowest_link_allows() -> None
 def test_bandwidths_that_cannot_be_are_refused_by_name(fields: dict[str, float], name: str) -> None:
     with pytest.raises(FailureInputError, match=name):
         Topology(**fields)
+
+
+def _file(tmp_path: Path, **changes: object) -> Path:
+    data: dict[str, object] = {
+        "cluster": {"nodes": 64, "gpus_per_node": 8, "nodes_per_rack": 16},
+        "topology": {"within_rack_gbps": 400, "across_racks_gbps": 100},
+        "poisson": [
+            {"model": "resnet110", "count": 60, "mean_gap_s": 900, "gpus": 64,
+             "elastic": False, "comm_share": 0.3, "seed": 1},
+            {"model": "resnet110", "count": 60, "mean_gap_s": 900, "gpus": 16,
+             "elastic": False, "comm_share": 0.3, "seed": 2, "name_prefix": "small"},
+        ],
+    }  # fmt: skip
+    data.update(changes)
+    path = tmp_path / "workload.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+def _simulate(path: Path, policy: str = "ringleader") -> subprocess.CompletedProcess[str]:
+    cmd = [sys.executable, "-m", "ringleader", "simulate", "--workload", str(path)]
+    cmd += ["--policy", policy, "--json", str(path.with_suffix(".out.json"))]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+
+
+def test_a_workload_files_topology_places_gangs_within_racks_and_they_finish_sooner(
+    tmp_path: Path,
+) -> None:
+    jct = {}
+    for placement in ("blind", "preferred"):
+        topology = {"within_rack_gbps": 400, "across_racks_gbps": 100, "placement": placement}
+        path = _file(tmp_path, topology=topology)
+        out = _simulate(path)
+        assert out.returncode == 0, out.stderr
+        jct[placement] = json.loads(path.with_suffix(".out.json").read_text())["summary"]
+    assert jct["preferred"]["avg_jct_s"] < jct["blind"]["avg_jct_s"]
+    workload = load_workload(_file(tmp_path))
+    assert {j.comm_share for j in workload.jobs} == {0.3}
+    assert len(set(workload.cluster.node_racks.values())) == 4  # racks of 16 nodes
+
+
+@pytest.mark.parametrize(
+    ("changes", "policy", "named"),
+    [
+        ({"topology": {"within_rack_gbps": 100, "across_racks_gbps": 400}}, "ringleader",
+         "across_racks_gbps"),
+        ({"topology": {"across_racks_gbps": -1}}, "ringleader", "topology.across_racks_gbps"),
+        ({"cluster": {"nodes": 64, "gpus_per_node": 8}}, "ringleader", "nodes_per_rack"),
+        ({"topology": {"placement": "required"}}, "ringleader", "poisson[0].gpus"),
+        ({}, "sia", "topology.placement"),
+    ],
+)  # fmt: skip
+def test_a_topology_that_cannot_be_exits_2_naming_the_field(
+    tmp_path: Path, changes: dict[str, object], policy: str, named: str
+) -> None:
+    if changes.get("topology") == {"placement": "required"}:
+        changes = {
+            "cluster": {"nodes": 64, "gpus_per_node": 8, "nodes_per_rack": 4},
+            "topology": {"placement": "required"},
+        }
+    out = _simulate(_file(tmp_path, **changes), policy)
+    assert out.returncode == 2, out.stderr
+    assert named in out.stderr and "Traceback" not in out.stderr

@@ -42,6 +42,15 @@ def play_workload(
     if tick_s is None:
         tick_s = settings.tick_s
     chosen = with_types(policy_for(policy_name, quantum_s, thresholds, settings), not type_agnostic)
+    racks = workload.spec.topology
+    if racks is not None:
+        placed = racks.placed(chosen)
+        if placed is None:
+            fail(
+                f"{path}: topology.placement: {policy_name} places jobs its own way; "
+                "give placement: blind, or a policy with a place stage (e.g. ringleader)"
+            )
+        chosen = placed
     failures = workload.failures()
     with progress_bar() as bar:
         task = bar.add_task(f"{policy_name}: simulating", total=len(workload.jobs))
@@ -57,6 +66,7 @@ def play_workload(
                 quotas=workload.spec.quotas(),
                 explain=json_path is not None,  # each job's waits by reason, for the JSON
                 failures=failures,
+                topology=None if racks is None else racks.topology(),
             ).run()
         except (SimulationStalled, PolicyInputError, ProfileError) as err:
             fail(f"{path}: {err}")

@@ -111,13 +111,9 @@ class Workload:
         clash = sorted(i for i, n in Counter(ids).items() if n > 1)
         if clash:
             raise WorkloadFileError(f"job names clash between 'jobs' and 'poisson': {clash[:5]}")
-        self.jobs = jobs
-        self._checkpoint_s = {j.name: j.checkpoint_s for j in spec.jobs if j.checkpoint_s}
-        for g in spec.poisson:
-            if g.checkpoint_s is not None:
-                width = len(str(g.count - 1))
-                for i in range(g.count):
-                    self._checkpoint_s[f"{g.name_prefix}{i:0{width}d}"] = g.checkpoint_s
+        shares = _named(spec, "comm_share")
+        self.jobs = [replace(j, comm_share=shares[j.id]) if j.id in shares else j for j in jobs]
+        self._checkpoint_s = _named(spec, "checkpoint_s")
 
     def failures(self) -> Failures | None:
         """Fresh failures for one run of the workload, where its file asks for them."""
@@ -126,6 +122,18 @@ class Workload:
             return None
         start = min((j.submitted_at for j in self.jobs), default=0.0)
         return spec.for_run(self.cluster, start, self._checkpoint_s)
+
+
+def _named(spec: WorkloadSpec, field: str) -> dict[str, float]:
+    """Each job's ``field`` where it is set, by job name (a generator's jobs by the names
+    it gives them)."""
+    out = {j.name: getattr(j, field) for j in spec.jobs if getattr(j, field)}
+    for g in spec.poisson:
+        value = getattr(g, field)
+        if value:
+            width = len(str(g.count - 1))
+            out |= {f"{g.name_prefix}{i:0{width}d}": value for i in range(g.count)}
+    return out
 
 
 def _scaled(profiles: dict[str, TrueProfile], model: str, global_batch: int | None) -> TrueProfile:

@@ -17,6 +17,7 @@ from ringleader.policy.model.views import GPU_TYPE_PATTERN, ClusterView
 from ringleader.sim.engine import DEFAULT_RESTART_DELAY_S, DEFAULT_ROUND_S
 from ringleader.sim.profiles import PROFILES
 from ringleader.sim.workload_failures import FailuresSpec
+from ringleader.sim.workload_topology import TopologySpec
 
 PositiveInt = Annotated[int, Field(gt=0)]
 
@@ -55,6 +56,8 @@ class ClusterSpec(_Strict):
     nodes: Annotated[int, Field(gt=0, le=10_000)] | None = None
     gpus_per_node: Annotated[int, Field(gt=0, le=64)] | None = None
     types: dict[TypeName, NodesSpec] | None = Field(None, min_length=1, max_length=64)
+    nodes_per_rack: Annotated[int, Field(gt=0, le=10_000)] | None = None
+    """Nodes in each rack, in order (None: no racks); with ``nodes``, not ``types``."""
 
     @model_validator(mode="after")
     def _one_form(self) -> ClusterSpec:
@@ -66,12 +69,14 @@ class ClusterSpec(_Strict):
             )
         if plain and (self.nodes is None or self.gpus_per_node is None):
             raise ValueError("give both nodes and gpus_per_node")
+        if self.nodes_per_rack is not None and self.types is not None:
+            raise ValueError("nodes_per_rack: racks go with nodes and gpus_per_node, not types")
         return self
 
     def view(self) -> ClusterView:
         if self.types is None:
             assert self.nodes is not None and self.gpus_per_node is not None
-            return ClusterView.uniform(self.nodes, self.gpus_per_node)
+            return ClusterView.uniform(self.nodes, self.gpus_per_node, self.nodes_per_rack)
         return ClusterView.typed({t: (n.nodes, n.gpus_per_node) for t, n in self.types.items()})
 
     @property
@@ -193,6 +198,9 @@ class JobFields(_Strict):
     """The GPU types the job may run on (None: any)."""
     checkpoint_s: Annotated[float, Field(ge=0, le=86_400.0, allow_inf_nan=False)] | None = None
     """What a checkpoint costs the job, where ``failures`` is on (None: its default)."""
+    comm_share: Annotated[float, Field(ge=0, lt=1, allow_inf_nan=False)] = 0.0
+    """The share of its step spent synchronising within a rack, where ``topology`` is on:
+    what grows when it spans racks (0: where it runs costs it nothing)."""
 
     @model_validator(mode="after")
     def _sizes(self) -> JobFields:
@@ -236,6 +244,9 @@ class WorkloadSpec(_Strict):
     users: dict[UserName, UserSpec] = Field({}, max_length=10_000)
     failures: FailuresSpec | None = None
     """Nodes that fail during the run (``docs/failures.md``); None: nothing fails."""
+    topology: TopologySpec | None = None
+    """Racks' links and the placement rule (``docs/failures.md``); None: racks cost
+    nothing."""
 
     @model_validator(mode="after")
     def _check(self) -> WorkloadSpec:
@@ -292,7 +303,29 @@ class WorkloadSpec(_Strict):
         if not self.jobs and not self.poisson:
             raise ValueError("no jobs: add a 'jobs' list or a 'poisson' generator")
         self._check_quotas()
+        self._check_racks()
         return self
+
+    def _check_racks(self) -> None:
+        """A topology on a cluster with racks; under ``required``, every job within one."""
+        if self.topology is None:
+            return
+        per_rack = self.cluster.nodes_per_rack
+        if per_rack is None:
+            raise ValueError("topology: the cluster names no racks; give cluster.nodes_per_rack")
+        if self.topology.placement != "required":
+            return
+        rack = per_rack * (self.cluster.gpus_per_node or 0)
+        for kind, entries in (("jobs", self.jobs), ("poisson", self.poisson)):
+            for i, entry in enumerate(entries):
+                field = "min_gpus" if entry.elastic else "gpus"
+                least = getattr(entry, field)
+                if least > rack:
+                    raise ValueError(
+                        f"{kind}[{i}].{field}: {least} GPUs cannot fit in one rack of {rack} "
+                        f"and topology.placement is required; lower {field}, or make "
+                        "placement preferred"
+                    )
 
     def _check_measured(self, types: tuple[str, ...]) -> None:
         """Measured models on a cluster of one type, their names their own, and every job
