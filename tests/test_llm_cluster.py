@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import statistics
+from pathlib import Path
 
 import pytest
 
+from ringleader.report.plots import failures_plot
 from ringleader.scenarios.llm_cluster import (
+    PLACEMENTS,
+    GangMix,
     LlmCluster,
     Variant,
     research_mix,
+    run_placements,
     run_variant,
 )
 from ringleader.sim.failures import FailureInputError, FailureModel
@@ -52,3 +57,16 @@ def test_young_daly_beats_a_fixed_3h_interval_and_spares_beat_waiting_for_repair
 def test_a_setting_that_cannot_be_is_refused_by_name(fields: dict[str, object], name: str) -> None:
     with pytest.raises(FailureInputError, match=name):
         LlmCluster(**fields)  # type: ignore[arg-type]
+
+
+def test_placement_rules_are_compared_on_the_same_draws_and_plotted(tmp_path: Path) -> None:
+    mix = GangMix(racks=4, nodes_per_rack=32, jobs=12, load=0.8)
+    rows = run_placements(mix, seeds=2, processes=1)
+    assert [r["placement"] for r in rows] == list(PLACEMENTS)
+    assert rows[0]["over_blind"] == 1.0
+    assert all(len(r["per_seed_h"]) == 2 for r in rows)  # type: ignore[arg-type]
+    variant = run_variant(
+        LlmCluster(gang_gpus=256, research_racks=4, days=2.0, research_jobs=5), Variant("yd")
+    )
+    out = failures_plot([variant], rows, tmp_path / "llm.png")
+    assert out.stat().st_size > 10_000

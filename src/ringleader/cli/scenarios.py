@@ -353,7 +353,7 @@ def llm_cluster(req: ScenarioRequest) -> None:
     def draw(path: Path) -> object:
         from ringleader.report.plots import failures_plot
 
-        return failures_plot(rows, path)
+        return failures_plot(rows, placements, path)
 
     payload = {"setup": asdict(setup), "rows": rows, "mix": asdict(mix), "placements": placements}
     _save(req, payload, draw)

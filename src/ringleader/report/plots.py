@@ -220,10 +220,13 @@ def heterogeneity_plot(results: Sequence[Mapping[str, Any]], path: Path) -> Path
     return save_figure(fig, path)
 
 
-def failures_plot(rows: Sequence[Mapping[str, Any]], path: Path) -> Path:
-    """Per variant of the ``llm-cluster`` scenario: the gang's ETTR, and where the GPU-hours
-    that were not useful went (failure, checkpoint, restart, waiting), stacked."""
-    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4.2))
+def failures_plot(
+    rows: Sequence[Mapping[str, Any]], placements: Sequence[Mapping[str, Any]], path: Path
+) -> Path:
+    """The ``llm-cluster`` scenario: per checkpoint variant, the gang's ETTR and where the
+    GPU-hours that were not useful went (stacked by cause); per placement rule, the gang
+    mix's average JCT over the topology-blind rule's."""
+    fig, (left, middle, right) = plt.subplots(1, 3, figsize=(14, 4.2))
     names = [str(r["variant"]) for r in rows]
     left.bar(names, [float(r["gang_ettr"]) for r in rows], color="tab:blue")
     left.axhline(0.9, color="grey", linestyle="--", label="Llama 3 report: above 0.90")
@@ -233,9 +236,14 @@ def failures_plot(rows: Sequence[Mapping[str, Any]], path: Path) -> Path:
     bottom = np.zeros(len(rows))
     for cause in ("failure", "checkpoint", "restart", "queueing"):
         hours = np.asarray([float(r["cluster_lost_gpu_h"][cause]) / 1e3 for r in rows])
-        right.bar(names, hours, bottom=bottom, label=cause)
+        middle.bar(names, hours, bottom=bottom, label=cause)
         bottom += hours
-    right.set_ylabel("GPU-hours lost, thousands")
-    right.set_title("the whole cluster, by cause")
-    right.legend(fontsize=8)
+    middle.set_ylabel("GPU-hours lost, thousands")
+    middle.set_title("the whole cluster, by cause")
+    middle.legend(fontsize=8)
+    rules = [str(r["placement"]).replace(" (blind)", "\n(blind)") for r in placements]
+    right.bar(rules, [float(r["over_blind"]) for r in placements], color="tab:green")
+    right.axhline(1.0, color="grey", linestyle="--")
+    right.set_ylabel("average JCT over topology-blind")
+    right.set_title("gangs on racks, 4x slower between them")
     return save_figure(fig, path)
