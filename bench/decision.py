@@ -1,4 +1,4 @@
-"""One scheduling decision at scale: 5,000 active jobs on 10,000 GPUs.
+"""One scheduling decision at scale: 5,000 active jobs on 10,000 GPUs, and a 16k gang.
 
 Builds a snapshot of 5,000 jobs (mixed requests of 1-8 GPUs, elastic, half of
 them already placed) on 1,250 nodes × 8 GPUs and times ``Policy.decide`` 50
@@ -9,8 +9,9 @@ view kept, a running job's progress moved on in place, as the simulator keeps
 them. Those decide about a snapshot on which no plan was carried out, so each
 places the waiting half anew; ``*_after_one_event`` carries each plan out and
 times the decision after one event (a finish and an arrival), as a body meets
-it. Target (issue 7): p99 under 100 ms for the default stack. Writes
-bench/results/decision.json.
+it. Target (issue 7): p99 under 100 ms for the default stack. Last, the default
+on issue 61's cluster (``llm_snapshot``: 18,432 GPUs, a running 16,384-GPU gang
+and 400 research jobs). Writes bench/results/decision.json.
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ from ringleader.spine.views import progress_view
 
 OUT = results_file("decision")
 JOBS, NODES, REPEAT = 5_000, 1_250, 50
+LLM_NODES, LLM_GANG, LLM_JOBS = 2_304, 16_384, 400
+"""Issue 61's cluster: 72 racks of 32 nodes of 8 GPUs, a 16k gang and a research mix."""
 SETTLE = 10
 """Decisions, at most, for a snapshot's plans to stop moving jobs (``after_one_event_times``)."""
 
@@ -183,6 +186,71 @@ def after_one_event_times(
     return sorted(times), sorted(after)
 
 
+def llm_snapshot(seed: int = 0) -> tuple[list[JobView], ClusterView]:
+    """Issue 61's cluster: a 16,384-GPU gang running on 2,048 of 2,304 nodes (racks of
+    32), and 400 research jobs of 1-64 GPUs, every other one placed on the rest."""
+    cluster = ClusterView.uniform(LLM_NODES, 8, 32)
+    names = [n.name for n in cluster.nodes]
+    p = RESNET110_K40
+    gang = tuple(Device(names[i // 8], i % 8) for i in range(LLM_GANG))
+    jobs = [
+        JobView(
+            id="pretrain",
+            submitted_at=0.0,
+            shape=p.shape,
+            epochs=p.epochs,
+            min_gpus=LLM_GANG,
+            max_gpus=LLM_GANG,
+            requested_gpus=LLM_GANG,
+            elastic=False,
+            devices=gang,
+            workers=LLM_GANG,
+            speed=p.speed_model,
+            priority=10,
+        )
+    ]
+    rng = random.Random(seed)
+    node, slot = LLM_GANG // 8, 0
+    for i in range(LLM_JOBS):
+        want = rng.choice((1, 2, 4, 8, 8, 16, 32, 64))
+        devices: tuple[Device, ...] = ()
+        if i % 2 == 0 and node < LLM_NODES:
+            taken = []
+            while len(taken) < want and node < LLM_NODES:
+                taken.append(Device(names[node], slot))
+                node, slot = (node + 1, 0) if slot == 7 else (node, slot + 1)
+            devices = tuple(taken) if len(taken) == want else ()
+        jobs.append(
+            JobView(
+                id=f"research{i:04d}",
+                submitted_at=float(i + 1),
+                shape=p.shape,
+                epochs=p.epochs.scaled(rng.uniform(0.1, 10)),
+                min_gpus=want,
+                max_gpus=want,
+                requested_gpus=want,
+                elastic=False,
+                devices=devices,
+                workers=len(devices),
+                speed=p.speed_model,
+                attained_gpu_s=rng.uniform(0, 100_000) if devices else 0.0,
+            )
+        )
+    return jobs, cluster
+
+
+def llm_times(repeat: int) -> tuple[list[float], list[float]]:
+    """``decide_times`` for the default on ``llm_snapshot``."""
+    jobs, cluster = llm_snapshot()
+    policy = policy_named("ringleader")
+    decide(policy, jobs, cluster, 0.0)
+    times: list[float] = []
+    after: list[float] = []
+    for r in range(repeat):
+        _timed(policy, fresh(jobs), cluster, float(r), times, after)
+    return sorted(times), sorted(after)
+
+
 def main() -> None:
     report: dict[str, object] = {
         **stamp("python bench/decision.py"),
@@ -201,6 +269,13 @@ def main() -> None:
         key = f"{name}_after_one_event"
         report[key] = _figures(*after_one_event_times(name, JOBS, NODES, REPEAT))
         print(key, report[key], flush=True)
+    key = "ringleader_llm_cluster_16k_gang"
+    report[key] = {
+        "gpus": LLM_NODES * 8,
+        "jobs": LLM_JOBS + 1,
+        **_figures(*llm_times(REPEAT)),
+    }
+    print(key, report[key], flush=True)
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps(report, indent=2) + "\n")
 
