@@ -165,7 +165,7 @@ def test_a_workload_files_failures_section_fails_nodes_and_reports_their_cost(
         ({"repair_s": "inf"}, "failures.repair_s"),
         ({"checkpoint": "weekly"}, "failures.checkpoint"),
         ({"checkpoint_cost_s": -1}, "failures.checkpoint_cost_s"),
-        ({"rack_per_hour": 0.1}, "failures.rack_per_hour"),
+        ({"rack_per_hour": 0.1}, "failures.rack_per_hour"),  # the cluster has no racks
     ],
 )
 def test_a_workload_files_bad_failure_setting_exits_2_naming_the_field(
@@ -174,3 +174,36 @@ def test_a_workload_files_bad_failure_setting_exits_2_naming_the_field(
     out = _simulate(_workload(tmp_path, failures), "--policy", "ringleader")
     assert out.returncode == 2, out.stderr
     assert field in out.stderr and "Traceback" not in out.stderr
+
+
+def test_a_racks_switch_takes_every_node_of_it_out_at_once() -> None:
+    cluster = ClusterView.uniform(8, 8, nodes_per_rack=4)
+    racks = {"rack0": ["node0", "node1", "node2", "node3"], "rack1": ["node4", "node5"]}
+    model = FailureModel(0.0, 0.0, 0.0, rack_per_hour=0.01)
+    drawn = draw_outages(model, cluster, 1000 * HOUR, seed=1, racks=racks)
+    assert drawn and all(o.cause == "rack" for o in drawn)
+    assert {o.nodes for o in drawn} == {tuple(racks["rack0"]), tuple(racks["rack1"])}
+    assert abs(len(drawn) / 20 - 1) < 0.5  # 2 racks x 1000 h x 0.01
+
+
+def test_a_job_that_gives_its_own_interval_checkpoints_at_it(tmp_path: Path) -> None:
+    at = 600.0 + 2.5 * (1800.0 + 60.0)
+    cluster = ClusterView.uniform(3, 8)
+    failures = Failures(
+        [Outage(at, at + HOUR, ("node0",), "gpu")],
+        cluster,
+        checkpointing=Checkpointing(3600.0, 60.0),
+        every_s={"gang": 1800.0},
+    )
+    Simulator(policy_named("fifo"), cluster, [_gang(16, 10.0)], failures=failures).run()
+    assert failures.ledgers["gang"].lost_s["failure"] == pytest.approx(0.5 * 1860.0)
+    data = {
+        "cluster": {"nodes": 8, "gpus_per_node": 8, "nodes_per_rack": 4},
+        "failures": {"rack_per_hour": 0.01},
+        "jobs": [{"name": "a", "model": "resnet110", "gpus": 8, "checkpoint_every_s": 900}],
+    }
+    path = tmp_path / "w.json"
+    path.write_text(json.dumps(data))
+    made = load_workload(path).failures()
+    assert made is not None and made.every_s == {"a": 900.0}
+    assert any(o.cause == "rack" for o in made.outages)

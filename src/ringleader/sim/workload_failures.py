@@ -29,6 +29,9 @@ class FailuresSpec(BaseModel):
     gpu_per_hour: Rate = _DEFAULTS.gpu_per_hour
     node_per_hour: Rate = _DEFAULTS.node_per_hour
     planned_per_hour: Rate = _DEFAULTS.planned_per_hour
+    rack_per_hour: Rate = 0.0
+    """Each rack's switch fails this often, taking every node of it out (a cluster
+    that names racks only: ``cluster.nodes_per_rack``)."""
     repair_s: OutSeconds = _DEFAULTS.repair_s
     planned_s: OutSeconds = _DEFAULTS.planned_s
     seed: Annotated[int, Field(ge=0, le=2**63 - 1)] = 0
@@ -46,16 +49,28 @@ class FailuresSpec(BaseModel):
             self.gpu_per_hour,
             self.node_per_hour,
             self.planned_per_hour,
-            0.0,
+            self.rack_per_hour,
             self.repair_s,
             self.planned_s,
         )
 
-    def for_run(self, cluster: ClusterView, start: float, cost_s: Mapping[str, float]) -> Failures:
-        """Fresh failures for one run: its outages, and each job's checkpoint cost."""
+    def for_run(
+        self,
+        cluster: ClusterView,
+        start: float,
+        cost_s: Mapping[str, float],
+        every_s: Mapping[str, float],
+    ) -> Failures:
+        """Fresh failures for one run: its outages, and each job's checkpoint cost and
+        interval where it gives its own."""
         model = self.model()
-        outages = draw_outages(
-            model, cluster, self.horizon_days * 86_400.0, seed=self.seed, start=start
-        )
+        racks: dict[str, list[str]] = {}
+        for node in cluster.nodes:
+            if node.rack:
+                racks.setdefault(node.rack, []).append(node.name)
+        horizon = self.horizon_days * 86_400.0
+        outages = draw_outages(model, cluster, horizon, seed=self.seed, start=start, racks=racks)
         rule = Checkpointing(self.checkpoint, self.checkpoint_cost_s)
-        return Failures(outages, cluster, model=model, checkpointing=rule, cost_s=cost_s)
+        return Failures(
+            outages, cluster, model=model, checkpointing=rule, cost_s=cost_s, every_s=every_s
+        )

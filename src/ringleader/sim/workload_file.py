@@ -121,7 +121,8 @@ class Workload:
         if spec is None:
             return None
         start = min((j.submitted_at for j in self.jobs), default=0.0)
-        return spec.for_run(self.cluster, start, self._checkpoint_s)
+        every = _named(self.spec, "checkpoint_every_s")
+        return spec.for_run(self.cluster, start, self._checkpoint_s, every)
 
 
 def _named(spec: WorkloadSpec, field: str) -> dict[str, float]:

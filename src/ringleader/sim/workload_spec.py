@@ -8,6 +8,7 @@ ends. ``workload_file`` loads a file against it and builds the simulation.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -17,7 +18,7 @@ from ringleader.policy.model.views import GPU_TYPE_PATTERN, ClusterView
 from ringleader.sim.engine import DEFAULT_RESTART_DELAY_S, DEFAULT_ROUND_S
 from ringleader.sim.profiles import PROFILES
 from ringleader.sim.workload_failures import FailuresSpec
-from ringleader.sim.workload_topology import TopologySpec
+from ringleader.sim.workload_topology import TopologySpec, check_racks
 
 PositiveInt = Annotated[int, Field(gt=0)]
 
@@ -198,6 +199,8 @@ class JobFields(_Strict):
     """The GPU types the job may run on (None: any)."""
     checkpoint_s: Annotated[float, Field(ge=0, le=86_400.0, allow_inf_nan=False)] | None = None
     """What a checkpoint costs the job, where ``failures`` is on (None: its default)."""
+    checkpoint_every_s: Annotated[float, Field(gt=0, le=1e7, allow_inf_nan=False)] | None = None
+    """Seconds of progress between the job's checkpoints (None: ``failures.checkpoint``)."""
     comm_share: Annotated[float, Field(ge=0, lt=1, allow_inf_nan=False)] = 0.0
     """The share of its step spent synchronising within a rack, where ``topology`` is on:
     what grows when it spans racks (0: where it runs costs it nothing)."""
@@ -303,29 +306,18 @@ class WorkloadSpec(_Strict):
         if not self.jobs and not self.poisson:
             raise ValueError("no jobs: add a 'jobs' list or a 'poisson' generator")
         self._check_quotas()
-        self._check_racks()
-        return self
-
-    def _check_racks(self) -> None:
-        """A topology on a cluster with racks; under ``required``, every job within one."""
-        if self.topology is None:
-            return
+        lists: list[tuple[str, Sequence[JobFields]]] = [
+            ("jobs", self.jobs),
+            ("poisson", self.poisson),
+        ]
         per_rack = self.cluster.nodes_per_rack
-        if per_rack is None:
-            raise ValueError("topology: the cluster names no racks; give cluster.nodes_per_rack")
-        if self.topology.placement != "required":
-            return
-        rack = per_rack * (self.cluster.gpus_per_node or 0)
-        for kind, entries in (("jobs", self.jobs), ("poisson", self.poisson)):
-            for i, entry in enumerate(entries):
-                field = "min_gpus" if entry.elastic else "gpus"
-                least = getattr(entry, field)
-                if least > rack:
-                    raise ValueError(
-                        f"{kind}[{i}].{field}: {least} GPUs cannot fit in one rack of {rack} "
-                        f"and topology.placement is required; lower {field}, or make "
-                        "placement preferred"
-                    )
+        check_racks(per_rack, self.cluster.gpus_per_node, self.topology, lists)
+        if self.failures is not None and self.failures.rack_per_hour and not per_rack:
+            raise ValueError(
+                "failures.rack_per_hour: the cluster names no racks; give "
+                "cluster.nodes_per_rack, or leave rack_per_hour out"
+            )
+        return self
 
     def _check_measured(self, types: tuple[str, ...]) -> None:
         """Measured models on a cluster of one type, their names their own, and every job

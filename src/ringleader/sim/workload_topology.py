@@ -9,8 +9,9 @@ policy's own; ``preferred`` or ``required``, ``FewestRacks``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import Annotated, Literal
+from typing import Annotated, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -50,3 +51,43 @@ class TopologySpec(BaseModel):
         if not isinstance(policy, Policy):
             return None
         return replace(policy, place=FewestRacks(required=self.placement == "required"))
+
+
+class _Sized(Protocol):
+    """A workload file's job entry, as far as racks are concerned."""
+
+    @property
+    def elastic(self) -> bool: ...
+
+    @property
+    def gpus(self) -> int: ...
+
+    @property
+    def min_gpus(self) -> int: ...
+
+
+def check_racks(
+    nodes_per_rack: int | None,
+    gpus_per_node: int | None,
+    topology: TopologySpec | None,
+    entries: Sequence[tuple[str, Sequence[_Sized]]],
+) -> None:
+    """A topology on a cluster with racks; under ``required``, every job within one
+    (raises ``ValueError`` naming the field)."""
+    if topology is None:
+        return
+    if nodes_per_rack is None:
+        raise ValueError("topology: the cluster names no racks; give cluster.nodes_per_rack")
+    if topology.placement != "required":
+        return
+    rack = nodes_per_rack * (gpus_per_node or 0)
+    for kind, jobs in entries:
+        for i, entry in enumerate(jobs):
+            field = "min_gpus" if entry.elastic else "gpus"
+            least = getattr(entry, field)
+            if least > rack:
+                raise ValueError(
+                    f"{kind}[{i}].{field}: {least} GPUs cannot fit in one rack of {rack} "
+                    f"and topology.placement is required; lower {field}, or make "
+                    "placement preferred"
+                )

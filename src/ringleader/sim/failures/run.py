@@ -72,12 +72,15 @@ class Failures:
         model: FailureModel | None = None,
         checkpointing: Checkpointing | None = None,
         cost_s: Mapping[str, float] | None = None,
+        every_s: Mapping[str, float] | None = None,
     ) -> None:
         self.outages = tuple(sorted(outages, key=lambda o: o.at))
         self.model = model or FailureModel()
         self.checkpointing = checkpointing or Checkpointing()
         self.cost_s = dict(cost_s or {})
         """Each job's own checkpoint cost, by id (others: ``checkpointing.cost_s``)."""
+        self.every_s = dict(every_s or {})
+        """Each job's own checkpoint interval, by id (others: ``checkpointing``'s rule)."""
         self._full = cluster
         self.cluster = cluster
         """The nodes that are up: what the policy is shown."""
@@ -197,7 +200,7 @@ class Failures:
             ledger.lose("queueing", now - waited[0], waited[1])
         devices = state.devices[: state.workers]
         cost = self.cost_s.get(state.job.id, self.checkpointing.cost_s)
-        interval = self.checkpointing.interval_s(
+        interval = self.every_s.get(state.job.id) or self.checkpointing.interval_s(
             cost, self.model, state.workers, len(per_node(devices))
         )
         segment = _Segment(now, state.ready_at, state.workers, devices, interval, cost)
