@@ -70,3 +70,16 @@ def test_placement_rules_are_compared_on_the_same_draws_and_plotted(tmp_path: Pa
     )
     out = failures_plot([variant], rows, tmp_path / "llm.png")
     assert out.stat().st_size > 10_000
+
+
+def test_the_scenario_as_a_workload_file_loads_with_failures_and_racks() -> None:
+    from ringleader.sim.workload_file import load_workload
+
+    workload = load_workload(Path(__file__).parent.parent / "examples" / "llm-cluster.yaml")
+    gang = workload.jobs[0]
+    assert gang.requested_gpus == 16_384 and workload.cluster.capacity == 18_432
+    research = workload.jobs[1:]
+    assert statistics.fmean(j.requested_gpus for j in research) == pytest.approx(26.8)
+    failures = workload.failures()
+    assert failures is not None and failures.cost_s["pretrain-405b"] == 2.8
+    assert workload.spec.topology is not None and workload.cluster.racked

@@ -27,7 +27,7 @@ DAY_S = 86_400.0
 
 # Upper bounds keep a typo (1e9 nodes, 1e300 seconds) from becoming a run that
 # never ends; each is far beyond any real cluster or job.
-Workers = Annotated[int, Field(gt=0, le=4096)]
+Workers = Annotated[int, Field(gt=0, le=1 << 17)]
 Seconds = Annotated[float, Field(ge=0, le=1e9, allow_inf_nan=False)]
 
 
