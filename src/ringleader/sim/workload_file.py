@@ -26,6 +26,7 @@ from ringleader.sim.workload_measured import Measured
 from ringleader.sim.workload_spec import (
     JobFields,
     ModelSpec,
+    PoissonSpec,
     WorkloadFileError,
     WorkloadSpec,
 )
@@ -100,20 +101,17 @@ class Workload:
         ]
         for n, g in enumerate(spec.poisson):
             times = poisson_arrivals(g.count, g.mean_gap_s, g.seed, g.start_s)
-            width = len(str(g.count - 1))
             jobs += [
-                measured.job(f"{g.name_prefix}{i:0{width}d}", t, g, f"poisson[{n}]")
+                measured.job(name, t, g, f"poisson[{n}]")
                 if g.model in spec.measured_models
-                else _sim_job(f"{g.name_prefix}{i:0{width}d}", t, g, profiles, capacity, speeds)
-                for i, t in enumerate(times)
+                else _sim_job(name, t, g, profiles, capacity, speeds)
+                for name, t in zip(_poisson_names(g), times, strict=True)
             ]
         ids = [j.id for j in jobs]
         clash = sorted(i for i, n in Counter(ids).items() if n > 1)
         if clash:
             raise WorkloadFileError(f"job names clash between 'jobs' and 'poisson': {clash[:5]}")
-        shares = _named(spec, "comm_share")
-        self.jobs = [replace(j, comm_share=shares[j.id]) if j.id in shares else j for j in jobs]
-        self._checkpoint_s = _named(spec, "checkpoint_s")
+        self.jobs = jobs
 
     def failures(self) -> Failures | None:
         """Fresh failures for one run of the workload, where its file asks for them."""
@@ -121,8 +119,14 @@ class Workload:
         if spec is None:
             return None
         start = min((j.submitted_at for j in self.jobs), default=0.0)
-        every = _named(self.spec, "checkpoint_every_s")
-        return spec.for_run(self.cluster, start, self._checkpoint_s, every)
+        cost = _named(self.spec, "checkpoint_s")
+        return spec.for_run(self.cluster, start, cost, _named(self.spec, "checkpoint_every_s"))
+
+
+def _poisson_names(g: PoissonSpec) -> list[str]:
+    """The names a generator gives its jobs, in order: its prefix and a padded index."""
+    width = len(str(g.count - 1))
+    return [f"{g.name_prefix}{i:0{width}d}" for i in range(g.count)]
 
 
 def _named(spec: WorkloadSpec, field: str) -> dict[str, float]:
@@ -132,8 +136,7 @@ def _named(spec: WorkloadSpec, field: str) -> dict[str, float]:
     for g in spec.poisson:
         value = getattr(g, field)
         if value:
-            width = len(str(g.count - 1))
-            out |= {f"{g.name_prefix}{i:0{width}d}": value for i in range(g.count)}
+            out |= dict.fromkeys(_poisson_names(g), value)
     return out
 
 
@@ -185,6 +188,7 @@ def _sim_job(
         priority=f.priority,
         type_speed=speeds.get(f.model),
         gpu_types=tuple(f.gpu_type or ()),
+        comm_share=f.comm_share,
     )
 
 

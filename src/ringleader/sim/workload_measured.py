@@ -89,6 +89,7 @@ class Measured:
             type_speed=speeds,
             type_profiles=profiles if tabled else None,
             gpu_types=types or (),
+            comm_share=f.comm_share,
         )
 
     def _widest(self, f: JobFields, gpu_type: str) -> int:
