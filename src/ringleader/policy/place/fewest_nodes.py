@@ -118,17 +118,28 @@ def place_one(
                 break
             chosen.append(n)
             total += len(free.free[n])
-    previous = {(d.node, d.index) for d in job.devices}
+    return take_on(chosen, want, free, {(d.node, d.index) for d in job.devices})
+
+
+def take_on(
+    nodes: Sequence[str],
+    want: int,
+    free: FreeGPUs,
+    previous: Collection[tuple[str, int]] = (),
+) -> tuple[Device, ...]:
+    """``want`` free GPUs of ``nodes``, in that order, each node's ``previous`` GPUs
+    (``(node, index)``) first; taken from ``free``, returned in ``Device`` order."""
     picks: list[tuple[str, list[int]]] = []
     left = want
-    for n in chosen:
+    for n in nodes:
         take = min(left, len(free.free[n]))
         if previous:
-            indices = sorted(free.free[n], key=lambda i: ((n, i) not in previous, i))[:take]
+            chosen = sorted(free.free[n], key=lambda i: ((n, i) not in previous, i))[:take]
+            indices = sorted(chosen)
         else:
             indices = sorted(free.free[n])[:take]
         free.take(n, indices)
-        picks.append((n, sorted(indices)))
+        picks.append((n, indices))
         left -= take
     # In ``Device`` order (node, then index) as built: sorting the devices themselves
     # compares them in Python, 7 million times a 16,384-GPU gang (issue 61's scenario).

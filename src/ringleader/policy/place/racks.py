@@ -20,7 +20,7 @@ from ringleader.policy.model.views import ClusterView, Device, JobView
 from ringleader.policy.place._incremental.free import FreeGPUs
 from ringleader.policy.place._incremental.keeping import keep_held
 from ringleader.policy.place.errors import PlacementError
-from ringleader.policy.place.fewest_nodes import place_or_wait
+from ringleader.policy.place.fewest_nodes import place_or_wait, take_on
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,7 +98,7 @@ def _largest_rack(cluster: ClusterView) -> int:
 
 def _take(want: int, nodes: list[str], free: FreeGPUs) -> tuple[Device, ...]:
     """``want`` GPUs of ``nodes``: the one that fits best if any holds them all, else
-    the widest first; taken from ``free``, in ``Device`` order."""
+    the widest first (``take_on``)."""
     fits = [n for n in nodes if len(free.free[n]) >= want]
     if fits:
         chosen = [min(fits, key=lambda n: (len(free.free[n]), free.order[n]))]
@@ -109,12 +109,4 @@ def _take(want: int, nodes: list[str], free: FreeGPUs) -> tuple[Device, ...]:
                 break
             chosen.append(n)
             total += len(free.free[n])
-    picks: list[tuple[str, list[int]]] = []
-    left = want
-    for n in chosen:
-        indices = sorted(free.free[n])[: min(left, len(free.free[n]))]
-        free.take(n, indices)
-        picks.append((n, indices))
-        left -= len(indices)
-    picks.sort(key=lambda pick: pick[0])
-    return tuple(Device(n, i) for n, indices in picks for i in indices)
+    return take_on(chosen, want, free)
