@@ -57,7 +57,7 @@ class Pacing:
         self.typed = typed
         """Some job runs at different speeds on different GPU types."""
         self._type_of = cluster.node_types
-        self._widest = max((n.gpus for n in cluster.nodes), default=1)
+        self._widest = cluster.widest_node if cluster.nodes else 1
 
     def pace(self, active: dict[str, JobState], ran: list[JobState], shared: int) -> list[JobState]:
         """Who shares a GPU with whom, and each running job's resulting speed factor.

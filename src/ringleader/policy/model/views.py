@@ -104,6 +104,7 @@ class ClusterView:
     _types: tuple[str, ...] = field(init=False, repr=False, compare=False)
     _type_of: dict[str, str] = field(init=False, repr=False, compare=False)
     _memory_of: dict[str, float] = field(init=False, repr=False, compare=False)
+    _rack_of: dict[str, str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         # Worked out once: a decision asks for them often, and memoising them elsewhere
@@ -112,6 +113,7 @@ class ClusterView:
         object.__setattr__(self, "_types", types)
         object.__setattr__(self, "_type_of", {n.name: n.gpu_type for n in self.nodes})
         object.__setattr__(self, "_memory_of", {n.name: n.gpu_memory_gib for n in self.nodes})
+        object.__setattr__(self, "_rack_of", {n.name: n.rack for n in self.nodes})
 
     @classmethod
     def uniform(
@@ -171,14 +173,15 @@ class ClusterView:
         return self._type_of
 
     @property
-    def node_racks(self) -> dict[str, str]:
-        """Each node's rack, by node name (``""`` where the cluster names no racks)."""
-        return {n.name: n.rack for n in self.nodes}
+    def node_racks(self) -> Mapping[str, str]:
+        """Each node's rack, by node name (``""`` where the cluster names no racks; worked
+        out once, not to be changed)."""
+        return self._rack_of
 
     @property
     def racked(self) -> bool:
         """Whether the cluster names racks."""
-        return any(n.rack for n in self.nodes)
+        return any(self._rack_of.values())
 
     @property
     def node_memory(self) -> Mapping[str, float]:

@@ -59,7 +59,7 @@ class FreeGPUs:
             self.names = [n.name for n in cluster.nodes]
             self.type_of = cluster.node_types
             self.types = cluster.types
-            self.widest = max((n.gpus for n in cluster.nodes), default=0)
+            self.widest = cluster.widest_node
             self.total = sum(len(gpus) for gpus in self.free.values())
 
     @classmethod
