@@ -36,7 +36,7 @@ from ringleader.metrics import UsagePoint
 from ringleader.policy.model.plan import WAIT, Decider, Plan
 from ringleader.policy.model.views import ClusterView
 from ringleader.sim.errors import clock_stopped, nothing_fits
-from ringleader.sim.events import Cadence, ended, next_event, stands, unmarked
+from ringleader.sim.events import ended, next_event, stands, unmarked
 from ringleader.sim.failures.run import Failures, strike
 from ringleader.sim.host import Host
 from ringleader.sim.jobs import DONE, JobState, SimJob, arrived
@@ -144,8 +144,7 @@ class Simulator:
         self._owner: dict[str, str] = {}
         """Each job's user, where quotas or reasons need it (set as a run starts)."""
         self.failures = failures
-        """Nodes that go out during the run, and what they cost the jobs on them
-        (``sim.failures``; made for one run, read after it); None: nothing fails."""
+        """Outages, and their cost to jobs (``sim.failures``; one run's); None: none."""
 
     def run(self) -> SimResult:
         """Simulate until every job finished (or ``until``).
@@ -259,7 +258,6 @@ class Simulator:
         while the plan would stand, nor was the event an outage that touched no job."""
         if now < due or (quiet and unmarked(plan, now, self.round_s)):
             return False
-        # Only the clock moved, and the plan would stand: no need to ask again.
         quiet_clock = still and self.tick_s is None and stands(plan, now)
         return not (quiet_clock and self.driver is None)
 
@@ -330,9 +328,8 @@ class Simulator:
     def _outages(
         self, now: float, active: dict[str, JobState], running: list[JobState], since: float
     ) -> tuple[list[JobState], float, bool]:
-        """The outages due by ``now`` (``failures.run.strike``), every running job first
-        advanced to it: the jobs still running, the time they are advanced to, and
-        whether to decide now."""
+        """The outages due by ``now`` (``failures.run.strike``), running jobs advanced to
+        it first: the jobs still running, when they are advanced to, whether to decide."""
         assert self.failures is not None
         if since < now:
             advance(running, since, now)
@@ -389,5 +386,15 @@ class Simulator:
     ) -> float:
         """``events.next_event`` with this run's cadence and outages."""
         outage = math.inf if self.failures is None else self.failures.next_change()
-        cadence = Cadence(self.round_s, self.tick_s, due, until)
-        return next_event(plan, running, min(arrival, outage), now, finishes, cadence, log.marks)
+        return next_event(
+            plan,
+            running,
+            min(arrival, outage),
+            now,
+            finishes,
+            log.marks,
+            round_s=self.round_s,
+            tick_s=self.tick_s,
+            due=due,
+            until=until,
+        )

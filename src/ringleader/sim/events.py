@@ -10,23 +10,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from ringleader.policy.model.plan import Plan
 from ringleader.sim.jobs import DONE, JobState
 from ringleader.sim.ticks import Finishes
-
-
-@dataclass(slots=True)
-class Cadence:
-    """A run's clock marks: its rounds, its tick, the next decision and its end (a
-    plain class: one is made at every event)."""
-
-    round_s: float | None
-    tick_s: float | None
-    due: float
-    """Ticking: when the next decision is."""
-    until: float
 
 
 def next_event(
@@ -35,12 +22,17 @@ def next_event(
     arrival: float,
     now: float,
     finishes: Finishes | None,
-    cadence: Cadence,
     marks: Sequence[float],
+    *,
+    round_s: float | None,
+    tick_s: float | None,
+    due: float,
+    until: float,
 ) -> float:
     """When the next event is after ``now``: ``arrival`` (the next job's, or an
     outage's change), a completion, a wake-up, a round mark or a snapshot (``marks``),
-    and no later than ``until`` or (ticking) the next decision: inf where none is.
+    and no later than ``until`` or (ticking: ``tick_s``) the next decision, ``due``:
+    inf where none is.
 
     ``finishes``: ticking, when running jobs end (else each is asked)."""
     later = arrival
@@ -48,7 +40,6 @@ def next_event(
     if running:
         if plan is not None and plan.wake_at is not None and plan.wake_at > now:
             later = min(later, plan.wake_at)
-        round_s = cadence.round_s
         if round_s is not None:
             later = min(later, (math.floor(now / round_s) + 1) * round_s)
         if finishes is not None:
@@ -56,9 +47,9 @@ def next_event(
         else:
             for state in running:
                 later = min(later, state.finish_time(now))
-    later = min(later, cadence.until)
-    if cadence.tick_s is not None:
-        later = min(later, cadence.due)
+    later = min(later, until)
+    if tick_s is not None:
+        later = min(later, due)
     if marks and now < marks[0] < later and not math.isinf(later):
         later = marks[0]
     return later
