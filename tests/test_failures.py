@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from ringleader.perf import EpochsToConverge
-from ringleader.policy import JobShape, policy_named
+from ringleader.policy import policy_named
 from ringleader.policy.model.views import ClusterView
+from ringleader.scenarios.llm_cluster import gang
 from ringleader.sim.engine import Simulator
 from ringleader.sim.failures import (
     Checkpointing,
@@ -24,22 +24,16 @@ from ringleader.sim.failures import (
     young_daly,
 )
 from ringleader.sim.jobs import SimJob
-from ringleader.sim.profiles import TrueProfile
 from ringleader.sim.workload_failures import FailuresSpec
 from ringleader.sim.workload_file import load_workload
 
 HOUR = 3600.0
 
 
-def _gang(gpus: int, hours: float, job_id: str = "gang") -> SimJob:
-    """A job of exactly ``gpus`` GPUs that needs ``hours`` of running at that size."""
-    shape = JobShape(examples_per_epoch=gpus * 3600, batch_per_worker=1, grad_bytes=1e6)
-    steps = {gpus: 1.0, max(1, gpus // 2): 1.9}
-    profile = TrueProfile(f"gang{gpus}", shape, steps, EpochsToConverge.constant(hours))
-    return SimJob(
-        job_id, 0.0, profile, max_gpus=gpus, min_gpus=gpus, requested_gpus=gpus,
-        elastic=False, startup_s=600.0, restart_s=600.0,
-    )  # fmt: skip
+def _gang(gpus: int, hours: float) -> SimJob:
+    """A job of exactly ``gpus`` GPUs that needs ``hours`` of running at that size,
+    starting and restarting in 600 s (the scenario's ``gang``)."""
+    return gang(gpus, hours, "gang", 0.0, "", 600.0)
 
 
 def _play(nodes: int, outages: list[Outage], rule: str | float = 3600.0) -> tuple[float, Failures]:
