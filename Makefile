@@ -60,17 +60,18 @@ chromium:
 	  fi; }
 
 # The Slurm lab's daemons (tests/test_slurm_lab.py; docs/slurm.md): Debian's Slurm
-# 22.05 and munge, installed here when missing. No daemon is started by the
+# 22.05, its REST daemon and JWT plugin, and munge, installed here when missing. No daemon is started by the
 # install: there is no init system, and the lab starts its own.
 slurm:
 	@command -v slurmctld >/dev/null 2>&1 && command -v slurmd >/dev/null 2>&1 && \
-	  command -v srun >/dev/null 2>&1 && command -v munged >/dev/null 2>&1 || { \
+	  command -v srun >/dev/null 2>&1 && command -v munged >/dev/null 2>&1 && \
+	  command -v slurmrestd >/dev/null 2>&1 || { \
 	  echo "make test: installing Debian's Slurm and munge for the Slurm lab (about 15 s)"; \
 	  if [ "$$(id -u)" = 0 ]; then \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-	      slurmctld slurmd slurm-client munge >/dev/null; \
+	      slurmctld slurmd slurm-client slurmrestd slurm-wlm-jwt-plugin munge >/dev/null; \
 	  else \
-	    echo "make test: run 'sudo apt-get install slurmctld slurmd slurm-client munge'"; \
+	    echo "make test: run 'sudo apt-get install slurmctld slurmd slurm-client slurmrestd slurm-wlm-jwt-plugin munge'"; \
 	    exit 1; \
 	  fi; }
 

@@ -87,3 +87,16 @@ def test_terminate_reaches_every_rank(lab: SlurmLab, tmp_path: Path) -> None:
     assert ex.terminate(job_dir, 1) == {0, 1}
     status = _until_finished(ex, job_dir, 2, 30)
     assert set(status.exits) == {0, 1} and all(code != 0 for code in status.exits.values())
+
+
+def test_stopping_a_job_slurm_has_forgotten_is_no_error(lab: SlurmLab, tmp_path: Path) -> None:
+    # slurmctld forgets an ended job after MinJobAge (or lost it in a restart): a
+    # stop must not raise out of the controller's acting on it.
+    ex = _executor(lab)
+    job_dir = tmp_path / "job"
+    ex.launch("short", job_dir, 1, ["true"], [Device("n1", 0)], {})
+    _until_finished(ex, job_dir, 1, 60)
+    ex._jobs[(job_dir.absolute(), 1)] = ("999999", frozenset({"n1"}))  # never Slurm's
+    ex.terminate(job_dir, 1)
+    ex.kill(job_dir, 1)
+    assert ex.status(job_dir, 1, 1).exits == {0: 0}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar
@@ -32,6 +33,7 @@ from ringleader.cli.server_flags import (
     QuantumSFlag,
     RoundSFlag,
     SlurmPartitionFlag,
+    SlurmUrlFlag,
     StateDirFlag,
     TiresiasThresholdsFlag,
     TlsCertFlag,
@@ -68,6 +70,7 @@ def server(
     max_log_mib: MaxLogMibFlag = 64,
     max_progress_mib: MaxProgressMibFlag = 16,
     slurm_partition: SlurmPartitionFlag = None,
+    slurm_url: SlurmUrlFlag = None,
     traffic_device: TrafficDeviceFlag = None,
     traffic_mbit: TrafficMbitFlag = None,
     tls_cert: TlsCertFlag = None,
@@ -93,9 +96,10 @@ def server(
     from ringleader.runtime.settings import ServerConfig, default_state_dir
 
     layout = _layout(executor, gpus)
-    _check_partition(executor, slurm_partition)
+    _check_slurm_flags(executor, slurm_partition, slurm_url)
     chosen = _policy_settings(policy, round_s, quantum_s, tiresias_thresholds, config)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # a line per slurmrestd request
     cfg = ServerConfig(
         state_dir=state_dir or default_state_dir(),
         host=host,
@@ -113,6 +117,7 @@ def server(
         executor=executor,
         address=address,
         slurm_partition=slurm_partition,
+        slurm_url=slurm_url,
         warm_start=warm_start,
         log_cap_bytes=max_log_mib << 20,
         progress_cap_bytes=max_progress_mib << 20,
@@ -153,16 +158,28 @@ def _layout(executor: str, gpus: str | None) -> GpuLayout | None:
     return layout
 
 
-def _check_partition(executor: str, partition: str | None) -> None:
-    """``--slurm-partition``: only with the Slurm executor, and a name Slurm could have."""
-    if partition is None:
-        return
-    if executor != "slurm":
-        fail("--slurm-partition: only with --executor slurm; drop it, or add --executor slurm")
-    if not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", partition):
+def _check_slurm_flags(executor: str, partition: str | None, url: str | None) -> None:
+    """``--slurm-partition`` and ``--slurm-url``: only with the Slurm executor; a name
+    Slurm could have; an http(s) address, with a token to show it."""
+    for flag, given in (("--slurm-partition", partition), ("--slurm-url", url)):
+        if given is not None and executor != "slurm":
+            fail(f"{flag}: only with --executor slurm; drop it, or add --executor slurm")
+    if partition is not None and not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", partition):
         fail(
             f"--slurm-partition {partition!r}: not a partition name (letters, digits, "
             "'_', '.' and '-', at most 64); `sinfo -s` lists the cluster's"
+        )
+    if url is None:
+        return
+    if not re.fullmatch(r"https?://[A-Za-z0-9_.:\[\]-]+(:[0-9]{1,5})?/?", url):
+        fail(
+            f"--slurm-url {url!r}: not the address of slurmrestd; give "
+            "http://HOST:PORT (or https://), e.g. http://slurm-head:6820"
+        )
+    if not os.environ.get("SLURM_JWT", "").strip():
+        fail(
+            "--slurm-url: set SLURM_JWT to the service account's token (`scontrol token "
+            "username=NAME lifespan=SECONDS` on the cluster); slurmrestd takes no other"
         )
 
 

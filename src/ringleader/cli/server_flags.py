@@ -101,6 +101,16 @@ SlurmPartitionFlag = Annotated[
         "and time-slices through scontrol suspend/resume (docs/slurm.md).",
     ),
 ]
+SlurmUrlFlag = Annotated[
+    str | None,
+    typer.Option(
+        help="With --executor slurm: reach Slurm through slurmrestd at this URL (e.g. "
+        "http://slurm-head:6820) instead of Slurm's commands, with the JWT in the "
+        "environment variable SLURM_JWT (`scontrol token`). For a server outside the "
+        "cluster's MUNGE perimeter; slurmrestd 22.05 cannot suspend, so no time-slicing "
+        "(docs/slurm.md).",
+    ),
+]
 TrafficDeviceFlag = Annotated[
     str | None,
     typer.Option(

@@ -69,7 +69,7 @@ def build(config: ServerConfig) -> tuple[Store, Users, Controller]:
 
         executor = RayExecutor(config.address)
     elif config.executor == "slurm":
-        slurm = slurm_executor(config.slurm_partition)
+        slurm = slurm_executor(config.slurm_partition, config.slurm_url)
         executor, supplied = slurm, ON_SLURM_SHARED if slurm.shares else ON_SLURM
     else:
         try:
@@ -126,23 +126,38 @@ def build(config: ServerConfig) -> tuple[Store, Users, Controller]:
     return store, users, controller
 
 
-def slurm_executor(partition: str | None = None) -> SlurmExecutor:
-    """The Slurm executor, once Slurm has answered (``ConfigError`` naming the fix if not)."""
+def slurm_executor(partition: str | None = None, url: str | None = None) -> SlurmExecutor:
+    """The Slurm executor, through its commands or slurmrestd at ``url``, once Slurm has
+    answered (``ConfigError`` naming the fix if not)."""
     from ringleader.runtime.workers.executor.slurm import SlurmExecutor
-    from ringleader.slurm.client import Slurm, SlurmUnavailable
+    from ringleader.slurm.api import SlurmApi, SlurmUnavailable
+    from ringleader.slurm.client import Slurm
+    from ringleader.slurm.rest import SlurmRest, TokenError
 
-    slurm = Slurm(partition=partition)
+    slurm: SlurmApi
+    if url is None:
+        slurm = Slurm(partition=partition)
+        fix = (
+            "set SLURM_CONF to the cluster's slurm.conf, or run the server where Slurm's "
+            "commands reach slurmctld (or give --slurm-url)"
+        )
+    else:
+        try:
+            slurm = SlurmRest.from_env(url, partition)
+        except TokenError as err:
+            raise ConfigError(f"--slurm-url: {err}") from None
+        fix = (
+            f"check that slurmrestd listens at {url} with rest_auth/jwt, that slurmctld "
+            "runs, and that SLURM_JWT is a current token"
+        )
     try:
-        executor = SlurmExecutor(slurm, shares=slurm.oversubscribes())
+        executor = SlurmExecutor(slurm, shares=slurm.can_suspend and slurm.oversubscribes())
         nodes = executor.cluster().nodes
     except SlurmUnavailable as err:
-        raise ConfigError(
-            f"--executor slurm: Slurm did not answer ({err}); set SLURM_CONF to the "
-            "cluster's slurm.conf, or run the server where Slurm's commands reach slurmctld"
-        ) from None
+        raise ConfigError(f"--executor slurm: Slurm did not answer ({err}); {fix}") from None
     if not nodes:
         raise ConfigError(
-            "--executor slurm: sinfo lists no usable node with GPUs (GRES gpu); see "
+            "--executor slurm: Slurm lists no usable node with GPUs (GRES gpu); see "
             "docs/slurm.md for the partition and gres.conf ringleader needs"
         )
     return executor

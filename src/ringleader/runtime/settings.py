@@ -60,6 +60,8 @@ class ServerConfig:
     address: str = "auto"
     slurm_partition: str | None = None
     """``--executor slurm``: the partition (None: Slurm's default)."""
+    slurm_url: str | None = None
+    """``--executor slurm``: slurmrestd's address (None: Slurm's own commands)."""
     warm_start: bool = True
     log_cap_bytes: int = LOG_CAP_BYTES
     progress_cap_bytes: int = PROGRESS_CAP_BYTES

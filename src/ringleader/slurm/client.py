@@ -8,65 +8,37 @@ controller that does not answer is ``SlurmUnavailable``, never a hang.
 
 from __future__ import annotations
 
-import re
 import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from ringleader.runtime.workers.executor.base import ExecutorUnavailable
+from ringleader.slurm.api import (
+    BatchJob,
+    SlurmNode,
+    SlurmUnavailable,
+    SlurmUnreachable,
+    gres_gpus,
+)
 
 TIMEOUT_S = 20.0
-USABLE = ("idle", "mix", "alloc", "comp", "plnd")
-"""Node states ``sinfo -h -N -o %t`` gives a node the executor may place on (a
-drained, down, failed or unknown node leaves ringleader's view). ``plnd``: held by
-backfill for a job waiting to start there, which is one of ours."""
-_GRES_GPU = re.compile(r"gpu(?::([A-Za-z0-9_.-]+))?:(\d+)")
-
-
-class SlurmUnavailable(RuntimeError):
-    """Slurm did not answer, or refused; the message says which command and why."""
-
-
-class SlurmUnreachable(SlurmUnavailable, ExecutorUnavailable):
-    """slurmctld did not answer at all (down, or cut off): says nothing of any job."""
-
 
 UNREACHABLE = "Unable to contact slurm controller"
 """What Slurm's commands say when slurmctld does not answer (after ``MessageTimeout``)."""
-
-
 FORGOTTEN = "Invalid job id"
 """What Slurm's commands say of a job past ``MinJobAge``: ended and forgotten."""
 ENDED = (FORGOTTEN, "already completing or completed")
 """What ``scancel`` says of a job that has ended (or that Slurm has forgotten)."""
 NOT_SUSPENDED = ("not suspended", "Unexpected message received", *ENDED)
 """What ``scontrol resume`` says of a job that runs, has ended, or is forgotten."""
-UNKNOWN = "unk"
-"""``sinfo``'s state of a node slurmctld has not heard from since it started (for
-some seconds after a restart of slurmctld): no news, not bad news."""
 NOT_RESPONDING = "*"
 """``sinfo``'s mark on a node whose slurmd has stopped answering slurmctld."""
 
 
 @dataclass(frozen=True, slots=True)
-class SlurmNode:
-    name: str
-    gpus: int
-    gpu_type: str
-    state: str
-    responding: bool = True
-    """False once slurmctld has had no answer for ``SlurmdTimeout``: Slurm marks
-    it DOWN and ends its jobs only some seconds later."""
-
-    @property
-    def usable(self) -> bool:
-        return self.responding and self.state in USABLE
-
-
-@dataclass(frozen=True, slots=True)
 class Slurm:
-    """How to reach one Slurm cluster."""
+    """How to reach one Slurm cluster through its commands (a ``SlurmApi``)."""
 
+    can_suspend = True
     prefix: tuple[str, ...] = ()
     env: Mapping[str, str] | None = None
     partition: str | None = None
@@ -104,10 +76,7 @@ class Slurm:
             gres, _, state = rest.partition("|")
             if not name:
                 continue
-            gpus, gpu_type = 0, ""
-            for match in _GRES_GPU.finditer(gres):
-                gpus += int(match.group(2))
-                gpu_type = gpu_type or (match.group(1) or "")
+            gpus, gpu_type = gres_gpus(gres)
             state = state.strip()
             bare = state.rstrip("*~#!%$@^-")
             responding = NOT_RESPONDING not in state[len(bare) :]
@@ -139,17 +108,22 @@ class Slurm:
             if not any(said in str(err) for said in harmless):
                 raise
 
-    def submit(self, script: str, args: Sequence[str]) -> str:
+    def submit(self, script: str, job: BatchJob) -> str:
         """``sbatch --parsable`` of ``script`` (on stdin); the Slurm job id."""
         where = ["-p", self.partition] if self.partition else []
-        out = self.call(["sbatch", "--parsable", *where, *args], stdin=script)
+        out = self.call(["sbatch", "--parsable", *where, *sbatch_args(job)], stdin=script)
         return out.strip().split(";")[0]
 
     def states(self, job_ids: Sequence[str]) -> dict[str, str]:
         """The state of each job Slurm still lists (``RUNNING``, ``PENDING``...)."""
         if not job_ids:
             return {}
-        out = self.call(["squeue", "-h", "-j", ",".join(job_ids), "-o", "%i|%T"])
+        try:
+            out = self.call(["squeue", "-h", "-j", ",".join(job_ids), "-o", "%i|%T"])
+        except SlurmUnavailable as err:
+            if FORGOTTEN not in str(err):
+                raise
+            return {}  # past MinJobAge: Slurm forgot it
         states = {}
         for line in out.splitlines():
             job, _, state = line.strip().partition("|")
@@ -157,9 +131,10 @@ class Slurm:
                 states[job] = state
         return states
 
-    def cancel(self, job_id: str, signal: str | None = None) -> None:
-        """``scancel``: the job's steps get ``signal``; without one, the job ends."""
-        self.call(["scancel", *(["-s", signal] if signal else []), job_id])
+    def stop(self, job_id: str) -> None:
+        """``scancel -s TERM``: every task of the job's steps (not its batch shell, whose
+        ``srun`` would end the step at once) gets SIGTERM."""
+        self._call_unless(["scancel", "-s", "TERM", job_id], ENDED)
 
     def kill(self, job_id: str) -> None:
         """SIGKILL to every process of the job (its batch shell and steps), then end
@@ -167,3 +142,22 @@ class Slurm:
         after a SIGTERM, which ranks stuck on a dead peer never answer."""
         for args in (["--full", "-s", "KILL"], []):
             self._call_unless(["scancel", *args, job_id], ENDED)
+
+
+def sbatch_args(job: BatchJob) -> list[str]:
+    """``job`` as ``sbatch`` options."""
+    resources = [f"--gres=gpu:{job.gpus_per_node}"] if job.gpus_per_node else []
+    return [
+        f"--job-name={job.name}",
+        f"--nodelist={','.join(job.nodes)}",
+        f"--nodes={len(job.nodes)}",
+        f"--ntasks={job.tasks}",
+        *resources,
+        *(["--oversubscribe"] if job.oversubscribe else []),
+        f"--output={job.output}",
+        f"--chdir={job.workdir}",
+        # A node that fails ends the job (NODE_FAIL), which the executor reports as
+        # lost at once; requeued, it would look like a job still waiting to start.
+        "--no-requeue",
+        *([f"--uid={job.uid}"] if job.uid is not None else []),
+    ]

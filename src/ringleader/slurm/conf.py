@@ -14,6 +14,8 @@ from pathlib import Path
 
 SUBNET = "10.251.0"
 """The lab's addresses: they exist only inside the namespaces it creates."""
+REST_PORT = 6820
+"""slurmrestd's port on the controller host (``SlurmLab.start_rest``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +68,8 @@ SlurmctldHost=ctl({shape.address(0)})
 AuthType=auth/munge
 CredType=cred/munge
 AuthInfo=socket={root}/munge/munge.socket
+AuthAltTypes=auth/jwt
+AuthAltParameters=jwt_key={root}/jwt/jwt.key
 SlurmUser=root
 SlurmdUser=root
 SlurmctldPort=6817

@@ -14,7 +14,7 @@ import json
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -58,10 +58,15 @@ class Served:
 
 @contextmanager
 def served(
-    lab: SlurmLab, state: Path, log: Path, port: int = PORT, more: Sequence[str] = ()
+    lab: SlurmLab,
+    state: Path,
+    log: Path,
+    port: int = PORT,
+    more: Sequence[str] = (),
+    env: Mapping[str, str] | None = None,
 ) -> Iterator[Served]:
-    """A server on ``lab``'s controller host (``--round-s 1``, then ``more`` flags), up
-    and answering."""
+    """A server on ``lab``'s controller host (``--round-s 1``, then ``more`` flags, with
+    ``env`` over the lab's environment), up and answering."""
     with open(log, "ab") as out:
         server = subprocess.Popen(
             lab.on_controller(
@@ -72,7 +77,7 @@ def served(
                     *more,
                 ]
             ),
-            env=lab.env(),
+            env={**lab.env(), **(env or {})},
             stdout=out,
             stderr=subprocess.STDOUT,
             start_new_session=True,

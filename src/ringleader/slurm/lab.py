@@ -28,14 +28,15 @@ import shutil
 import signal
 import subprocess
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
 from ringleader.net.tc import NetCommandError
 from ringleader.net.tc import run as net_run
-from ringleader.slurm.conf import LabShape, gres_conf, hosts_file, slurm_conf
+from ringleader.slurm.conf import REST_PORT, LabShape, gres_conf, hosts_file, slurm_conf
+from ringleader.slurm.hosts import alive, in_own_net, kill_inside
 
 DEFAULT_ROOT = Path("/run/ringleader-slurm-lab")
 DAEMONS = ("munged", "slurmctld", "slurmd")
@@ -55,8 +56,9 @@ def _run(args: list[str]) -> None:
 
 def missing_tools() -> list[str]:
     """The programs the lab needs that are not on PATH (Debian: ``apt-get install
-    slurmctld slurmd slurm-client munge``)."""
-    tools = ("munged", "slurmctld", "slurmd", "srun", "sinfo", "unshare", "nsenter", "ip")
+    slurmctld slurmd slurm-client slurmrestd slurm-wlm-jwt-plugin munge``)."""
+    daemons = ["munged", "slurmctld", "slurmd", "slurmrestd"]
+    tools = [*daemons, "srun", "sinfo", "unshare", "nsenter", "ip"]
     return [t for t in tools if shutil.which(t) is None]
 
 
@@ -111,7 +113,8 @@ class SlurmLab:
         missing = missing_tools()
         if missing:
             raise LabError(
-                f"missing {', '.join(missing)}: apt-get install slurmctld slurmd slurm-client munge"
+                f"missing {', '.join(missing)}: apt-get install slurmctld slurmd slurm-client "
+                "slurmrestd slurm-wlm-jwt-plugin munge"
             )
         if os.geteuid() != 0:
             raise LabError("the Slurm lab needs root (namespaces, veths, mknod)")
@@ -127,9 +130,13 @@ class SlurmLab:
             raise
 
     def _files(self) -> None:
-        for sub in ("munge", "state", "spool", "run", "log", "dev"):
+        for sub in ("munge", "jwt", "state", "spool", "run", "log", "dev"):
             (self.root / sub).mkdir(parents=True, exist_ok=True)
         os.chmod(self.root / "munge", 0o700)
+        os.chmod(self.root / "jwt", 0o700)
+        jwt_key = self.root / "jwt" / "jwt.key"
+        jwt_key.write_bytes(os.urandom(32).hex().encode())  # slurmctld signs tokens with it
+        jwt_key.chmod(0o600)
         key = self.root / "munge" / "munge.key"
         key.write_bytes(os.urandom(1024))
         key.chmod(0o400)
@@ -165,7 +172,7 @@ class SlurmLab:
             self.holders[name] = holder.pid
             self._save()
         deadline = time.monotonic() + 10
-        while not all(_in_own_net(p) for p in self.holders.values()):
+        while not all(in_own_net(p) for p in self.holders.values()):
             if time.monotonic() > deadline:
                 raise LabError("the lab's namespace holders did not start")
             time.sleep(0.02)
@@ -220,7 +227,9 @@ class SlurmLab:
         for name in self.shape.names:
             self._daemon(f"slurmd-{name}", name, ["slurmd", "-D", "-f", str(self.conf)])
 
-    def _daemon(self, key: str, host: str | None, args: list[str]) -> None:
+    def _daemon(
+        self, key: str, host: str | None, args: list[str], env: Mapping[str, str] | None = None
+    ) -> None:
         if host is not None:
             args = ["nsenter", "-t", str(self.holders[host]), "--net", "--uts", "--mount", *args]
         log = open(self.root / "log" / f"{key}.out", "ab")  # noqa: SIM115 - the daemon's
@@ -230,7 +239,7 @@ class SlurmLab:
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=log,
-                env=self.env(),
+                env={**self.env(), **(env or {})},
                 start_new_session=True,
             )
         self._children.append(proc)
@@ -243,7 +252,7 @@ class SlurmLab:
         last = ""
         while time.monotonic() < deadline:
             for key, pid in self.daemons.items():
-                if not _alive(pid):
+                if not alive(pid):
                     raise LabError(f"{key} exited: see {self.root}/log/{key}.out")
             with contextlib.suppress(subprocess.TimeoutExpired):
                 done = self.run(["sinfo", "-h", "-N", "-o", "%N %t"], timeout=10)
@@ -258,13 +267,38 @@ class SlurmLab:
         state = {"holders": self.holders, "daemons": self.daemons, "shape": self.shape.nodes}
         (self.root / "lab.json").write_text(json.dumps(state))
 
+    @property
+    def rest_url(self) -> str:
+        """Where ``start_rest``'s slurmrestd listens: on the controller host."""
+        return f"http://{self.shape.address(0)}:{REST_PORT}"
+
+    def start_rest(self) -> None:
+        """slurmrestd on the controller host, taking JWTs (``token``) and nothing else,
+        as an unprivileged user (it refuses to serve JWTs as root)."""
+        args = ["slurmrestd", "-f", str(self.conf), "-a", "rest_auth/jwt"]
+        address = f"{self.shape.address(0)}:{REST_PORT}"
+        args += ["-s", "openapi/v0.0.38", "-u", "nobody", address]
+        self._daemon("slurmrestd", "ctl", args, env={"SLURM_JWT": "daemon"})
+        deadline = time.monotonic() + 10
+        while f":{REST_PORT} " not in self.run(["ss", "-ltn"], timeout=10).stdout:
+            if not alive(self.daemons["slurmrestd"]) or time.monotonic() > deadline:
+                raise LabError(f"slurmrestd did not start: see {self.root}/log/slurmrestd.out")
+            time.sleep(0.05)
+
+    def token(self, user: str = "root", lifespan_s: int = 3600) -> str:
+        """A JWT for ``user`` from slurmctld (``scontrol token``), for ``SLURM_JWT``."""
+        done = self.run(["scontrol", "token", f"username={user}", f"lifespan={lifespan_s}"])
+        if done.returncode != 0:
+            raise LabError(f"scontrol token failed: {done.stderr.strip()}")
+        return done.stdout.strip().removeprefix("SLURM_JWT=")
+
     def fail_node(self, name: str) -> None:
         """Node ``name`` loses power: its cable goes dead first (its peers hear
         nothing more, not a reset), then every process on it (slurmd, slurmstepd, the
         job's tasks) is killed. Slurm finds out as it would: slurmd stops answering."""
         holder = self.holders[name]
         _run(["nsenter", "-t", str(holder), "--net", "ip", "link", "set", "eth0", "down"])
-        _kill_inside([holder])
+        kill_inside([holder])
         self.daemons.pop(f"slurmd-{name}", None)
         self._save()
 
@@ -274,7 +308,7 @@ class SlurmLab:
         pid = self.daemons.pop("slurmctld")
         with contextlib.suppress(ProcessLookupError):
             os.killpg(pid, signal.SIGKILL)
-        while _alive(pid):
+        while alive(pid):
             time.sleep(0.02)
         self._save()
 
@@ -297,10 +331,10 @@ class SlurmLab:
         for pid in [*self.daemons.values(), *self.holders.values()]:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(pid, signal.SIGTERM)
-        _kill_inside(self.holders.values())  # slurmstepd and job tasks, in sessions of their own
+        kill_inside(self.holders.values())  # slurmstepd and job tasks, in sessions of their own
         deadline = time.monotonic() + 10
         for pid in [*self.daemons.values(), *self.holders.values()]:
-            while _alive(pid) and time.monotonic() < deadline:
+            while alive(pid) and time.monotonic() < deadline:
                 time.sleep(0.05)
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(pid, signal.SIGKILL)
@@ -311,36 +345,6 @@ class SlurmLab:
         self.daemons.clear()
         self.holders.clear()
         saved.unlink(missing_ok=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state != "Z"
-
-
-def _kill_inside(holders: Iterable[int]) -> None:
-    """SIGKILL every process in a holder's network namespace but the holder."""
-    spaces = {}
-    for pid in holders:
-        with contextlib.suppress(OSError):
-            spaces[os.readlink(f"/proc/{pid}/ns/net")] = pid
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        with contextlib.suppress(OSError):
-            holder = spaces.get(os.readlink(entry / "ns" / "net"))
-            if holder is not None and int(entry.name) != holder:
-                os.kill(int(entry.name), signal.SIGKILL)
-
-
-def _in_own_net(pid: int) -> bool:
-    try:
-        return os.readlink(f"/proc/{pid}/ns/net") != os.readlink("/proc/self/ns/net")
-    except OSError:
-        return False
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -40,7 +40,15 @@ from ringleader.runtime.workers.executor.base import (
 from ringleader.runtime.workers.executor.local import WorkerLaunch, worker_env, wrapper_argv
 from ringleader.runtime.workers.identity import prepare_job_dir
 from ringleader.runtime.workers.wrapper import run_dir
-from ringleader.slurm.client import FORGOTTEN, UNKNOWN, Slurm, SlurmNode, SlurmUnavailable
+from ringleader.slurm.api import (
+    UNKNOWN,
+    BatchJob,
+    SlurmApi,
+    SlurmNode,
+    SlurmUnavailable,
+    batch_script,
+)
+from ringleader.slurm.client import Slurm
 from ringleader.slurm.rank import launch_file
 
 JOB_ID_FILE = "slurm.jobid"
@@ -54,8 +62,8 @@ GONE = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "PREEMPTED",
 class SlurmExecutor:
     name = "slurm"
 
-    def __init__(self, slurm: Slurm | None = None, *, shares: bool = False) -> None:
-        self.slurm = slurm or Slurm()
+    def __init__(self, slurm: SlurmApi | None = None, *, shares: bool = False) -> None:
+        self.slurm: SlurmApi = slurm or Slurm()
         self.shares = shares
         """The partition oversubscribes (``Slurm.oversubscribes``): gangs are submitted
         without GRES, ringleader gives each rank its GPU, and a turn's end is a
@@ -138,36 +146,22 @@ class SlurmExecutor:
             per_node[device.node] = per_node.get(device.node, 0) + 1
         hostfile = here / HOSTS_FILE
         hostfile.write_text("".join(f"{d.node}\n" for d in devices))
-        script = (
-            "#!/bin/sh\n"
-            f"export SLURM_HOSTFILE={hostfile}\n"
-            f"exec srun --distribution=arbitrary --ntasks={len(devices)} --kill-on-bad-exit=0 "
-            f"{sys.executable} -m ringleader.slurm.rank {here}\n"
+        script = batch_script(hostfile, len(devices), here, sys.executable)
+        job = BatchJob(
+            name=f"rl-{job_id}-g{generation}",
+            nodes=tuple(per_node),
+            tasks=len(devices),
+            # On a partition ringleader time-slices, its GPUs are ringleader's to give
+            # (a suspended job's GRES would stay held): no GRES, a share of the nodes.
+            gpus_per_node=0 if self.shares else max(per_node.values()),
+            oversubscribe=self.shares,
+            output=here / "slurm.out",
+            workdir=job_dir,
+            uid=uid,
         )
-        args = [
-            f"--job-name=rl-{job_id}-g{generation}",
-            f"--nodelist={','.join(per_node)}",
-            f"--nodes={len(per_node)}",
-            f"--ntasks={len(devices)}",
-            *self._resources(per_node),
-            f"--output={here / 'slurm.out'}",
-            f"--chdir={job_dir}",
-            # A node that fails ends the job (NODE_FAIL), which ``status`` reports as
-            # lost at once; requeued, it would look like a job still waiting to start.
-            "--no-requeue",
-            *([f"--uid={uid}"] if uid is not None else []),
-        ]
-        slurm_id = self.slurm.submit(script, args)
+        slurm_id = self.slurm.submit(script, job)
         (here / JOB_ID_FILE).write_text(slurm_id + "\n")
         self._jobs[(job_dir, generation)] = (slurm_id, frozenset(per_node))
-
-    def _resources(self, per_node: Mapping[str, int]) -> list[str]:
-        """What the job asks Slurm for beside its tasks: the GPUs as GRES, or, on a
-        partition ringleader time-slices, a share of the nodes (its GPUs are ringleader's
-        to give, and a suspended job's GRES would stay held)."""
-        if self.shares:
-            return ["--oversubscribe"]
-        return [f"--gres=gpu:{max(per_node.values())}"]
 
     def _submitted(self, job_dir: Path, generation: int) -> tuple[str, frozenset[str]] | None:
         """The generation's Slurm job id and nodes; read from its run dir once, after a
@@ -199,12 +193,8 @@ class SlurmExecutor:
         slurm_id, placed = submitted
         if len(exits) >= world:
             return GangStatus(world, 0, exits)  # every rank has ended: Slurm has no more to say
-        try:
-            state = self.slurm.states([slurm_id]).get(slurm_id, "COMPLETED")
-        except SlurmUnavailable as err:
-            if FORGOTTEN not in str(err):
-                raise
-            state = "COMPLETED"  # past MinJobAge: Slurm forgot it
+        # Not listed: past MinJobAge, Slurm forgot it.
+        state = self.slurm.states([slurm_id]).get(slurm_id, "COMPLETED")
         left = world - len(exits)
         started = len(ranks_started(here))
         if state in ("PENDING", "CONFIGURING", "REQUEUED") and started:
@@ -240,7 +230,7 @@ class SlurmExecutor:
         started = ranks_started(run_dir(job_dir, generation))
         # scancel signals every task: one in ``skip`` that still runs gets it again,
         # which its wrapper hands on as a second SIGTERM.
-        self.slurm.cancel(slurm_id, "TERM")
+        self.slurm.stop(slurm_id)
         return started - skip
 
     def kill(self, job_dir: Path, generation: int) -> None:
