@@ -309,9 +309,9 @@ class Session:
             self.checkpoint()
 
     def checkpoint(self) -> None:
+        """Rank 0 writes a checkpoint of the registered model and optimizer."""
         if self.before_checkpoint is not None:
             self.before_checkpoint()
-        """Rank 0 writes a checkpoint of the registered model and optimizer."""
         self._last_checkpoint = time.monotonic()
         if self.rank != 0 or self._model is None:
             return
