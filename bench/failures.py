@@ -4,10 +4,12 @@ On the Slurm lab (3 nodes of 2 virtual GPUs, ``ringleader.slurm.lab``) a server
 runs one elastic ResNet-8 job on 4 GPUs (2..4), checkpointing every 5 s. Half
 an interval after its first checkpoint (what a failure at a random moment
 costs on average), one of its two nodes loses power (``SlurmLab.fail_node``),
-and the job must finish on what is left (``ringleader.slurm.drill``). Per
-repetition, in seconds from the failure: when the server noticed
-(``noticed_s``), when the job took a step again (``trains_again_s``), and the
-steps it lost (last step before the failure minus the step it restored).
+and the job must finish on what is left (``ringleader.slurm.drill``). In a
+second drill the same job, with ``stall_s`` 10 s, has rank 1's training
+process stopped at that moment (SIGSTOP: a rank that hangs). Per repetition,
+in seconds from the failure: when the server noticed (``noticed_s``), when
+the job took a step again (``trains_again_s``), and the steps it lost (the
+first generation's last step minus the step the next one restored).
 Writes ``bench/results/failures.json``. Needs root (namespaces) and Slurm
 (``make slurm``).
 
@@ -34,13 +36,14 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 from _common import stamp
 from ringleader.runtime.local_server import local_server
 from ringleader.slurm.conf import LabShape
-from ringleader.slurm.drill import cost, node_failure, noticed, served, steps, wait
+from ringleader.slurm.drill import cost, node_failure, noticed, rank_hang, served, steps, wait
 from ringleader.slurm.lab import SlurmLab, missing_tools
 
 OUT = Path(__file__).parent / "results" / "failures.json"
@@ -55,7 +58,13 @@ JOB = (
 )
 
 
-def slurm_node(repeat: int) -> dict[str, Any]:
+SLURM_FAULTS = {
+    "node": "a node of a 4-GPU job loses power",
+    "hang": f"rank 1's training process of a 4-GPU job stops (SIGSTOP), stall_s {STALL_S:g}",
+}
+
+
+def slurm_fault(fault: str, repeat: int) -> dict[str, Any]:
     runs = []
     for i in range(repeat):
         root = Path("/run") / f"rl-failures-{os.getpid()}-{i}"
@@ -65,16 +74,26 @@ def slurm_node(repeat: int) -> dict[str, Any]:
                 SlurmLab(LabShape(nodes=3, gpus_per_node=2), root) as lab,
                 served(lab, base / "state", base / "server.log") as here,
             ):
-                cost = node_failure(here, JOB, base, CHECKPOINT_EVERY_S / 2)
+                if fault == "node":
+                    cost = node_failure(here, JOB, base, CHECKPOINT_EVERY_S / 2)
+                else:
+                    cost = rank_hang(here, JOB, base, STALL_S, CHECKPOINT_EVERY_S / 2)
             shutil.rmtree(root, ignore_errors=True)
-        print(f"slurm node {i}: {json.dumps(cost)}", file=sys.stderr, flush=True)
+        print(f"slurm {fault} {i}: {json.dumps(cost)}", file=sys.stderr, flush=True)
         runs.append(cost)
-    return summary(runs, "a node of a 4-GPU job loses power")
+    return summary(runs, SLURM_FAULTS[fault])
 
 
-def ray_node(repeat: int) -> dict[str, Any]:
+RAY_FAULTS = {
+    "node": "a Ray worker node of a 2-GPU job is removed",
+    "hang": f"rank 1's training process of a 2-GPU job on Ray stops (SIGSTOP), stall_s {STALL_S:g}",
+}
+
+
+def ray_fault(fault: str, repeat: int) -> dict[str, Any]:
     """The same job on 2 GPUs of a Ray cluster (``tests/ray_node_loss.py``, in a network
-    namespace with only loopback, as Ray must run here): its node is removed."""
+    namespace with only loopback, as Ray must run here): its node is removed, or its
+    rank 1 hangs."""
     namespace = f"rlfail{os.getpid()}"
     command = " ".join(JOB).replace("--epochs 6", "--epochs 30").replace(sys.executable, "python")
     with tempfile.TemporaryDirectory(prefix="rl-failures-ray-") as tmp:
@@ -89,6 +108,7 @@ def ray_node(repeat: int) -> dict[str, Any]:
                     sys.executable,
                     "-m",
                     "tests.ray_node_loss",
+                    *("--fault", fault),
                     str(out),
                     str(repeat),
                     command,
@@ -102,11 +122,11 @@ def ray_node(repeat: int) -> dict[str, Any]:
             subprocess.run(["ip", "netns", "del", namespace], check=False)
         runs = json.loads(out.read_text())["runs"]
     for i, run in enumerate(runs):
-        print(f"ray node {i}: {json.dumps(run)}", file=sys.stderr, flush=True)
+        print(f"ray {fault} {i}: {json.dumps(run)}", file=sys.stderr, flush=True)
     broken = [r["error"] for r in runs if "error" in r]
     if broken:
         raise RuntimeError(f"a Ray run failed:\n{broken[0]}")
-    return summary(runs, "a Ray worker node of a 2-GPU job is removed")
+    return summary(runs, RAY_FAULTS[fault])
 
 
 def summary(runs: list[dict[str, Any]], what: str) -> dict[str, Any]:
@@ -187,19 +207,43 @@ def _fault_a_worker(base: Path, fault: str) -> dict[str, Any]:
     }
 
 
+CASES: dict[str, Callable[[str, int], dict[str, Any]]] = {
+    "local": local_fault,
+    "slurm": slurm_fault,
+    "ray": ray_fault,
+}
+"""Each executor's drill, by the faults it has (``FAULTS``, ``SLURM_FAULTS``, ``RAY_FAULTS``)."""
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument(
+        "--only",
+        action="append",
+        metavar="EXECUTOR.FAULT",
+        help="run only this case (e.g. ray.hang), kept beside the file's others; repeatable",
+    )
     args = parser.parse_args()
     if os.geteuid() != 0 or missing_tools():
         print(json.dumps({"skipped": "needs root and Slurm (make slurm)"}))
         return
-    report: dict[str, Any] = stamp(f"python bench/failures.py --repeat {args.repeat}")
-    report["local"] = {fault: local_fault(fault, args.repeat) for fault in FAULTS}
-    report["slurm"] = {"node": slurm_node(args.repeat)}
-    report["ray"] = {"node": ray_node(args.repeat)}
+    every: dict[str, Iterable[str]] = {"local": FAULTS, "slurm": SLURM_FAULTS, "ray": RAY_FAULTS}
+    cases = [(ex, fault) for ex, faults in every.items() for fault in faults]
+    if args.only:
+        unknown = set(args.only) - {f"{ex}.{fault}" for ex, fault in cases}
+        if unknown:
+            parser.error(f"--only: no case {', '.join(sorted(unknown))}")
+        cases = [(ex, fault) for ex, fault in cases if f"{ex}.{fault}" in args.only]
+    command = f"python bench/failures.py --repeat {args.repeat}"
+    report: dict[str, Any] = json.loads(OUT.read_text()) if args.only else {}
+    for executor, fault in cases:
+        measured = CASES[executor](fault, args.repeat)
+        measured["measured"] = stamp(f"{command} --only {executor}.{fault}")
+        report.setdefault(executor, {})[fault] = measured
+    if not args.only:
+        report = {**stamp(command), **report}
     OUT.write_text(json.dumps(report, indent=2) + "\n")
-    cases = (("local", "worker"), ("local", "hang"), ("slurm", "node"), ("ray", "node"))
     for executor, fault in cases:
         print(executor, fault, json.dumps(report[executor][fault]["median"]))
 

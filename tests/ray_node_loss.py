@@ -1,42 +1,62 @@
-"""What a Ray node that dies under a job costs it: ``bench/failures.py``'s Ray case.
+"""What a Ray node that dies, or a rank that hangs, costs a job: ``bench/failures.py``'s Ray cases.
 
-``python -m tests.ray_node_loss OUT.json RUNS COMMAND...`` (run by the bench under
+``python -m tests.ray_node_loss [--fault hang] OUT.json RUNS COMMAND...`` (run by the bench under
 ``ip netns exec``, in a namespace with only loopback): a Ray cluster of a head
 (1 fake GPU) and two workers (2 each), a server with ``--executor ray`` and the
 ``elastic`` policy, and ``RUNS`` times: ``COMMAND`` as a 2-GPU job, one of its
 workers' nodes removed half a checkpoint interval after its first checkpoint,
-a new worker node added for the next run. Writes each run's cost (the fields
+a new worker node added for the next run. With ``--fault hang`` the job has
+``stall_s`` and rank 1's training process is stopped instead (SIGSTOP: alive,
+holding its GPU, no step), and kept stopped. Writes each run's cost (the fields
 of ``ringleader.slurm.drill.cost``, ``noticed_s`` from the server's settling
 event) to OUT.json. It stops only what it started.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
+import subprocess
 import sys
+import threading
 import time
 import traceback
 from pathlib import Path
 from typing import Any
 
-from ringleader.slurm.drill import cost, steps, wait
+from ringleader.slurm.drill import cost, hold_stopped, steps, wait
 from tests.live_server import LiveServer
 
 STORE = 80 * 2**20
 CHECKPOINT_EVERY_S = 5.0
+STALL_S = 10.0
 
 
-def one_run(server: LiveServer, cluster: Any, command: str, state: Path) -> dict[str, Any]:
-    job = server.submit({"name": "victim", "command": command, "gpus": 2})
+def one_run(
+    server: LiveServer, cluster: Any, command: str, state: Path, fault: str
+) -> dict[str, Any]:
+    spec: dict[str, Any] = {"name": "victim", "command": command, "gpus": 2}
+    if fault == "hang":
+        spec["stall_s"] = STALL_S
+    job = server.submit(spec)
     kept = state / "jobs" / job / "checkpoints"
     wait("checkpoint", lambda: kept.is_dir() and any(kept.iterdir()), 180)
     time.sleep(CHECKPOINT_EVERY_S / 2)
     hosts = {d.split(":")[0] for d in server.job(job)["devices"]}
     victim = next(w for w in cluster.worker_nodes if str(w.node_id)[:12] in hosts)
-    failed_at, done = time.time(), steps(state, job, 1)
-    cluster.remove_node(victim)
-    cluster.add_node(num_cpus=2, num_gpus=2, object_store_memory=STORE)
+    if fault == "hang":  # the fake nodes share this machine's process table
+        wrapper = next((state / "jobs" / job / "run").glob("gen*/rank1.pid"))
+        found = subprocess.run(
+            ["pgrep", "-P", wrapper.read_text().split()[0]], capture_output=True, text=True
+        )
+        failed_at, done = time.time(), steps(state, job, 1)
+        pid = int(found.stdout.split()[0])
+        threading.Thread(target=hold_stopped, args=(pid,), daemon=True).start()
+    else:
+        failed_at, done = time.time(), steps(state, job, 1)
+        cluster.remove_node(victim)
+        cluster.add_node(num_cpus=2, num_gpus=2, object_store_memory=STORE)
     final = server.wait_state(job, {"succeeded", "failed"}, 300)
     settled = [
         e["t"]
@@ -53,7 +73,7 @@ def one_run(server: LiveServer, cluster: Any, command: str, state: Path) -> dict
     }
 
 
-def main(out: Path, runs: int, command: str) -> int:
+def main(out: Path, runs: int, command: str, fault: str = "node") -> int:
     import ray
     from ray.cluster_utils import Cluster
 
@@ -78,7 +98,7 @@ def main(out: Path, runs: int, command: str) -> int:
         server.start()
         for _ in range(runs):
             try:
-                results["runs"].append(one_run(server, cluster, command, state))
+                results["runs"].append(one_run(server, cluster, command, state, fault))
             except Exception:
                 results["runs"].append({"error": traceback.format_exc()})
     finally:
@@ -92,4 +112,10 @@ def main(out: Path, runs: int, command: str) -> int:
 
 if __name__ == "__main__":
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    sys.exit(main(Path(sys.argv[1]), int(sys.argv[2]), " ".join(sys.argv[3:])))
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--fault", choices=("node", "hang"), default="node")
+    parser.add_argument("out", type=Path)
+    parser.add_argument("runs", type=int)
+    parser.add_argument("command", nargs=argparse.REMAINDER)
+    args = parser.parse_args()
+    sys.exit(main(args.out, args.runs, " ".join(args.command), args.fault))

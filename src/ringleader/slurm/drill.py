@@ -11,8 +11,11 @@ lost. ``tests/test_slurm_failures.py`` and ``bench/failures.py`` both run it.
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -111,15 +114,17 @@ def steps(state: Path, job: str, generation: int) -> list[dict[str, Any]]:
 
 def cost(state: Path, job: str, failed_at: float, done: list[dict[str, Any]]) -> dict[str, Any]:
     """What a fault at ``failed_at`` cost ``job``, whose first generation had taken the
-    steps ``done`` by then: when it trained again, and the steps it lost (its last
-    minus the one the next generation restored)."""
+    steps ``done`` by then: when it trained again, and the steps it lost (the first
+    generation's last step minus the one the next restored). Its last, not the last
+    in ``done``: a step in flight at the fault may still be recorded after it."""
     after = [r for r in records(state, job) if r.get("event") == "started" and r["g"] > 1]
     resumed = steps(state, job, after[0]["g"]) if after else []
+    last = max(r["step"] for r in [*done, *steps(state, job, 1)])
     return {
         "trains_again_s": round(resumed[0]["t"] - failed_at, 2) if resumed else None,
-        "step_at_failure": done[-1]["step"],
+        "step_at_failure": last,
         "restored_step": after[0]["restored_step"] if after else None,
-        "steps_lost": done[-1]["step"] - (after[0]["restored_step"] or 0) if after else None,
+        "steps_lost": last - (after[0]["restored_step"] or 0) if after else None,
         "step_s": round((done[-1]["t"] - done[0]["t"]) / max(len(done) - 1, 1), 3),
     }
 
@@ -188,6 +193,69 @@ def node_failure(
         "noticed_s": noticed(here.log, failed_at, LOST),
         **cost(here.state, job, failed_at, done),
     }
+
+
+HUNG = "no new step"
+"""What the server's log says when a gang has taken no step for its ``stall_s``."""
+
+
+def rank_hang(
+    here: Served,
+    command: Sequence[str],
+    workdir: Path,
+    stall_s: float,
+    after_checkpoint_s: float = 0.0,
+) -> dict[str, Any]:
+    """Run ``command`` as a 4-GPU elastic job (2..4) with ``stall_s``, stop rank 1's
+    training process (SIGSTOP: alive, holding its GPU, no step) ``after_checkpoint_s``
+    after its first checkpoint, and wait for the job's end. The lab's hosts share this
+    machine's process table, so the process is found by its launch wrapper's pid."""
+    spec = {
+        "name": "hung",
+        "command": list(command),
+        "gpus": 4,
+        "min_gpus": 2,
+        "max_gpus": 4,
+        "elastic": True,
+        "stall_s": stall_s,
+        "workdir": str(workdir),
+    }
+    (workdir / "hung.json").write_text(json.dumps(spec))  # JSON is YAML
+    out = here.cli("submit", str(workdir / "hung.json"))
+    if out.returncode:
+        raise RuntimeError(f"submit failed: {out.stderr}")
+    job = out.stdout.split()[-1]
+    kept = here.state / "jobs" / job / "checkpoints"
+    wait("checkpoint", lambda: kept.is_dir() and any(kept.iterdir()), 120)
+    time.sleep(after_checkpoint_s)
+    wrapper = next((here.state / "jobs" / job / "run").glob("gen*/rank1.pid"))
+    found = subprocess.run(
+        ["pgrep", "-P", wrapper.read_text().split()[0]], capture_output=True, text=True
+    )
+    failed_at, done = time.time(), steps(here.state, job, 1)
+    hung = threading.Thread(target=hold_stopped, args=(int(found.stdout.split()[0]),), daemon=True)
+    hung.start()
+    wait("end of the job", lambda: job_state(here, job) in ("succeeded", "failed"), 240)
+    return {
+        "job": job,
+        "state": job_state(here, job),
+        "history": here.cli("show", job).stdout.split("events:")[-1].strip().splitlines(),
+        "noticed_s": noticed(here.log, failed_at, HUNG),
+        **cost(here.state, job, failed_at, done),
+    }
+
+
+def hold_stopped(pid: int, every_s: float = 0.05) -> None:
+    """SIGSTOP ``pid`` until it is gone: a rank that stays hung. Once stopped, something
+    on a Slurm node sends it SIGCONT when its gang is asked to stop (it then took one
+    more minibatch and checkpointed on its way out, losing nothing), which a rank
+    stuck in a collective would not do."""
+    while True:
+        try:
+            os.kill(pid, signal.SIGSTOP)
+        except ProcessLookupError:
+            return
+        time.sleep(every_s)
 
 
 ENDED_STATES = ("succeeded", "failed", "cancelled")
