@@ -6,7 +6,9 @@ each, so they must take turns (``ringleader.slurm.turns``). Per suspend and
 resume, seconds from the server's request: to the job library's ``suspended``
 (the GPUs free for the other job), to slurmctld's suspend of the job (asked
 1.5 s into the pause), and to the library's ``resumed`` (``scontrol resume``
-first). Writes ``bench/results/slurm-turns.json``. Needs root and Slurm
+first). Then packing: two 1-GPU jobs under ``gandiva --quantum-s 5`` on a
+lab of one 1-GPU node, for how long both ran at once (``turns.pack``).
+Writes ``bench/results/slurm-turns.json``. Needs root and Slurm
 (``make slurm``).
 """
 
@@ -65,15 +67,43 @@ def summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+PACKING = ("--slurm-partition", "share", "--policy", "gandiva", "--quantum-s", "5")
+PACKED_JOB = (*JOB[:-4], "--epochs", "120", "--checkpoint-every-s", "1")
+
+
+def packing_run(i: int) -> dict[str, Any]:
+    """Two 1-GPU jobs under ``gandiva`` on a lab of one 1-GPU node (``turns.pack``)."""
+    root = Path("/run") / f"rl-pack-{os.getpid()}-{i}"
+    with tempfile.TemporaryDirectory(prefix="rl-pack-") as tmp:
+        base = Path(tmp)
+        with (
+            SlurmLab(LabShape(nodes=1, gpus_per_node=1), root) as lab,
+            served(lab, base / "state", base / "server.log", more=PACKING) as here,
+        ):
+            seen = turns.pack(here, PACKED_JOB, base)
+    shutil.rmtree(root, ignore_errors=True)
+    return seen
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
     runs = [one_run(i) for i in range(args.repeat)]
+    packing = [packing_run(i) for i in range(args.repeat)]
+    for run in packing:
+        print(f"packing: {json.dumps(run)}", file=sys.stderr, flush=True)
     report: dict[str, Any] = stamp(f"python bench/slurm_turns.py --repeat {args.repeat}")
     report |= {"goal_s": 1.0, "summary": summary(runs), "runs": runs}
+    report["packing"] = {
+        "what": "two 1-GPU jobs under gandiva on one 1-GPU node of the share partition",
+        "packed_s": [run["packed_s"] for run in packing],
+        "succeeded": sum(set(r["states"].values()) == {"succeeded"} for r in packing),
+        "runs": packing,
+    }
     OUT.write_text(json.dumps(report, indent=2) + "\n")
     print(json.dumps(report["summary"], indent=2))
+    print("packed_s", report["packing"]["packed_s"], "succeeded", report["packing"]["succeeded"])
 
 
 if __name__ == "__main__":

@@ -92,11 +92,10 @@ def build(config: ServerConfig) -> tuple[Store, Users, Controller]:
         raise ConfigError(f"--policy: {err}") from None
     if chosen.needs.time_slicing and not policy.needs.time_slicing:
         why = (
-            "on this partition ringleader time-slices but does not pack (--policy "
-            "time-slicing time-slices)"
-            if body.suspend
+            "slurmrestd 22.05 cannot suspend a job (Slurm's commands can: drop --slurm-url)"
+            if config.slurm_url
             else "on Slurm a job keeps its GPUs until it exits (a partition with "
-            "OverSubscribe=FORCE lets ringleader time-slice: docs/slurm.md)"
+            "OverSubscribe=FORCE lets ringleader time-slice and pack: docs/slurm.md)"
         )
         logging.getLogger("ringleader").info(
             "policy %s runs without time-slicing and packing here: %s", chosen.name, why

@@ -7,7 +7,9 @@ so (``FREEZE_AFTER_S`` into the pause); a turn begins with ``scontrol
 resume``, then the library's resume. ``take_turns`` runs two such jobs on a
 one-node lab, watches ``squeue`` meanwhile, and measures each suspend and
 resume from the server's request to the moment it had taken.
-``tests/test_slurm_turns.py`` runs it.
+``tests/test_slurm_turns.py`` runs it. ``pack`` runs two 1-GPU jobs under
+``gandiva`` on a one-GPU lab: once each has run alone, the policy tries them
+packed, two Slurm jobs running at once on the node's one GPU.
 """
 
 from __future__ import annotations
@@ -97,4 +99,45 @@ def take_turns(here: Served, command: Sequence[str], workdir: Path) -> dict[str,
         "slurm_states_seen": sorted(seen),
         "wall_s": round(time.time() - started, 1),
         **{j: latencies(here, j) for j in jobs},
+    }
+
+
+def packed_s(here: Served, jobs: Sequence[str]) -> float:
+    """Seconds in which two jobs were both taking minibatches."""
+    a, b = (
+        [(r["t"] - r["step_time"], r["t"]) for r in records(here.state, j) if "step_time" in r]
+        for j in jobs
+    )
+    return float(sum(max(0.0, min(e, e2) - max(s, s2)) for s, e in a for s2, e2 in b))
+
+
+def pack(here: Served, command: Sequence[str], workdir: Path) -> dict[str, Any]:
+    """Submit ``command`` twice, 1 GPU each, on a lab of one 1-GPU node under a packing
+    policy; wait for both to end, counting the looks at ``squeue`` that found both
+    running at once. How long they ran packed, from their minibatches."""
+    jobs = []
+    for name in ("pack-a", "pack-b"):
+        out = here.cli(
+            *("run", "--gpus", "1", "--name", name, "--workdir", str(workdir), "--", *command)
+        )
+        if out.returncode:
+            raise RuntimeError(f"submit failed: {out.stderr}")
+        jobs.append(out.stdout.split()[-1])
+    looks = {"both_running": 0, "all": 0}
+
+    def ended() -> bool:
+        listed = here.lab.run(["squeue", "-h", "-o", "%T"], timeout=30).stdout.split()
+        looks["all"] += 1
+        looks["both_running"] += listed.count("RUNNING") == 2
+        return all(job_state(here, j) in ENDED_STATES for j in jobs)
+
+    started = time.time()
+    wait("end of both jobs", ended, 300)
+    return {
+        "jobs": jobs,
+        "states": {j: job_state(here, j) for j in jobs},
+        "packed_s": round(packed_s(here, jobs), 1),
+        "squeue_looks": looks,
+        "wall_s": round(time.time() - started, 1),
+        "events": {j: [e["kind"] for e in here.get(f"/jobs/{j}")["events"]] for j in jobs},
     }

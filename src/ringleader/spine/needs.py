@@ -45,11 +45,11 @@ RUNTIME = Supplies("ringleader server", truth=False)
 ON_SLURM = Supplies("ringleader server --executor slurm", truth=False, suspend=False, packing=False)
 """Slurm lets no two jobs hold a GPU (GRES) at once, suspended or not."""
 ON_SLURM_SHARED = Supplies(
-    "ringleader server --executor slurm on an oversubscribed partition", truth=False, packing=False
+    "ringleader server --executor slurm on an oversubscribed partition", truth=False
 )
 """A partition the admin lets jobs share (``OverSubscribe=FORCE``): ringleader gives the
-GPUs, no GRES, so a suspended job keeps none, and time-slicing runs. Packing (two
-jobs on one GPU at once) is not offered there yet."""
+GPUs, no GRES, so a suspended job keeps none, and time-slicing runs; two Slurm jobs
+may run on a node at once, so packing does too."""
 
 
 def serve_policy(policy: Decider, body: Supplies) -> Decider:
