@@ -36,7 +36,7 @@ def test_a_job_outlives_slurms_controller_going_away_and_coming_back(tmp_path: P
         SlurmLab(LabShape(nodes=3, gpus_per_node=2), root) as lab,
         served(lab, tmp_path / "state", log) as here,
     ):
-        outage = controller_outage(here, JOB, tmp_path, away_s=25)
+        outage = controller_outage(here, JOB, tmp_path, away_s=16)
         cluster_after = here.get("/cluster")
     shutil.rmtree(root)
     said = log.read_text()

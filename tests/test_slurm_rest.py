@@ -117,6 +117,36 @@ def test_a_cancel_through_slurmrestd_reaches_every_rank_as_sigterm(
 
 
 @needs_lab
+def test_slurmrestd_going_away_holds_the_jobs_and_they_finish_when_it_is_back(
+    served: Served, tmp_path: Path
+) -> None:
+    first = served.cli("run", "--gpus", "2", "--name", "through", "--", "sleep", "4")
+    job = first.stdout.split()[-1]
+    deadline = time.monotonic() + 60
+    while _state(served, job) != "running":
+        assert time.monotonic() < deadline, served.cli("show", job).stdout
+        time.sleep(0.3)
+    served.lab.stop_rest()
+    try:
+        deadline = time.monotonic() + 30
+        while served.get("/cluster")["available"]:
+            assert time.monotonic() < deadline, "the server never said slurmrestd was away"
+            time.sleep(0.3)
+        cluster = served.get("/cluster")
+        assert served.lab.rest_url in cluster["reason"], cluster
+        during = served.cli("run", "--gpus", "1", "--name", "during", "--", "sleep", "1")
+        assert during.returncode == 0, during.stderr  # the API still takes submissions
+        assert _state(served, job) == "running"
+    finally:
+        served.lab.start_rest()
+    later = during.stdout.split()[-1]
+    deadline = time.monotonic() + 90
+    while {_state(served, j) for j in (job, later)} != {"succeeded"}:
+        assert time.monotonic() < deadline, [served.cli("show", j).stdout for j in (job, later)]
+        time.sleep(0.5)
+
+
+@needs_lab
 def test_a_drained_node_leaves_the_view_slurmrestd_gives(lab: SlurmLab) -> None:
     drain = ["scontrol", "update", "nodename=n3", "state=drain", "reason=test"]
     assert lab.run(drain).returncode == 0

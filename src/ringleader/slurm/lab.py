@@ -285,6 +285,15 @@ class SlurmLab:
                 raise LabError(f"slurmrestd did not start: see {self.root}/log/slurmrestd.out")
             time.sleep(0.05)
 
+    def stop_rest(self) -> None:
+        """slurmrestd dies (SIGKILL); slurmctld and the nodes run on."""
+        pid = self.daemons.pop("slurmrestd")
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pid, signal.SIGKILL)
+        while alive(pid):
+            time.sleep(0.02)
+        self._save()
+
     def token(self, user: str = "root", lifespan_s: int = 3600) -> str:
         """A JWT for ``user`` from slurmctld (``scontrol token``), for ``SLURM_JWT``."""
         done = self.run(["scontrol", "token", f"username={user}", f"lifespan={lifespan_s}"])
