@@ -21,13 +21,14 @@ import shutil
 import statistics
 import sys
 import tempfile
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from _common import stamp
 from ringleader.slurm import turns
 from ringleader.slurm.conf import LabShape
-from ringleader.slurm.drill import served
+from ringleader.slurm.drill import Served, served
 from ringleader.slurm.lab import SlurmLab
 
 OUT = Path(__file__).parent / "results" / "slurm-turns.json"
@@ -40,17 +41,24 @@ JOB = (
 KEYS = ("suspend_s", "slurm_suspend_s", "resume_s")
 
 
-def one_run(i: int) -> dict[str, Any]:
+def on_lab(
+    i: int, gpus: int, flags: Sequence[str], drill: Callable[[Served, Path], dict[str, Any]]
+) -> dict[str, Any]:
+    """``drill`` on a fresh lab of one node of ``gpus`` GPUs, its server given ``flags``."""
     root = Path("/run") / f"rl-turns-{os.getpid()}-{i}"
     with tempfile.TemporaryDirectory(prefix="rl-turns-") as tmp:
         base = Path(tmp)
         with (
-            SlurmLab(LabShape(nodes=1, gpus_per_node=2), root) as lab,
-            served(lab, base / "state", base / "server.log", more=SHARED) as here,
+            SlurmLab(LabShape(nodes=1, gpus_per_node=gpus), root) as lab,
+            served(lab, base / "state", base / "server.log", more=flags) as here,
         ):
-            seen = turns.take_turns(here, JOB, base)
+            seen = drill(here, base)
     shutil.rmtree(root, ignore_errors=True)
     return seen
+
+
+def one_run(i: int) -> dict[str, Any]:
+    return on_lab(i, 2, SHARED, lambda here, base: turns.take_turns(here, JOB, base))
 
 
 def summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -73,16 +81,7 @@ PACKED_JOB = (*JOB[:-4], "--epochs", "120", "--checkpoint-every-s", "1")
 
 def packing_run(i: int) -> dict[str, Any]:
     """Two 1-GPU jobs under ``gandiva`` on a lab of one 1-GPU node (``turns.pack``)."""
-    root = Path("/run") / f"rl-pack-{os.getpid()}-{i}"
-    with tempfile.TemporaryDirectory(prefix="rl-pack-") as tmp:
-        base = Path(tmp)
-        with (
-            SlurmLab(LabShape(nodes=1, gpus_per_node=1), root) as lab,
-            served(lab, base / "state", base / "server.log", more=PACKING) as here,
-        ):
-            seen = turns.pack(here, PACKED_JOB, base)
-    shutil.rmtree(root, ignore_errors=True)
-    return seen
+    return on_lab(i, 1, PACKING, lambda here, base: turns.pack(here, PACKED_JOB, base))
 
 
 def main() -> None:

@@ -175,22 +175,31 @@ def node_failure(
     if out.returncode:
         raise RuntimeError(f"submit failed: {out.stderr}")
     job = out.stdout.split()[-1]
-
-    kept = here.state / "jobs" / job / "checkpoints"
-    wait("checkpoint", lambda: kept.is_dir() and any(kept.iterdir()), 120)
-    time.sleep(after_checkpoint_s)
+    _after_first_checkpoint(here, job, after_checkpoint_s)
     shown = here.cli("show", job).stdout
     first = shown.split("launched 4 GPU(s) on ")[1].split()[0].split(":")[0]
     here.lab.fail_node(first)
     failed_at = time.time()
     done = steps(here.state, job, 1)
+    return {"failed_node": first, **_outcome(here, job, failed_at, done, LOST)}
+
+
+def _after_first_checkpoint(here: Served, job: str, after_s: float) -> None:
+    kept = here.state / "jobs" / job / "checkpoints"
+    wait("checkpoint", lambda: kept.is_dir() and any(kept.iterdir()), 120)
+    time.sleep(after_s)
+
+
+def _outcome(
+    here: Served, job: str, failed_at: float, done: list[dict[str, Any]], said: str
+) -> dict[str, Any]:
+    """Wait for ``job``'s end; what became of it, and what the fault cost it."""
     wait("end of the job", lambda: job_state(here, job) in ("succeeded", "failed"), 240)
     return {
         "job": job,
         "state": job_state(here, job),
-        "failed_node": first,
         "history": here.cli("show", job).stdout.split("events:")[-1].strip().splitlines(),
-        "noticed_s": noticed(here.log, failed_at, LOST),
+        "noticed_s": noticed(here.log, failed_at, said),
         **cost(here.state, job, failed_at, done),
     }
 
@@ -225,9 +234,7 @@ def rank_hang(
     if out.returncode:
         raise RuntimeError(f"submit failed: {out.stderr}")
     job = out.stdout.split()[-1]
-    kept = here.state / "jobs" / job / "checkpoints"
-    wait("checkpoint", lambda: kept.is_dir() and any(kept.iterdir()), 120)
-    time.sleep(after_checkpoint_s)
+    _after_first_checkpoint(here, job, after_checkpoint_s)
     wrapper = next((here.state / "jobs" / job / "run").glob("gen*/rank1.pid"))
     found = subprocess.run(
         ["pgrep", "-P", wrapper.read_text().split()[0]], capture_output=True, text=True
@@ -235,14 +242,7 @@ def rank_hang(
     failed_at, done = time.time(), steps(here.state, job, 1)
     hung = threading.Thread(target=hold_stopped, args=(int(found.stdout.split()[0]),), daemon=True)
     hung.start()
-    wait("end of the job", lambda: job_state(here, job) in ("succeeded", "failed"), 240)
-    return {
-        "job": job,
-        "state": job_state(here, job),
-        "history": here.cli("show", job).stdout.split("events:")[-1].strip().splitlines(),
-        "noticed_s": noticed(here.log, failed_at, HUNG),
-        **cost(here.state, job, failed_at, done),
-    }
+    return _outcome(here, job, failed_at, done, HUNG)
 
 
 def hold_stopped(pid: int, every_s: float = 0.05) -> None:

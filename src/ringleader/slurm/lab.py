@@ -287,7 +287,10 @@ class SlurmLab:
 
     def stop_rest(self) -> None:
         """slurmrestd dies (SIGKILL); slurmctld and the nodes run on."""
-        pid = self.daemons.pop("slurmrestd")
+        self._kill_daemon("slurmrestd")
+
+    def _kill_daemon(self, key: str) -> None:
+        pid = self.daemons.pop(key)
         with contextlib.suppress(ProcessLookupError):
             os.killpg(pid, signal.SIGKILL)
         while alive(pid):
@@ -314,12 +317,7 @@ class SlurmLab:
     def stop_controller(self) -> None:
         """slurmctld dies (SIGKILL): every Slurm command fails until ``start_controller``;
         the nodes and the jobs' tasks run on."""
-        pid = self.daemons.pop("slurmctld")
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(pid, signal.SIGKILL)
-        while alive(pid):
-            time.sleep(0.02)
-        self._save()
+        self._kill_daemon("slurmctld")
 
     def jobs_saved_since(self, when: float) -> bool:
         """Whether slurmctld wrote its job state (``StateSaveLocation``) at or after

@@ -73,31 +73,40 @@ def latencies(here: Served, job: str) -> dict[str, list[float]]:
     return out
 
 
-def take_turns(here: Served, command: Sequence[str], workdir: Path) -> dict[str, Any]:
-    """Submit ``command`` twice, 2 GPUs each, on a lab of one 2-GPU node; wait for both
-    to end, noting the Slurm states ``squeue`` shows meanwhile."""
+def two_jobs(
+    here: Served, command: Sequence[str], workdir: Path, prefix: str, gpus: int
+) -> tuple[list[str], list[list[str]], float]:
+    """Submit ``command`` twice (``PREFIX-a``, ``PREFIX-b``, ``gpus`` each) and wait for
+    both to end: their ids, what ``squeue`` listed at each look meanwhile, and the
+    seconds from the submissions to the end."""
     jobs = []
-    for name in ("turn-a", "turn-b"):
+    for name in (f"{prefix}-a", f"{prefix}-b"):
         out = here.cli(
-            *("run", "--gpus", "2", "--name", name, "--workdir", str(workdir), "--", *command)
+            *("run", "--gpus", str(gpus), "--name", name, "--workdir", str(workdir)),
+            *("--", *command),
         )
         if out.returncode:
             raise RuntimeError(f"submit failed: {out.stderr}")
         jobs.append(out.stdout.split()[-1])
-    seen: set[str] = set()
+    looks: list[list[str]] = []
 
     def ended() -> bool:
-        listed = here.lab.run(["squeue", "-h", "-o", "%T"], timeout=30).stdout.split()
-        seen.update(listed)
+        looks.append(here.lab.run(["squeue", "-h", "-o", "%T"], timeout=30).stdout.split())
         return all(job_state(here, j) in ENDED_STATES for j in jobs)
 
     started = time.time()
     wait("end of both jobs", ended, 300)
+    return jobs, looks, round(time.time() - started, 1)
+
+
+def take_turns(here: Served, command: Sequence[str], workdir: Path) -> dict[str, Any]:
+    """Two 2-GPU jobs on a lab of one 2-GPU node, and the Slurm states seen meanwhile."""
+    jobs, looks, wall_s = two_jobs(here, command, workdir, "turn", 2)
     return {
         "jobs": jobs,
         "states": {j: job_state(here, j) for j in jobs},
-        "slurm_states_seen": sorted(seen),
-        "wall_s": round(time.time() - started, 1),
+        "slurm_states_seen": sorted({state for look in looks for state in look}),
+        "wall_s": wall_s,
         **{j: latencies(here, j) for j in jobs},
     }
 
@@ -112,32 +121,18 @@ def packed_s(here: Served, jobs: Sequence[str]) -> float:
 
 
 def pack(here: Served, command: Sequence[str], workdir: Path) -> dict[str, Any]:
-    """Submit ``command`` twice, 1 GPU each, on a lab of one 1-GPU node under a packing
-    policy; wait for both to end, counting the looks at ``squeue`` that found both
-    running at once. How long they ran packed, from their minibatches."""
-    jobs = []
-    for name in ("pack-a", "pack-b"):
-        out = here.cli(
-            *("run", "--gpus", "1", "--name", name, "--workdir", str(workdir), "--", *command)
-        )
-        if out.returncode:
-            raise RuntimeError(f"submit failed: {out.stderr}")
-        jobs.append(out.stdout.split()[-1])
-    looks = {"both_running": 0, "all": 0}
-
-    def ended() -> bool:
-        listed = here.lab.run(["squeue", "-h", "-o", "%T"], timeout=30).stdout.split()
-        looks["all"] += 1
-        looks["both_running"] += listed.count("RUNNING") == 2
-        return all(job_state(here, j) in ENDED_STATES for j in jobs)
-
-    started = time.time()
-    wait("end of both jobs", ended, 300)
+    """Two 1-GPU jobs on a lab of one 1-GPU node under a packing policy: the looks at
+    ``squeue`` that found both running at once, and how long they ran packed, from
+    their minibatches."""
+    jobs, looks, wall_s = two_jobs(here, command, workdir, "pack", 1)
     return {
         "jobs": jobs,
         "states": {j: job_state(here, j) for j in jobs},
         "packed_s": round(packed_s(here, jobs), 1),
-        "squeue_looks": looks,
-        "wall_s": round(time.time() - started, 1),
+        "squeue_looks": {
+            "both_running": sum(look.count("RUNNING") == 2 for look in looks),
+            "all": len(looks),
+        },
+        "wall_s": wall_s,
         "events": {j: [e["kind"] for e in here.get(f"/jobs/{j}")["events"]] for j in jobs},
     }
