@@ -22,7 +22,7 @@ from ringleader.slurm import drill
 from ringleader.slurm.conf import LabShape
 from ringleader.slurm.drill import Served
 from ringleader.slurm.lab import SlurmLab, missing_tools
-from ringleader.slurm.rest import TokenError, token_user
+from ringleader.slurm.token import Token, TokenError, token_user
 
 DDP = Path(__file__).parents[1] / "examples" / "porting" / "ddp.py"
 needs_lab = pytest.mark.skipif(
@@ -43,8 +43,12 @@ def lab() -> Iterator[SlurmLab]:
 @pytest.fixture(scope="module")
 def served(lab: SlurmLab, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     state = tmp_path_factory.mktemp("slurm-rest")
+    token = state / "slurm.jwt"  # as a site renews it: a file the server reads again
+    token.write_text(lab.token("root"))
+    token.chmod(0o600)
     flags = ["--slurm-url", lab.rest_url]
-    with drill.served(lab, state, state / "server.log", more=flags, env=_jwt(lab)) as here:
+    env = {"SLURM_JWT_FILE": str(token)}
+    with drill.served(lab, state, state / "server.log", more=flags, env=env) as here:
         yield here
 
 
@@ -147,6 +151,29 @@ def test_slurmrestd_going_away_holds_the_jobs_and_they_finish_when_it_is_back(
 
 
 @needs_lab
+def test_a_refused_token_holds_the_jobs_until_its_file_is_renewed(served: Served) -> None:
+    token = served.state / "slurm.jwt"
+    good = token.read_text()
+    forged = good.rsplit(".", 1)[0] + ".c2lnbmVkIGJ5IG5vYm9keQ"
+    token.write_text(forged)
+    try:
+        deadline = time.monotonic() + 30
+        while served.get("/cluster")["available"]:
+            assert time.monotonic() < deadline, "the server never said the token was refused"
+            time.sleep(0.3)
+        reason = served.get("/cluster")["reason"]
+        assert "refused the token" in reason and "SLURM_JWT_FILE" in reason, reason
+        assert forged.rsplit(".", 1)[1] not in reason  # the token itself is never said
+    finally:
+        token.write_text(served.lab.token("root"))  # renewed, as a cron job would
+    deadline = time.monotonic() + 30
+    while not served.get("/cluster")["available"]:
+        assert time.monotonic() < deadline, served.get("/cluster")
+        time.sleep(0.3)
+    assert "Traceback" not in served.log.read_text()
+
+
+@needs_lab
 def test_a_drained_node_leaves_the_view_slurmrestd_gives(lab: SlurmLab) -> None:
     drain = ["scontrol", "update", "nodename=n3", "state=drain", "reason=test"]
     assert lab.run(drain).returncode == 0
@@ -218,3 +245,20 @@ def test_the_token_names_its_user_and_a_non_token_is_refused() -> None:
     for bad in ("", "nodots", "a.!!!.c", "e30.e30.x"):  # e30 is {}: no `sun`
         with pytest.raises(TokenError, match="scontrol token"):
             token_user(bad)
+
+
+def test_a_token_file_is_read_again_when_it_changes(tmp_path: Path) -> None:
+    alice, bob = "e30.eyJzdW4iOiJhbGljZSJ9.x", "e30.eyJzdW4iOiJib2IifQ.y"
+    path = tmp_path / "slurm.jwt"
+    path.write_text(f"SLURM_JWT={alice}\n")  # as `scontrol token` prints it
+    token = Token.from_env({"SLURM_JWT_FILE": str(path)})
+    assert (token.current(), token.user) == (alice, "alice")
+    path.write_text(bob)
+    os.utime(path, ns=(time.time_ns(), time.time_ns() + 10**9))  # a later mtime, surely
+    assert (token.current(), token.user) == (bob, "bob")
+    assert alice not in repr(token) and bob not in repr(token)
+    path.unlink()
+    with pytest.raises(TokenError, match=str(path)):
+        token.current()
+    with pytest.raises(TokenError, match="SLURM_JWT_FILE"):
+        Token.from_env({"SLURM_JWT_FILE": str(tmp_path / "none")})

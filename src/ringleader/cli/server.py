@@ -176,10 +176,11 @@ def _check_slurm_flags(executor: str, partition: str | None, url: str | None) ->
             f"--slurm-url {url!r}: not the address of slurmrestd; give "
             "http://HOST:PORT (or https://), e.g. http://slurm-head:6820"
         )
-    if not os.environ.get("SLURM_JWT", "").strip():
+    if not (os.environ.get("SLURM_JWT", "").strip() or os.environ.get("SLURM_JWT_FILE")):
         fail(
             "--slurm-url: set SLURM_JWT to the service account's token (`scontrol token "
-            "username=NAME lifespan=SECONDS` on the cluster); slurmrestd takes no other"
+            "username=NAME lifespan=SECONDS` on the cluster), or SLURM_JWT_FILE to a file "
+            "that holds it and is renewed before it expires; slurmrestd takes no other"
         )
 
 

@@ -106,7 +106,8 @@ SlurmUrlFlag = Annotated[
     typer.Option(
         help="With --executor slurm: reach Slurm through slurmrestd at this URL (e.g. "
         "http://slurm-head:6820) instead of Slurm's commands, with the JWT in the "
-        "environment variable SLURM_JWT (`scontrol token`). For a server outside the "
+        "environment variable SLURM_JWT (`scontrol token`), or in the file SLURM_JWT_FILE "
+        "names, read again when it changes. For a server outside the "
         "cluster's MUNGE perimeter; slurmrestd 22.05 cannot suspend, so no time-slicing "
         "(docs/slurm.md).",
     ),

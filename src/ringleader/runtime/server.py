@@ -131,7 +131,8 @@ def slurm_executor(partition: str | None = None, url: str | None = None) -> Slur
     from ringleader.runtime.workers.executor.slurm import SlurmExecutor
     from ringleader.slurm.api import SlurmApi, SlurmUnavailable
     from ringleader.slurm.client import Slurm
-    from ringleader.slurm.rest import SlurmRest, TokenError
+    from ringleader.slurm.rest import SlurmRest
+    from ringleader.slurm.token import TokenError
 
     slurm: SlurmApi
     if url is None:
@@ -147,7 +148,7 @@ def slurm_executor(partition: str | None = None, url: str | None = None) -> Slur
             raise ConfigError(f"--slurm-url: {err}") from None
         fix = (
             f"check that slurmrestd listens at {url} with rest_auth/jwt, that slurmctld "
-            "runs, and that SLURM_JWT is a current token"
+            "runs, and that the token (SLURM_JWT or SLURM_JWT_FILE) is current"
         )
     try:
         executor = SlurmExecutor(slurm, shares=slurm.can_suspend and slurm.oversubscribes())

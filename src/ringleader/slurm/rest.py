@@ -20,14 +20,12 @@ What 22.05's REST API cannot do, and what ringleader does instead:
 
 from __future__ import annotations
 
-import base64
-import binascii
 import json
 import os
 import pwd
 import signal
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -41,11 +39,14 @@ from ringleader.slurm.api import (
     SlurmUnreachable,
     gres_gpus,
 )
+from ringleader.slurm.token import Token, TokenError
 
 VERSION = "v0.0.38"
 TIMEOUT_S = 20.0
 UNREACHABLE = "Unable to contact slurm controller"
 FORGOTTEN = "Invalid job id"
+REFUSED = "Unspecified error"
+"""All slurmrestd 22.05 says of a token it refuses (forged, expired, another user's)."""
 _STATES = {
     "mixed": "mix",
     "allocated": "alloc",
@@ -61,8 +62,9 @@ BATCH_ENV = ("PATH", "LANG", "LC_ALL", "TZ", "SLURM_CONF", "PYTHONPATH", "VIRTUA
 would send all of it, the token included). The ranks' own come from their launch files."""
 
 
-class TokenError(ValueError):
-    """``SLURM_JWT`` is not a JWT; the message says how to get one."""
+class SlurmRefused(SlurmUnreachable):
+    """slurmrestd refused the token (expired, most likely): to the controller the
+    cluster does not answer, and jobs are held until a renewed token is taken."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,9 +73,7 @@ class SlurmRest:
 
     url: str
     """Where slurmrestd listens, e.g. ``http://slurm-head:6820``."""
-    token: str = field(repr=False)
-    user: str = ""
-    """Whose token it is (its ``sun`` claim when empty)."""
+    token: Token
     partition: str | None = None
     can_suspend = False
 
@@ -81,17 +81,9 @@ class SlurmRest:
     def from_env(
         cls, url: str, partition: str | None = None, env: Mapping[str, str] = os.environ
     ) -> SlurmRest:
-        """The client for ``url`` with the token in ``SLURM_JWT`` (``TokenError`` if
-        there is none, or it is not a JWT)."""
-        token = env.get("SLURM_JWT", "").strip()
-        if token.startswith("SLURM_JWT="):  # pasted as `scontrol token` prints it
-            token = token.removeprefix("SLURM_JWT=")
-        if not token:
-            raise TokenError(
-                "SLURM_JWT is not set: set it to a token for the service account, from "
-                "`scontrol token username=NAME lifespan=SECONDS` on the cluster"
-            )
-        return cls(url.rstrip("/"), token, token_user(token), partition)
+        """The client for ``url`` with the token ``SLURM_JWT_FILE`` or ``SLURM_JWT``
+        gives (``TokenError`` if neither does)."""
+        return cls(url.rstrip("/"), Token.from_env(env), partition)
 
     def _request(
         self,
@@ -102,7 +94,11 @@ class SlurmRest:
         body: Mapping[str, Any] | None = None,
         as_user: str | None = None,
     ) -> dict[str, Any]:
-        headers = {"X-SLURM-USER-NAME": as_user or self.user, "X-SLURM-USER-TOKEN": self.token}
+        try:
+            token, user = self.token.current(), self.token.user
+        except TokenError as err:
+            raise SlurmRefused(str(err)) from None
+        headers = {"X-SLURM-USER-NAME": as_user or user, "X-SLURM-USER-TOKEN": token}
         where = f"{self.url}/slurm/{VERSION}{path}"
         try:
             reply = httpx.request(
@@ -124,16 +120,14 @@ class SlurmRest:
         said = "; ".join(_said(e) for e in data.get("errors") or [])
         if UNREACHABLE in said:
             raise SlurmUnreachable(f"slurmrestd {method} {path}: {said}")
-        if said or reply.status_code >= 400:
-            hint = ""
-            if reply.status_code in (401, 403, 500) and "Unspecified error" in said:
-                hint = (
-                    f" (is SLURM_JWT a current token of {self.user!r}? `scontrol token "
-                    f"username={self.user}` makes one)"
-                )
-            raise SlurmUnavailable(
-                f"slurmrestd {method} {path} (HTTP {reply.status_code}): {said}{hint}"
+        if reply.status_code in (401, 403, 500) and REFUSED in said:
+            raise SlurmRefused(
+                f"slurmrestd {method} {path} refused the token of {user!r} (HTTP "
+                f"{reply.status_code}: {said}): renew SLURM_JWT_FILE's token, or restart "
+                f"with a current SLURM_JWT (`scontrol token username={user}`)"
             )
+        if said or reply.status_code >= 400:
+            raise SlurmUnavailable(f"slurmrestd {method} {path} (HTTP {reply.status_code}): {said}")
         return dict(data)
 
     def nodes(self) -> list[SlurmNode]:
@@ -213,25 +207,6 @@ class SlurmRest:
 
     def resume(self, job_id: str) -> None:
         raise SlurmUnavailable("slurmrestd 22.05 cannot resume a job (scontrol resume can)")
-
-
-def token_user(token: str) -> str:
-    """The user a Slurm JWT was made for (its ``sun`` claim). Read, not verified:
-    slurmctld verifies it."""
-    parts = token.split(".")
-    try:
-        if len(parts) != 3:
-            raise ValueError
-        payload = parts[1] + "=" * (-len(parts[1]) % 4)
-        user = json.loads(base64.urlsafe_b64decode(payload))["sun"]
-        if not isinstance(user, str) or not user:
-            raise ValueError
-    except (ValueError, KeyError, TypeError, binascii.Error):
-        raise TokenError(
-            "SLURM_JWT is not a Slurm token (three dot-separated parts, a `sun` claim): "
-            "make one with `scontrol token username=NAME lifespan=SECONDS`"
-        ) from None
-    return user
 
 
 def _said(error: Mapping[str, Any]) -> str:
