@@ -43,7 +43,7 @@ from typing import Any
 from _common import stamp
 from ringleader.runtime.local_server import local_server
 from ringleader.slurm.conf import LabShape
-from ringleader.slurm.drill import cost, node_failure, noticed, rank_hang, served, steps, wait
+from ringleader.slurm.drill import cost, node_failure, noticed, rank_fault, served, steps, wait
 from ringleader.slurm.lab import SlurmLab, missing_tools
 
 OUT = Path(__file__).parent / "results" / "failures.json"
@@ -60,6 +60,7 @@ JOB = (
 
 SLURM_FAULTS = {
     "node": "a node of a 4-GPU job loses power",
+    "worker": "rank 1's training process of a 4-GPU job gets SIGKILL",
     "hang": f"rank 1's training process of a 4-GPU job stops (SIGSTOP), stall_s {STALL_S:g}",
 }
 
@@ -77,7 +78,8 @@ def slurm_fault(fault: str, repeat: int) -> dict[str, Any]:
                 if fault == "node":
                     cost = node_failure(here, JOB, base, CHECKPOINT_EVERY_S / 2)
                 else:
-                    cost = rank_hang(here, JOB, base, STALL_S, CHECKPOINT_EVERY_S / 2)
+                    how = "kill" if fault == "worker" else "hang"
+                    cost = rank_fault(here, JOB, base, how, STALL_S, CHECKPOINT_EVERY_S / 2)
             shutil.rmtree(root, ignore_errors=True)
         print(f"slurm {fault} {i}: {json.dumps(cost)}", file=sys.stderr, flush=True)
         runs.append(cost)
@@ -86,6 +88,7 @@ def slurm_fault(fault: str, repeat: int) -> dict[str, Any]:
 
 RAY_FAULTS = {
     "node": "a Ray worker node of a 2-GPU job is removed",
+    "worker": "rank 1's training process of a 2-GPU job on Ray gets SIGKILL",
     "hang": f"rank 1's training process of a 2-GPU job on Ray stops (SIGSTOP), stall_s {STALL_S:g}",
 }
 

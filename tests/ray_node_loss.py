@@ -1,14 +1,16 @@
-"""What a Ray node that dies, or a rank that hangs, costs a job: ``bench/failures.py``'s Ray cases.
+"""What a Ray node or rank that dies, or a rank that hangs, costs a job on Ray.
 
-``python -m tests.ray_node_loss [--fault hang] OUT.json RUNS COMMAND...`` (run by the bench under
-``ip netns exec``, in a namespace with only loopback): a Ray cluster of a head
-(1 fake GPU) and two workers (2 each), a server with ``--executor ray`` and the
-``elastic`` policy, and ``RUNS`` times: ``COMMAND`` as a 2-GPU job, one of its
-workers' nodes removed half a checkpoint interval after its first checkpoint,
-a new worker node added for the next run. With ``--fault hang`` the job has
-``stall_s`` and rank 1's training process is stopped instead (SIGSTOP: alive,
-holding its GPU, no step), and kept stopped. Writes each run's cost (the fields
-of ``ringleader.slurm.drill.cost``, ``noticed_s`` from the server's settling
+``python -m tests.ray_node_loss [--fault hang|worker] OUT.json RUNS COMMAND...``
+(``bench/failures.py``'s Ray cases, run under ``ip netns exec``, in a namespace
+with only loopback): a Ray cluster of a head (1 fake GPU) and two workers (2
+each), a server with ``--executor ray`` and the ``elastic`` policy, and
+``RUNS`` times: ``COMMAND`` as a 2-GPU job, one of its workers' nodes removed
+half a checkpoint interval after its first checkpoint, a new worker node
+added for the next run. With ``--fault hang`` the job has ``stall_s`` and
+rank 1's training process is stopped instead (SIGSTOP: alive, holding its
+GPU, no step), and kept stopped; with ``--fault worker`` it is killed
+(SIGKILL). Writes each run's cost (the fields of
+``ringleader.slurm.drill.cost``, ``noticed_s`` from the server's settling
 event) to OUT.json. It stops only what it started.
 """
 
@@ -17,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -37,7 +40,7 @@ def one_run(
     server: LiveServer, cluster: Any, command: str, state: Path, fault: str
 ) -> dict[str, Any]:
     spec: dict[str, Any] = {"name": "victim", "command": command, "gpus": 2}
-    if fault == "hang":
+    if fault != "node":
         spec["stall_s"] = STALL_S
     job = server.submit(spec)
     kept = state / "jobs" / job / "checkpoints"
@@ -45,14 +48,17 @@ def one_run(
     time.sleep(CHECKPOINT_EVERY_S / 2)
     hosts = {d.split(":")[0] for d in server.job(job)["devices"]}
     victim = next(w for w in cluster.worker_nodes if str(w.node_id)[:12] in hosts)
-    if fault == "hang":  # the fake nodes share this machine's process table
+    if fault != "node":  # the fake nodes share this machine's process table
         wrapper = next((state / "jobs" / job / "run").glob("gen*/rank1.pid"))
         found = subprocess.run(
             ["pgrep", "-P", wrapper.read_text().split()[0]], capture_output=True, text=True
         )
         failed_at, done = time.time(), steps(state, job, 1)
         pid = int(found.stdout.split()[0])
-        threading.Thread(target=hold_stopped, args=(pid,), daemon=True).start()
+        if fault == "worker":
+            os.kill(pid, signal.SIGKILL)
+        else:
+            threading.Thread(target=hold_stopped, args=(pid,), daemon=True).start()
     else:
         failed_at, done = time.time(), steps(state, job, 1)
         cluster.remove_node(victim)
@@ -113,7 +119,7 @@ def main(out: Path, runs: int, command: str, fault: str = "node") -> int:
 if __name__ == "__main__":
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--fault", choices=("node", "hang"), default="node")
+    parser.add_argument("--fault", choices=("node", "hang", "worker"), default="node")
     parser.add_argument("out", type=Path)
     parser.add_argument("runs", type=int)
     parser.add_argument("command", nargs=argparse.REMAINDER)

@@ -206,21 +206,25 @@ def _outcome(
 
 HUNG = "no new step"
 """What the server's log says when a gang has taken no step for its ``stall_s``."""
+FAILED = "a worker failed"
+"""What the server's log says when a rank's process exits with an error."""
 
 
-def rank_hang(
+def rank_fault(
     here: Served,
     command: Sequence[str],
     workdir: Path,
+    fault: str,
     stall_s: float,
     after_checkpoint_s: float = 0.0,
 ) -> dict[str, Any]:
-    """Run ``command`` as a 4-GPU elastic job (2..4) with ``stall_s``, stop rank 1's
-    training process (SIGSTOP: alive, holding its GPU, no step) ``after_checkpoint_s``
-    after its first checkpoint, and wait for the job's end. The lab's hosts share this
-    machine's process table, so the process is found by its launch wrapper's pid."""
+    """Run ``command`` as a 4-GPU elastic job (2..4) with ``stall_s``; ``after_checkpoint_s``
+    after its first checkpoint rank 1's training process hangs (``fault`` ``hang``:
+    held stopped, alive, holding its GPU, no step) or dies (``kill``: SIGKILL); wait
+    for the job's end. The lab's hosts share this machine's process table, so the
+    process is found by its launch wrapper's pid."""
     spec = {
-        "name": "hung",
+        "name": "victim",
         "command": list(command),
         "gpus": 4,
         "min_gpus": 2,
@@ -229,8 +233,8 @@ def rank_hang(
         "stall_s": stall_s,
         "workdir": str(workdir),
     }
-    (workdir / "hung.json").write_text(json.dumps(spec))  # JSON is YAML
-    out = here.cli("submit", str(workdir / "hung.json"))
+    (workdir / "victim.json").write_text(json.dumps(spec))  # JSON is YAML
+    out = here.cli("submit", str(workdir / "victim.json"))
     if out.returncode:
         raise RuntimeError(f"submit failed: {out.stderr}")
     job = out.stdout.split()[-1]
@@ -239,9 +243,12 @@ def rank_hang(
     found = subprocess.run(
         ["pgrep", "-P", wrapper.read_text().split()[0]], capture_output=True, text=True
     )
+    pid = int(found.stdout.split()[0])
     failed_at, done = time.time(), steps(here.state, job, 1)
-    hung = threading.Thread(target=hold_stopped, args=(int(found.stdout.split()[0]),), daemon=True)
-    hung.start()
+    if fault == "kill":
+        os.kill(pid, signal.SIGKILL)
+        return _outcome(here, job, failed_at, done, FAILED)
+    threading.Thread(target=hold_stopped, args=(pid,), daemon=True).start()
     return _outcome(here, job, failed_at, done, HUNG)
 
 
