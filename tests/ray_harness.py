@@ -73,6 +73,22 @@ def node_loss(server: LiveServer, cluster: Any, removable: dict[str, Any]) -> di
     }
 
 
+def crash(server: LiveServer) -> dict[str, Any]:
+    """Rank 1 of a 2-GPU job fails while rank 0 runs on: the restart is the job's
+    failure, charged to its retries (Ray's kill takes the actors, which must not
+    read as ranks lost with a node, or the job would relaunch for ever)."""
+    script = 'if [ "$RANK" = 1 ]; then sleep 1; exit 3; fi; sleep 120'
+    job = server.submit(
+        {"name": "crasher", "command": f"sh -c '{script}'", "gpus": 2, "retries": 1}
+    )
+    final = server.wait_state(job, {"succeeded", "failed"}, 120)
+    return {
+        "state": final["state"],
+        "attempts": final["attempts"],
+        "events": [e["kind"] for e in final["events"]],
+    }
+
+
 def time_slicing(server: LiveServer) -> dict[str, Any]:
     """Two jobs on the one GPU left: they take turns.
 
@@ -142,6 +158,7 @@ def main(out: Path) -> int:
         results["cluster"] = server.cluster()
         for name, run in (
             ("resize", lambda: resize_across_nodes(server)),
+            ("crash", lambda: crash(server)),
             ("node_loss", lambda: node_loss(server, cluster, removable)),
         ):
             began_part = time.monotonic()

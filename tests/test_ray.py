@@ -122,6 +122,13 @@ def test_losing_a_node_restarts_its_job_from_a_checkpoint_elsewhere(seen: dict[s
     assert generations == sorted(generations)  # never two copies at once
 
 
+def test_a_rank_that_fails_on_ray_is_charged_to_the_jobs_retries(seen: dict[str, Any]) -> None:
+    crash = _ok(seen, "crash")
+    assert crash["state"] == "failed", crash
+    assert crash["events"].count("launched") == 2, crash  # the first run and one retry
+    assert "stopped" not in crash["events"], crash  # never taken for a node's loss
+
+
 def test_two_jobs_time_slice_one_ray_gpu(seen: dict[str, Any]) -> None:
     jobs = _ok(seen, "time_slicing")
     assert len(jobs) == 2

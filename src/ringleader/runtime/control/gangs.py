@@ -43,6 +43,9 @@ class Gang:
     """Suspended by its executor too (``Executor.freeze``), after its ranks said so."""
     stall_charged: bool = False
     """Killed for a second stall with no step between: settled as the job's failure."""
+    failure_killed: bool = False
+    """Killed because a rank failed: settled as the job's failure, even where the kill
+    leaves ranks the executor calls lost (Ray's actors go with the kill)."""
 
 
 class Gangs:

@@ -153,11 +153,12 @@ class Observing:
         """A gang that lost a node, failed, was signalled or asked to stop: handled, and
         True if that was all there is to do at this look."""
         if status.lost:
-            log.warning("job %s: %d workers lost with their node", row.id, status.lost)
+            if not gang.failure_killed:
+                log.warning("job %s: %d workers lost with their node", row.id, status.lost)
             self.executor.kill(self.job_dir(row.id), row.generation)
-            if row.stopping is None:
+            if row.stopping is None and not gang.failure_killed:
                 row.stopping = "node_lost"
-            self._settle(row, failed=False, codes=dict(status.exits), now=now)
+            self._settle(row, failed=gang.failure_killed, codes=dict(status.exits), now=now)
             return True
         signalled = SIGNALLED in row.shape
         if signalled and row.stopping and not status.finished:
@@ -167,6 +168,7 @@ class Observing:
             # still be writing their checkpoint, so they get their grace.
             log.warning("job %s: a worker failed, stopping the rest", row.id)
             self.executor.kill(self.job_dir(row.id), row.generation)
+            gang.failure_killed = True
             return True
         if row.stopping and not gang.stop_killed:
             if gang.stop_sent is None:
