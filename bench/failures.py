@@ -43,7 +43,16 @@ from typing import Any
 from _common import stamp
 from ringleader.runtime.local_server import local_server
 from ringleader.slurm.conf import LabShape
-from ringleader.slurm.drill import cost, node_failure, noticed, rank_fault, served, steps, wait
+from ringleader.slurm.drill import (
+    cost,
+    node_failure,
+    noticed,
+    rank_fault,
+    served,
+    steps,
+    training_process,
+    wait,
+)
 from ringleader.slurm.lab import SlurmLab, missing_tools
 
 OUT = Path(__file__).parent / "results" / "failures.json"
@@ -189,12 +198,9 @@ def _fault_a_worker(base: Path, fault: str) -> dict[str, Any]:
         kept = state / "jobs" / job / "checkpoints"
         wait("checkpoint", lambda: kept.is_dir() and any(kept.iterdir()), 120)
         time.sleep(CHECKPOINT_EVERY_S / 2)
-        wrapper = next((state / "jobs" / job / "run").glob("gen*/rank1.pid"))
-        children = subprocess.run(
-            ["pgrep", "-P", wrapper.read_text().split()[0]], capture_output=True, text=True
-        ).stdout.split()
+        pid = training_process(state, job, 1)
         failed_at, done = time.time(), steps(state, job, 1)
-        os.kill(int(children[0]), sent)
+        os.kill(pid, sent)
 
         def ended() -> bool:
             return api.get(f"/jobs/{job}").json()["state"] in ("succeeded", "failed")

@@ -20,7 +20,6 @@ import argparse
 import json
 import os
 import signal
-import subprocess
 import sys
 import threading
 import time
@@ -28,7 +27,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from ringleader.slurm.drill import cost, hold_stopped, steps, wait
+from ringleader.slurm.drill import cost, hold_stopped, steps, training_process, wait
 from tests.live_server import LiveServer
 
 STORE = 80 * 2**20
@@ -49,12 +48,8 @@ def one_run(
     hosts = {d.split(":")[0] for d in server.job(job)["devices"]}
     victim = next(w for w in cluster.worker_nodes if str(w.node_id)[:12] in hosts)
     if fault != "node":  # the fake nodes share this machine's process table
-        wrapper = next((state / "jobs" / job / "run").glob("gen*/rank1.pid"))
-        found = subprocess.run(
-            ["pgrep", "-P", wrapper.read_text().split()[0]], capture_output=True, text=True
-        )
+        pid = training_process(state, job, 1)
         failed_at, done = time.time(), steps(state, job, 1)
-        pid = int(found.stdout.split()[0])
         if fault == "worker":
             os.kill(pid, signal.SIGKILL)
         else:

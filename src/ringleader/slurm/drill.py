@@ -239,17 +239,24 @@ def rank_fault(
         raise RuntimeError(f"submit failed: {out.stderr}")
     job = out.stdout.split()[-1]
     _after_first_checkpoint(here, job, after_checkpoint_s)
-    wrapper = next((here.state / "jobs" / job / "run").glob("gen*/rank1.pid"))
-    found = subprocess.run(
-        ["pgrep", "-P", wrapper.read_text().split()[0]], capture_output=True, text=True
-    )
-    pid = int(found.stdout.split()[0])
+    pid = training_process(here.state, job, 1)
     failed_at, done = time.time(), steps(here.state, job, 1)
     if fault == "kill":
         os.kill(pid, signal.SIGKILL)
         return _outcome(here, job, failed_at, done, FAILED)
     threading.Thread(target=hold_stopped, args=(pid,), daemon=True).start()
     return _outcome(here, job, failed_at, done, HUNG)
+
+
+def training_process(state: Path, job: str, rank: int) -> int:
+    """The pid of ``rank``'s training process in ``job``'s first generation: the child
+    of the launch wrapper whose pid its run dir names. Found from this machine's
+    process table, which the lab's hosts and a fake Ray cluster's nodes share."""
+    wrapper = next((state / "jobs" / job / "run").glob(f"gen*/rank{rank}.pid"))
+    found = subprocess.run(
+        ["pgrep", "-P", wrapper.read_text().split()[0]], capture_output=True, text=True
+    )
+    return int(found.stdout.split()[0])
 
 
 def hold_stopped(pid: int, every_s: float = 0.05) -> None:

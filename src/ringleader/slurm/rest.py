@@ -20,6 +20,7 @@ What 22.05's REST API cannot do, and what ringleader does instead:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pwd
@@ -62,6 +63,10 @@ BATCH_ENV = ("PATH", "LANG", "LC_ALL", "TZ", "SLURM_CONF", "PYTHONPATH", "VIRTUA
 would send all of it, the token included). The ranks' own come from their launch files."""
 
 
+class SlurmForgotten(SlurmUnavailable):
+    """slurmctld knows no such job: it ended past ``MinJobAge``, or was lost."""
+
+
 class SlurmRefused(SlurmUnreachable):
     """slurmrestd refused the token (expired, most likely): to the controller the
     cluster does not answer, and jobs are held until a renewed token is taken."""
@@ -95,9 +100,10 @@ class SlurmRest:
         as_user: str | None = None,
     ) -> dict[str, Any]:
         try:
-            token, user = self.token.current(), self.token.user
+            token = self.token.current()
         except TokenError as err:
             raise SlurmRefused(str(err)) from None
+        user = self.token.user
         headers = {"X-SLURM-USER-NAME": as_user or user, "X-SLURM-USER-TOKEN": token}
         where = f"{self.url}/slurm/{VERSION}{path}"
         try:
@@ -126,6 +132,8 @@ class SlurmRest:
                 f"{reply.status_code}: {said}): renew SLURM_JWT_FILE's token, or restart "
                 f"with a current SLURM_JWT (`scontrol token username={user}`)"
             )
+        if FORGOTTEN in said:
+            raise SlurmForgotten(f"slurmrestd {method} {path}: {said}")
         if said or reply.status_code >= 400:
             raise SlurmUnavailable(f"slurmrestd {method} {path} (HTTP {reply.status_code}): {said}")
         return dict(data)
@@ -178,10 +186,8 @@ class SlurmRest:
         for job_id in job_ids:
             try:
                 jobs = self._request("GET", f"/job/{int(job_id)}").get("jobs", [])
-            except SlurmUnavailable as err:
-                if FORGOTTEN in str(err) and not isinstance(err, SlurmUnreachable):
-                    continue
-                raise
+            except SlurmForgotten:
+                continue
             for job in jobs:
                 states[str(job["job_id"])] = str(job["job_state"])
         return states
@@ -196,11 +202,8 @@ class SlurmRest:
     def _signal(self, job_id: str, signum: signal.Signals) -> None:
         # By number: 22.05 knows SIGWINCH by no name.
         params = {"signal": str(signum.value)}
-        try:
+        with contextlib.suppress(SlurmForgotten):  # one that ended is no error
             self._request("DELETE", f"/job/{int(job_id)}", params=params)
-        except SlurmUnavailable as err:  # one that ended is no error
-            if FORGOTTEN not in str(err) or isinstance(err, SlurmUnreachable):
-                raise
 
     def suspend(self, job_id: str) -> None:
         raise SlurmUnavailable("slurmrestd 22.05 cannot suspend a job (scontrol suspend can)")

@@ -31,6 +31,8 @@ class Token:
 
     value: str = field(default="", repr=False)
     path: Path | None = None
+    user: str = ""
+    """Whom ``value`` is for (its ``sun`` claim), worked out when it is read."""
     _changed: int | None = field(default=None, repr=False)
     """``path``'s mtime (ns) when it was last read."""
 
@@ -48,28 +50,22 @@ class Token:
                 "SLURM_JWT is not set: set it to the service account's token, or "
                 f"SLURM_JWT_FILE to a file that holds it; {HOW}"
             )
-        token_user(value, "SLURM_JWT")
-        return cls(value)
+        return cls(value, user=token_user(value, "SLURM_JWT"))
 
     def current(self) -> str:
-        """The token to send now (``TokenError`` if its file cannot be read, or holds
-        no Slurm JWT)."""
+        """The token to send now, ``user`` set to whom it is for (``TokenError`` if its
+        file cannot be read, or holds no Slurm JWT)."""
         if self.path is None:
             return self.value
         try:
             changed = self.path.stat().st_mtime_ns
             if changed != self._changed:
                 value = _bare(self.path.read_text(errors="replace"))
-                token_user(value, f"SLURM_JWT_FILE {self.path}")
-                self.value, self._changed = value, changed
+                user = token_user(value, f"SLURM_JWT_FILE {self.path}")
+                self.value, self.user, self._changed = value, user, changed
         except OSError as err:
             raise TokenError(f"SLURM_JWT_FILE {self.path}: {err.strerror}; {HOW}") from None
         return self.value
-
-    @property
-    def user(self) -> str:
-        """Whom the current token is for."""
-        return token_user(self.current())
 
 
 def token_user(token: str, where: str = "SLURM_JWT") -> str:
