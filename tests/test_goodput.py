@@ -16,6 +16,7 @@ from ringleader.policy.catalog import policy_from_config
 from ringleader.policy.model.objective import Candidate
 from ringleader.policy.model.views import JobShape, JobView, Observation
 from ringleader.policy.size.fitness import PowerMeanSpeedup, _cheapest, _greedy
+from ringleader.policy.size.goodput import SHORTER_FIRST
 from ringleader.sim import pollux
 from ringleader.sim.jobs import SimJob
 from ringleader.sim.tabled import adaptive_profile
@@ -169,3 +170,27 @@ def test_shortest_first_gives_the_gpus_to_the_job_nearer_its_end_where_they_help
     assert PowerMeanSpeedup().grow(jobs, {}, 4).counts == {"near": 2, "far": 2}
     shortest = PowerMeanSpeedup(shortest_first=0.5).grow(jobs, {}, 4).counts
     assert shortest["near"] > shortest.get("far", 0) and sum(shortest.values()) == 4
+
+
+def test_the_default_leaves_the_far_job_a_gpu_that_srpt_would_give_the_near_one() -> None:
+    # Speed-up over remaining seconds (SRPT's weighing, a = 1) gives every GPU to the job
+    # nearer its end; the default's quarter power (goodput.SHORTER_FIRST) leaves the far
+    # job one, where a fourth GPU adds little to the near one.
+    shape = JobShape(50_000, 64, 1e6, Algorithm.RING, global_batch=256)
+    seen = {1: Observation(0.1, 10.0, 256.0), 4: Observation(0.1, 10.0, 64.0)}
+    views = [
+        JobView(
+            name,
+            0.0,
+            shape,
+            EpochsToConverge.constant(10),
+            max_gpus=4,
+            remaining_fraction=left,
+            observations=seen,
+        )
+        for name, left in (("near", 0.1), ("far", 0.9))
+    ]
+    jobs = [Candidate(v, PER_EXAMPLE_MODEL) for v in views]
+    srpt = PowerMeanSpeedup(shortest_first=1.0).grow(jobs, {}, 4).counts
+    assert srpt == {"near": 4}
+    assert SHORTER_FIRST.grow(jobs, {}, 4).counts == {"near": 3, "far": 1}

@@ -55,10 +55,15 @@ class PowerMeanSpeedup:
     trust: int = 2
     """The most GPUs a job is given, as a multiple of the most it was measured on."""
     shortest_first: float = 0.0
-    """0: Pollux's p-mean. Above 0: the counts that maximise ``Σ speedup ^ q / remaining``
-    instead (``q`` this value; ``remaining`` the job's seconds left at its fair share):
-    goodput spent where it ends a job soonest, as shortest-remaining-first does, but
-    only as far as a GPU still helps (see ``remaining_at_fair``)."""
+    """0: Pollux's p-mean. Above 0: the counts that maximise ``Σ speedup ^ q / remaining ^ a``
+    instead (``q`` this value, ``a`` ``remaining_power``; ``remaining`` the job's seconds
+    left at its fair share): goodput spent where it ends a job soonest, as
+    shortest-remaining-first does, but only as far as a GPU still helps (see
+    ``remaining_at_fair``)."""
+    remaining_power: float = 1.0
+    """``a`` above: 1 weighs a job's speed-up by its remaining time, as SRPT would; below 1
+    the longest jobs still get GPUs that speed them up a lot (a few long jobs make most of
+    an average JCT on Pollux's workloads, and under SRPT they wait for every short one)."""
     needs_speed: bool = True
     needs_true_remaining: bool = False
 
@@ -91,7 +96,8 @@ class PowerMeanSpeedup:
             discount = age / (age + job.restart_s)
             speed = [s if k == job.workers else s * discount for k, s in enumerate(speed)]
         if self.shortest_first > 0:
-            return -(np.asarray(speed) ** self.shortest_first) / remaining_at_fair(c, fair)
+            remaining: float = remaining_at_fair(c, fair) ** self.remaining_power
+            return -(np.asarray(speed) ** self.shortest_first) / remaining
         return (np.asarray(speed) + EPSILON) ** self.p
 
     @staticmethod

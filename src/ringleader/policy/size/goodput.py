@@ -5,9 +5,10 @@ A job that adapts its batch to its GPUs reports its gradient statistics
 (``perf.gradient.online_goodput``): what one more GPU is worth to it then
 depends on how much a larger batch still helps, which the doubling heuristic,
 weighing a fixed batch, cannot see. ``GoodputWhereReported`` sizes a decision
-by the p-mean of goodput speed-ups (``fitness.PowerMeanSpeedup``) when any job
-in it tells goodput, and by its ``inner`` allocator otherwise: a cluster whose
-jobs keep their batch is sized exactly as before.
+by goodput speed-ups over remaining time (``SHORTER_FIRST``, a
+``fitness.PowerMeanSpeedup``) when any job in it tells goodput, and by its
+``inner`` allocator otherwise: a cluster whose jobs keep their batch is sized
+exactly as before.
 """
 
 from __future__ import annotations
@@ -31,12 +32,20 @@ scaling that is one doubling, and one restart, at a time, where Pollux's simulat
 knows each job's curve. How the figure was chosen: ``docs/pollux.md``."""
 
 
+SHORTER_FIRST = PowerMeanSpeedup("goodput", trust=TRUST, shortest_first=1.0, remaining_power=0.25)
+"""The default's allocation over goodput: the counts that maximise each job's speed-up
+over its remaining seconds to the quarter power (``Σ speedup / remaining ^ 0.25``), not
+Pollux's harmonic mean, which serves every job before any is served well. A job's
+remaining seconds come from the epochs it was submitted with and the progress it
+reported. How the two powers were chosen: ``docs/pollux.md``."""
+
+
 @dataclass(frozen=True, slots=True)
 class GoodputWhereReported:
     """``goodput`` for a decision with a job that tells goodput, ``inner`` otherwise."""
 
     inner: Allocator
-    goodput: PowerMeanSpeedup = field(default_factory=lambda: PowerMeanSpeedup(trust=TRUST))
+    goodput: PowerMeanSpeedup = field(default_factory=lambda: SHORTER_FIRST)
 
     @property
     def name(self) -> str:
