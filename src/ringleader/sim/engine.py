@@ -48,6 +48,7 @@ from ringleader.sim.steering import Driver, steer
 from ringleader.sim.ticks import Finishes, advance, repace, tick_at_or_after
 from ringleader.sim.topology import Topology
 from ringleader.spine.effects import carry_out, unchanged
+from ringleader.spine.kin import KinBook
 from ringleader.spine.needs import SIMULATOR, serve_policy
 from ringleader.spine.round import decide_round
 
@@ -56,9 +57,8 @@ from ringleader.spine.round import decide_round
 # torch start-up). The seed reports "a few seconds" on its GPUs.
 DEFAULT_RESTART_DELAY_S = 3.8
 DEFAULT_ROUND_S = 600.0
-# Suspend (finish the minibatch, copy state to host, free the GPU) plus resume
-# on the same GPU: the seed reports 50-250 ms for suspend; we charge 250 ms
-# for the pair (bench/suspend.py measures ours).
+# Suspend (finish the minibatch, free the GPU) plus resume on the same GPU: the seed
+# reports 50-250 ms for suspend; we charge 250 ms for the pair (bench/suspend.py).
 DEFAULT_SWITCH_DELAY_S = 0.25
 
 
@@ -97,8 +97,7 @@ class Simulator:
             raise ValueError(f"round_s must be positive or None, got {round_s}")
         if tick_s is not None and not (0 < tick_s < math.inf):
             raise ValueError(f"tick_s must be positive and finite, or None, got {tick_s}")
-        ids = [j.id for j in jobs]
-        if len(set(ids)) != len(ids):
+        if len({j.id for j in jobs}) != len(jobs):
             raise ValueError("job ids must be unique")
         quotas = dict(quotas or {})
         for j in jobs if quotas else ():
@@ -262,17 +261,18 @@ class Simulator:
         return not (quiet_clock and self.driver is None)
 
     def _fresh(self) -> Occupancy:
-        """What a run keeps of its own, made anew: GPUs in use, plays, jobs' owners."""
+        """What a run keeps of its own, made anew: GPUs in use, plays, owners, ``spine.kin``."""
         occupancy = self._occupancy = Occupancy()
         self._playing = Playing(self.restart_delay_s, self.switch_delay_s)
         owners = self.quotas or self.explain
         self._owner = {j.id: j.user for j in self.jobs} if owners else {}
+        self._kin = KinBook()
         return occupancy
 
     def _decide(self, active: dict[str, JobState], now: float, log: RunLog, freezing: bool) -> Plan:
         """Ask the policy for a plan over every active job (one round of the spine's)."""
         capacity, needs, restart = self.cluster.capacity, self._needs, self.restart_delay_s
-        views = [s.view(capacity, needs, restart) for s in active.values()]
+        views = [s.view(capacity, needs, restart, self._kin) for s in active.values()]
         explain = self.explain
         decided = decide_round(
             self.policy,

@@ -20,6 +20,7 @@ from ringleader.policy.model.views import Device, JobView, Observation
 from ringleader.sim.profiles import TrueProfile
 from ringleader.sim.typed import table_speed
 from ringleader.spine.actions import EventCounts, Held
+from ringleader.spine.kin import NO_KIN, KinBook
 from ringleader.spine.observe import fold
 from ringleader.spine.views import Known, Submitted, job_view, placement_view, progress_view
 
@@ -160,10 +161,15 @@ class JobState:
         self.pending_restart = not alive
         self.holding = self.held()
 
-    def view(self, capacity: int, needs: Needs, restart_s: float) -> JobView:
-        seen = self.seen
-        if seen is None:
-            seen = self.seen = self._view(capacity, needs, restart_s)
+    def view(
+        self, capacity: int, needs: Needs, restart_s: float, book: KinBook | None = None
+    ) -> JobView:
+        """The job as the policy sees it, and its kin's step times from ``book``."""
+        kin, seen = NO_KIN, self.seen
+        if book is not None and self.phased and self.observations:
+            kin = book.joined(self.job.profile.shape, self.observations)
+        if seen is None or seen.kin is not kin:
+            seen = self.seen = self._view(capacity, needs, restart_s, kin)
         elif self.progressed:
             progress_view(seen, self.remaining, self.attained_gpu_s, self._effective())
         self.progressed = False
@@ -185,7 +191,9 @@ class JobState:
             return None
         return self.job.profile.gradient_on(per_node(devices), 1.0 - self.remaining)
 
-    def _view(self, capacity: int, needs: Needs, restart_s: float) -> JobView:
+    def _view(
+        self, capacity: int, needs: Needs, restart_s: float, kin: Mapping[int, Observation]
+    ) -> JobView:
         job = self.job
         known = Known(
             shape=job.profile.shape,
@@ -202,6 +210,7 @@ class JobState:
             type_speed=job.type_speed,
             attained_effective_s=self._effective(),
             gradient=self._gradient() if self.phased else None,
+            kin=kin,
         )
         placed = self.target
         truth = job.profile.speed_model if needs.true_model else None

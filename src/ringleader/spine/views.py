@@ -22,7 +22,7 @@ these become a ``JobView``, so the two bodies cannot drift apart on:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from ringleader.perf.epochs import EpochsToConverge
@@ -32,6 +32,7 @@ from ringleader.policy.model.needs import Needs
 from ringleader.policy.model.plan import Assignment
 from ringleader.policy.model.views import Device, JobShape, JobView, Observation
 from ringleader.spine.actions import Held
+from ringleader.spine.kin import NO_KIN
 
 NO_SPEEDS: Mapping[str, float] = MappingProxyType({})
 NO_MODELS: Mapping[str, SpeedModel] = MappingProxyType({})
@@ -75,6 +76,9 @@ class Known:
     """Attained service weighted by the speed of the types held (None: not weighed)."""
     gradient: GradientReport | None = None
     """The gradient statistics it last reported, where it adapts its batch."""
+    kin: Mapping[int, Observation] = field(default_factory=lambda: NO_KIN)
+    """Step times other jobs of its model measured (``spine.kin``), where it reports its
+    gradient."""
 
 
 def job_view(
@@ -127,6 +131,7 @@ def job_view(
         type_models=type_models,
         gradient=known.gradient,
         attained_effective_s=known.attained_effective_s,
+        kin=known.kin,
     )
 
 
@@ -144,7 +149,7 @@ def _stored(
     """``job_view``'s ``JobView``, compiled: made empty and each field stored.
 
     A frozen dataclass's ``__init__`` is the dataclass module's, interpreted even
-    compiled, and sets each of the 27 fields through ``object.__setattr__``; a store
+    compiled, and sets each of the 28 fields through ``object.__setattr__``; a store
     from this module is a plain store (``_NATIVE``; docs/scale.md, "Views the bodies
     keep, and the memo on each view"). Every field is stored here (``test_spine``
     checks the list against the class).
@@ -177,6 +182,7 @@ def _stored(
     view.type_models = type_models  # type: ignore[misc]
     view.gradient = known.gradient  # type: ignore[misc]
     view.attained_effective_s = known.attained_effective_s  # type: ignore[misc]
+    view.kin = known.kin  # type: ignore[misc]
     view.memo = None  # type: ignore[misc]
     return view
 
@@ -255,7 +261,7 @@ def progress_view(
     Between two events a running job changes only in these three figures (its
     observations are shared mappings, already current: only their seconds, as
     a new step time comes in a new view), so a body may update the view it
-    built instead of building all 27 fields again for every running job at
+    built instead of building all 28 fields again for every running job at
     every event. Only the body that built ``view`` calls this, and only
     between decisions; a policy sees a frozen view. A stage that keeps what it
     worked

@@ -313,6 +313,10 @@ class JobView:
     """The job's true speed model on each GPU type, where it was measured on each and the
     policy may know the truth (``Needs.true_model``): a policy that weighs types by
     their goodput reads a type's from here before ``speed`` times ``type_speed``."""
+    kin: Mapping[int, Observation] = field(default_factory=dict)
+    """Step times by size measured by other jobs of the same model (``spine.kin``): what a
+    profile stage may fit beside ``observations`` where the job has not run at a size.
+    Empty for a job that keeps its batch, or is the first of its model."""
 
     @property
     def running(self) -> bool:

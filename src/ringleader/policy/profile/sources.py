@@ -13,7 +13,7 @@ and again about the same job does not refit it: the function stays pure.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -23,7 +23,7 @@ from ringleader.perf.overlap import fit_overlap, overlap_model
 from ringleader.perf.speed import SpeedModel, StepSample, fit_speed_model
 from ringleader.policy.model.memory import Memory, memory_of
 from ringleader.policy.model.objective import Candidate
-from ringleader.policy.model.views import ClusterView, JobShape, JobView
+from ringleader.policy.model.views import ClusterView, JobShape, JobView, Observation
 from ringleader.policy.profile._incremental.candidates import LastCandidates
 from ringleader.policy.profile.stage import Probe
 
@@ -51,17 +51,23 @@ def _fit(shape: JobShape, measured: tuple[tuple[int, float, float], ...]) -> Spe
 
 def fitted_model(job: JobView) -> SpeedModel:
     """The speed model fitted from everything ``job`` has reported."""
-    return _fit(job.shape, _measured(job))
+    return _fit(job.shape, _measured(job.observations))
 
 
-def _measured(job: JobView) -> tuple[tuple[int, float, float], ...]:
-    """``(workers, seconds per step, batch per worker)`` at each size ``job`` ran at, by
-    size: plain tuples, as fits are memoised on them and they hash in C, where
+def _measured(sizes: Mapping[int, Observation]) -> tuple[tuple[int, float, float], ...]:
+    """``(workers, seconds per step, batch per worker)`` at each of ``sizes``, by size:
+    plain tuples, as fits are memoised on them and they hash in C, where
     ``StepSample``s (dataclasses) hash in Python; the Exploratory policy asks this of
     every profiled job at every event."""
-    return tuple(
-        (w, obs.step_time, obs.batch_per_worker) for w, obs in sorted(job.observations.items())
-    )
+    return tuple((w, obs.step_time, obs.batch_per_worker) for w, obs in sorted(sizes.items()))
+
+
+def with_kin(job: JobView) -> Mapping[int, Observation]:
+    """``job``'s step times by size, and its kin's (``spine.kin``) at the sizes it has
+    not run at: what a job that adapts its batch is fitted from."""
+    if not job.kin or job.gradient is None:
+        return job.observations
+    return {**job.kin, **job.observations}
 
 
 @lru_cache(maxsize=8192)
@@ -267,25 +273,27 @@ class Online:
         """The job's step times as fitted from what it reported (its prior where fewer
         than two sizes were measured, or the fit fails), and whether any was measured.
 
-        A job that adapts its batch and ran at ``OVERLAP_AFTER`` sizes or more is fitted
+        A job that adapts its batch is fitted from its kin's sizes too (``with_kin``).
+        One that ran at ``OVERLAP_AFTER`` sizes or more is fitted
         with Pollux's terms (``perf.overlap``) on nodes of ``per_node`` GPUs (0: not
         known, and the count-only fit): its goodput is weighed at every batch it may
         take, and the first count that spans two nodes is not a point on the curve of
         the counts within one."""
-        if per_node > 0 and job.gradient is not None and len(job.observations) >= OVERLAP_AFTER:
+        sizes = with_kin(job)
+        if per_node > 0 and job.gradient is not None and len(sizes) >= OVERLAP_AFTER:
             try:
                 most = job.gradient.per_gpu_max
-                fitted = fit_overlap(_measured(job), per_node, most)
+                fitted = fit_overlap(_measured(sizes), per_node, most)
                 return overlap_model(cls.prior(job), fitted, per_node, most), True
             except ModelFitError:
                 pass
         model = None
-        if len(job.observations) >= 2:
+        if len(sizes) >= 2:
             try:
-                model = fitted_model(job)
+                model = _fit(job.shape, _measured(sizes))
             except ModelFitError:
                 model = None
-        measured = model is not None or bool(job.observations)
+        measured = model is not None or bool(sizes)
         return (cls.prior(job) if model is None else model), measured
 
     @classmethod

@@ -45,6 +45,7 @@ from ringleader.runtime.state.rows import JobRow, State
 from ringleader.runtime.state.store import Store
 from ringleader.runtime.workers.executor.base import Executor, ExecutorUnavailable
 from ringleader.spine import reasons
+from ringleader.spine.kin import KinBook
 from ringleader.spine.observe import co_runners
 from ringleader.spine.round import decide_round
 
@@ -75,6 +76,8 @@ class Controller(Observing):
         self._targets: dict[str, Assignment] = {}
         self._views: dict[str, tuple[object, Assignment | None, ClusterView, JobView]] = {}
         """The last decision's view of each queued job, with what it was made from."""
+        self._kin = KinBook()
+        """What each model's jobs measured (``spine.kin``), since the server started."""
         self._queued_at_read: set[str] = set()
         """Jobs this tick read as queued: left as read until the decision (``view``)."""
         self._broken: dict[str, str] = {}
@@ -244,7 +247,7 @@ class Controller(Observing):
         """The job as the policy sees it (``control.rowview``).
 
         A queued job whose stored row has not changed since the last decision,
-        with the same target and cluster, keeps the view it had: with a long
+        with the same target, cluster and kin, keeps the view it had: with a long
         queue, building every waiting job's view again was most of a decision
         (``docs/scale.md``).
         """
@@ -254,13 +257,16 @@ class Controller(Observing):
         if reusable:
             last = self._views.get(row.id)
             if last is not None and last[:3] == (read, target, self.cluster):
-                return last[3]
+                kept = last[3]
+                if not kept.kin or kept.kin is self._kin.kin(kept.shape):
+                    return kept
         view = row_view(
             row,
             self.cluster,
             target,
             needs=self.config.policy.needs,
             restart_s=self.config.restart_s,
+            book=self._kin,
         )
         if reusable:
             self._views[row.id] = (read, target, self.cluster, view)

@@ -18,6 +18,7 @@ from ringleader.runtime.state.rows import JobRow, State, gradient
 from ringleader.runtime.state.spec import Arch
 from ringleader.runtime.workers.gpus import EFFECTIVE, measured_speeds, observations_in_best_terms
 from ringleader.spine.actions import Held
+from ringleader.spine.kin import NO_KIN, KinBook
 from ringleader.spine.views import Known, Submitted, held_on, job_view
 
 
@@ -40,21 +41,27 @@ def row_view(
     *,
     needs: Needs,
     restart_s: float,
+    book: KinBook | None = None,
 ) -> JobView:
     """``row`` as the policy sees it; ``target``: its assignment in the last plan carried
-    out; ``restart_s``: the restart cost assumed until the job's own is measured."""
+    out; ``restart_s``: the restart cost assumed until the job's own is measured;
+    ``book``: its kin's step times, kept up to date with its own (None: no kin)."""
     spec, shape = row.spec, row.shape
     typed = cluster.heterogeneous
     speeds = measured_speeds(cluster, row.type_observations)  # once: both below need it
+    job_shape = JobShape(
+        int(shape.get("examples_per_epoch", 1)),
+        int(shape.get("batch_per_worker", 1)),
+        float(shape.get("grad_bytes", 1e7)),
+    )
+    seen = observations(row, speeds)
+    reported = gradient(row)
+    kin = NO_KIN if book is None or reported is None or not seen else book.joined(job_shape, seen)
     known = Known(
-        shape=JobShape(
-            int(shape.get("examples_per_epoch", 1)),
-            int(shape.get("batch_per_worker", 1)),
-            float(shape.get("grad_bytes", 1e7)),
-        ),
+        shape=job_shape,
         epochs=EpochsToConverge.constant(spec.epochs),
         remaining_fraction=max(1e-3, 1.0 - row.epoch / spec.epochs),
-        observations=observations(row, speeds),
+        observations=seen,
         packed=profile(row.packed),
         attained_gpu_s=row.attained_gpu_s,
         # A row from before submissions set it says 0: waiting since submitted.
@@ -64,7 +71,8 @@ def row_view(
         restart_s=shape.get(RESTART, restart_s),
         type_speed=speeds,
         attained_effective_s=shape.get(EFFECTIVE) if typed else None,
-        gradient=gradient(row),
+        gradient=reported,
+        kin=kin,
     )
     types = tuple(spec.gpu_type or ())
     submitted = Submitted(
