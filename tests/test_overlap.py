@@ -11,7 +11,13 @@ from ringleader.perf.allreduce import Algorithm
 from ringleader.perf.epochs import EpochsToConverge
 from ringleader.perf.errors import ModelFitError
 from ringleader.perf.gradient import GradientReport
-from ringleader.perf.overlap import OverlapSpeed, fit_overlap, overlap_model
+from ringleader.perf.overlap import (
+    ANCHOR_LIMIT,
+    OverlapSpeed,
+    anchored,
+    fit_overlap,
+    overlap_model,
+)
 from ringleader.policy.model.views import ClusterView, JobShape, JobView, Node, Observation
 from ringleader.policy.profile.sources import Online
 from tests.helpers import PER_EXAMPLE_MODEL
@@ -139,3 +145,23 @@ def test_a_split_lays_the_model_out_on_the_clusters_widest_node() -> None:
     assert speed is not None and speed.goodput(8, 0.0) > 0  # type: ignore[attr-defined]
     model, _ = Online.plain_model(_job(twice, reports=True), cluster.widest_node)
     assert isinstance(model, OverlapSpeed) and model.per_node == 8
+
+
+def test_an_anchored_fit_answers_as_measured_where_it_was_and_as_fitted_elsewhere() -> None:
+    # Measured steps that no smooth curve goes through: 8 GPUs a third slower than the
+    # model of the rest says, 2 GPUs six times slower (a step timed while restarting).
+    steps = {k: _truth(k, 32.0) for k in (1, 4, 12, 16, 24)}
+    steps[2], steps[8] = 6 * _truth(2, 32.0), 1.3 * _truth(8, 32.0)
+    samples = [(k, s, 32.0) for k, s in steps.items()]
+    fitted = overlap_model(PER_EXAMPLE_MODEL, fit_overlap(samples, 4), 4)
+    model = anchored(fitted, samples)
+    assert model.step_time(8, 32.0) == pytest.approx(steps[8])
+    assert fitted.step_time(8, 32.0) != pytest.approx(steps[8], rel=0.05)
+    # At another batch, in proportion; at a count never measured, the fit as it was.
+    assert model.step_time(8, 64.0) / fitted.step_time(8, 64.0) == pytest.approx(
+        steps[8] / fitted.step_time(8, 32.0)
+    )
+    assert model.step_time(20, 32.0) == fitted.step_time(20, 32.0)
+    # No further than ANCHOR_LIMIT from the fit.
+    assert model.step_time(2, 32.0) <= ANCHOR_LIMIT * fitted.step_time(2, 32.0) * (1 + 1e-9)
+    assert model.step_time(2, 32.0) < steps[2]

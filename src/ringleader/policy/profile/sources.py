@@ -19,7 +19,7 @@ from functools import lru_cache
 
 from ringleader.perf.errors import ModelFitError
 from ringleader.perf.gradient import online_goodput
-from ringleader.perf.overlap import fit_overlap, overlap_model
+from ringleader.perf.overlap import anchored, fit_overlap, overlap_model
 from ringleader.perf.speed import SpeedModel, StepSample, fit_speed_model
 from ringleader.policy.model.memory import Memory, memory_of
 from ringleader.policy.model.objective import Candidate
@@ -278,13 +278,17 @@ class Online:
         with Pollux's terms (``perf.overlap``) on nodes of ``per_node`` GPUs (0: not
         known, and the count-only fit): its goodput is weighed at every batch it may
         take, and the first count that spans two nodes is not a point on the curve of
-        the counts within one."""
+        the counts within one. It answers as measured at each count it was measured
+        on (``perf.overlap.anchored``)."""
         sizes = with_kin(job)
         if per_node > 0 and job.gradient is not None and len(sizes) >= OVERLAP_AFTER:
             try:
                 most = job.gradient.per_gpu_max
-                fitted = fit_overlap(_measured(sizes), per_node, most)
-                return overlap_model(cls.prior(job), fitted, per_node, most), True
+                samples = _measured(sizes)
+                fitted = overlap_model(
+                    cls.prior(job), fit_overlap(samples, per_node, most), per_node, most
+                )
+                return anchored(fitted, samples), True
             except ModelFitError:
                 pass
         model = None
