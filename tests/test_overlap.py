@@ -10,7 +10,12 @@ import pytest
 from ringleader.perf.allreduce import Algorithm
 from ringleader.perf.epochs import EpochsToConverge
 from ringleader.perf.errors import ModelFitError
-from ringleader.perf.gradient import GradientReport
+from ringleader.perf.gradient import (
+    GradientReport,
+    best_goodput,
+    best_goodputs,
+    online_goodput,
+)
 from ringleader.perf.overlap import (
     ANCHOR_LIMIT,
     OverlapSpeed,
@@ -165,3 +170,17 @@ def test_an_anchored_fit_answers_as_measured_where_it_was_and_as_fitted_elsewher
     # No further than ANCHOR_LIMIT from the fit.
     assert model.step_time(2, 32.0) <= ANCHOR_LIMIT * fitted.step_time(2, 32.0) * (1 + 1e-9)
     assert model.step_time(2, 32.0) < steps[2]
+
+
+def test_every_count_at_once_is_each_count_asked_alone_to_the_bit() -> None:
+    samples = [(k, 1.2 * _truth(k, 32.0) if k == 8 else _truth(k, 32.0), 32.0) for k in (1, 4, 8)]
+    model = anchored(overlap_model(PER_EXAMPLE_MODEL, fit_overlap(samples, 4), 4, 16), samples)
+    report = GradientReport(1e-3, 4.0, 32, 4096, 16)
+    together = best_goodputs(model, report, 48)
+    assert together.tolist() == [best_goodput(model, report, k) for k in range(1, 49)]
+    told = online_goodput(model, report)
+    assert told.goodputs(5, 0.0).tolist() == together[:5].tolist()
+    assert told.goodput(40, 0.0) == together[39]
+    # A job whose smallest batch is more than a count may take gets nothing there.
+    narrow = GradientReport(1e-3, 4.0, 32, 40, 16)
+    assert best_goodputs(model, narrow, 48)[40:].tolist() == [0.0] * 8

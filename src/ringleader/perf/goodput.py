@@ -37,6 +37,16 @@ def tried_batches(low: float, high: float) -> np.ndarray:
     return out
 
 
+def tried_grid(low: np.ndarray, high: float) -> np.ndarray:
+    """``tried_batches(low[i], high)`` as row ``i``, in one array expression."""
+    a, b = np.log10(low)[:, None], np.log10(float(high))
+    y = _STEPS * ((b - a) / (TRIED - 1)) + a
+    y[:, -1] = b
+    out: np.ndarray = np.power(10.0, y)
+    out[:, 0], out[:, -1] = low, high
+    return out
+
+
 def best_split(job: MeasuredJob, placement: Placement, epoch: int) -> tuple[float, BatchSplit]:
     """The best goodput on ``placement`` in ``epoch``, and the batch split that makes it.
 
@@ -79,6 +89,16 @@ class GoodputSpeed(MeasuredSpeed):
     """Progress per second at the best batch on ``gpus`` GPUs laid out compactly, with
     ``done`` of the job done (its epoch's gradient statistics set the best batch)."""
 
+    best_upto: Callable[[int, float], np.ndarray] | None = None
+    """``best_at`` on 1 .. ``most`` GPUs (index ``k - 1``), where the model tells many
+    counts in one array expression (None: ask ``best_at`` count by count)."""
+
     def goodput(self, gpus: int, done: float) -> float:
         assert self.best_at is not None
         return self.best_at(gpus, done)
+
+    def goodputs(self, most: int, done: float) -> np.ndarray:
+        """``goodput`` on 1 .. ``most`` GPUs, index ``k - 1``."""
+        if self.best_upto is not None:
+            return self.best_upto(most, done)
+        return np.asarray([self.goodput(k, done) for k in range(1, most + 1)], dtype=np.float64)

@@ -22,7 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ringleader.perf.goodput import GoodputSpeed, tried_batches
+from ringleader.perf.goodput import GoodputSpeed, tried_batches, tried_grid
+from ringleader.perf.overlap import OverlapSpeed
 from ringleader.perf.speed import MeasuredSpeed, SpeedModel, job_fields
 
 
@@ -121,10 +122,41 @@ def _best(model: SpeedModel, report: GradientReport, gpus: int) -> tuple[float, 
     return best, float(batches[at])
 
 
+def best_goodputs(model: OverlapSpeed, report: GradientReport, most: int) -> np.ndarray:
+    """``best_goodput`` on 1 .. ``most`` GPUs (index ``k - 1``), as one array expression:
+    a goodput size stage asks every count of every job at each decision."""
+    counts = np.arange(1.0, most + 1.0)
+    low = np.maximum(float(report.smallest_batch), counts)
+    batches = tried_grid(low, report.largest_batch)
+    gpus = np.repeat(counts, batches.shape[1])
+    seconds = model.step_times_on(gpus, (batches / counts[:, None]).ravel())
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rates = report.gains(batches) / seconds.reshape(batches.shape)
+    best = rates[np.arange(most), np.argmax(rates, axis=1)]
+    fits = (low <= report.largest_batch) & np.isfinite(best) & (best > 0)
+    out: np.ndarray = np.where(fits, best, 0.0)
+    return out
+
+
 def online_goodput(model: SpeedModel, report: GradientReport) -> GoodputSpeed:
     """``model`` told as a ``GoodputSpeed``: its step times at the batch the job keeps,
-    and its best goodput on each count by ``report``'s statistics (memoised per count:
-    a report holds until the job says more, and with it the view)."""
+    and its best goodput on each count by ``report``'s statistics (memoised: a report
+    holds until the job says more, and with it the view). Pollux's overlap model
+    tells every count up to the most asked for in one array expression."""
+    measured = model.measured if isinstance(model, MeasuredSpeed) else ()
+    if isinstance(model, OverlapSpeed):
+        kept = [np.zeros(0)]
+
+        def best_upto(most: int, done: float) -> np.ndarray:
+            if len(kept[0]) < most:  # at least 16: it costs about what one count does
+                kept[0] = best_goodputs(model, report, max(most, 2 * len(kept[0]), 16))
+            return kept[0][:most]
+
+        def from_upto(gpus: int, done: float) -> float:
+            return float(best_upto(gpus, done)[gpus - 1])
+
+        fields = job_fields(model)
+        return GoodputSpeed(**fields, measured=measured, best_at=from_upto, best_upto=best_upto)
     memo: dict[int, float] = {}
 
     def best_at(gpus: int, done: float) -> float:
@@ -133,5 +165,4 @@ def online_goodput(model: SpeedModel, report: GradientReport) -> GoodputSpeed:
             found = memo[gpus] = best_goodput(model, report, gpus)
         return found
 
-    measured = model.measured if isinstance(model, MeasuredSpeed) else ()
     return GoodputSpeed(**job_fields(model), measured=measured, best_at=best_at)

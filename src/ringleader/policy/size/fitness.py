@@ -111,7 +111,7 @@ class PowerMeanSpeedup:
         if speed is None:
             return [0.0 if k < floor else 1.0 for k in range(most + 1)]
         if isinstance(speed, GoodputSpeed) and speed.best_at is not None:
-            rates = [0.0] + [speed.goodput(k, done) for k in range(1, most + 1)]
+            rates = [0.0, *speed.goodputs(most, done).tolist()]
             base = speed.goodput(min(fair, c.job.max_gpus), done)
         else:
             rates = [0.0] + [1.0 / c.whole_seconds(k) for k in range(1, most + 1)]
