@@ -9,13 +9,16 @@ view kept, a running job's progress moved on in place, as the simulator keeps
 them. Those decide about a snapshot on which no plan was carried out, so each
 places the waiting half anew; ``*_after_one_event`` carries each plan out and
 times the decision after one event (a finish and an arrival), as a body meets
-it. Target (issue 7): p99 under 100 ms for the default stack. Last, the default
+it. Target (issue 7): p99 under 100 ms for the default stack. Then the default
 on issue 61's cluster (``llm_snapshot``: 18,432 GPUs, a running 16,384-GPU gang
-and 400 research jobs). Writes bench/results/decision.json.
+and 400 research jobs). Last, the default on 5,000 jobs that adapt their batch
+(``goodput_snapshot``; issue 58's goal: p99 under 1 s, pure Python). Writes
+bench/results/decision.json; ``--only-goodput`` times that case alone, into it.
 """
 
 from __future__ import annotations
 
+import argparse
 import gc
 import json
 import random
@@ -24,6 +27,7 @@ import time
 from dataclasses import replace
 
 from _common import results_file, stamp
+from ringleader.perf.gradient import GradientReport
 from ringleader.policy import ClusterView, JobView, Plan, policy_named
 from ringleader.policy.model.plan import Decider
 from ringleader.policy.model.views import Device, Observation
@@ -35,6 +39,7 @@ OUT = results_file("decision")
 JOBS, NODES, REPEAT = 5_000, 1_250, 50
 LLM_NODES, LLM_GANG, LLM_JOBS = 2_304, 16_384, 400
 """Issue 61's cluster: 72 racks of 32 nodes of 8 GPUs, a 16k gang and a research mix."""
+GOODPUT_REPEAT = 20
 SETTLE = 10
 """Decisions, at most, for a snapshot's plans to stop moving jobs (``after_one_event_times``)."""
 
@@ -215,7 +220,7 @@ def llm_snapshot(seed: int = 0) -> tuple[list[JobView], ClusterView]:
         want = rng.choice((1, 2, 4, 8, 8, 16, 32, 64))
         devices: tuple[Device, ...] = ()
         if i % 2 == 0 and node < LLM_NODES:
-            taken = []
+            taken: list[Device] = []
             while len(taken) < want and node < LLM_NODES:
                 taken.append(Device(names[node], slot))
                 node, slot = (node + 1, 0) if slot == 7 else (node, slot + 1)
@@ -251,7 +256,63 @@ def llm_times(repeat: int) -> tuple[list[float], list[float]]:
     return sorted(times), sorted(after)
 
 
+GOODPUT_MODELS = 50
+"""Models among ``goodput_snapshot``'s jobs: each job's kin are the others of its model."""
+
+
+def goodput_snapshot(seed: int = 0, jobs_n: int = JOBS, nodes: int = NODES) -> list[JobView]:
+    """``snapshot``'s jobs, each adapting its batch (issue 58): no speed model given, so
+    the default fits one online; a gradient report, with noise scales from 100 to
+    10,000 examples; elastic up to 64 GPUs; one of ``GOODPUT_MODELS`` models, whose
+    jobs' step times at the sizes they run at are each one's kin (``spine.kin``)."""
+    rng = random.Random(seed)
+    base = snapshot(seed, jobs_n, nodes)
+    models = [rng.randrange(GOODPUT_MODELS) for _ in base]
+    kin: dict[int, dict[int, Observation]] = {}
+    for j, m in zip(base, models, strict=True):
+        kin.setdefault(m, {}).update(j.observations)
+    jobs = []
+    for j, m in zip(base, models, strict=True):
+        noise = 10 ** rng.uniform(2, 4)
+        jobs.append(
+            replace(
+                j,
+                shape=replace(j.shape, examples_per_epoch=j.shape.examples_per_epoch + m),
+                speed=None,
+                max_gpus=64,
+                gradient=GradientReport(1.0, noise / 128, 128, 128 * 64, 128),
+                kin=kin[m],
+            )
+        )
+    return jobs
+
+
+def goodput_times(repeat: int, keep: str = "none") -> tuple[list[float], list[float]]:
+    """``decide_times`` for the default on ``goodput_snapshot``."""
+    cluster = ClusterView(tuple(ClusterView.uniform(NODES, 8).nodes))
+    jobs = goodput_snapshot()
+    policy = policy_named("ringleader")
+    decide(policy, jobs, cluster, 0.0)
+    times: list[float] = []
+    after: list[float] = []
+    for r in range(repeat):
+        _timed(policy, fresh(jobs, keep), cluster, float(r), times, after)
+    return sorted(times), sorted(after)
+
+
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--only-goodput",
+        action="store_true",
+        help="time only the goodput case, into the file as it stands",
+    )
+    args = parser.parse_args()
+    if args.only_goodput:
+        kept: dict[str, object] = json.loads(OUT.read_text())
+        _goodput(kept)
+        OUT.write_text(json.dumps(kept, indent=2) + "\n")
+        return
     report: dict[str, object] = {
         **stamp("python bench/decision.py"),
         "jobs": JOBS,
@@ -276,8 +337,22 @@ def main() -> None:
         **_figures(*llm_times(REPEAT)),
     }
     print(key, report[key], flush=True)
+    _goodput(report)
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps(report, indent=2) + "\n")
+
+
+def _goodput(report: dict[str, object]) -> None:
+    """The default on ``goodput_snapshot``, ``GOODPUT_REPEAT`` decisions on new views
+    and as many on views kept as the simulator keeps them."""
+    for keep, key in (("none", "ringleader_goodput"), ("all", "ringleader_goodput_views_kept")):
+        report[key] = {
+            **stamp("python bench/decision.py --only-goodput"),
+            "models": GOODPUT_MODELS,
+            "repeat": GOODPUT_REPEAT,
+            **_figures(*goodput_times(GOODPUT_REPEAT, keep)),
+        }
+        print(key, report[key], flush=True)
 
 
 def _figures(times: list[float], after: list[float]) -> dict[str, float]:
