@@ -157,7 +157,7 @@ def test_an_anchored_fit_answers_as_measured_where_it_was_and_as_fitted_elsewher
     # model of the rest says, 2 GPUs six times slower (a step timed while restarting).
     steps = {k: _truth(k, 32.0) for k in (1, 4, 12, 16, 24)}
     steps[2], steps[8] = 6 * _truth(2, 32.0), 1.3 * _truth(8, 32.0)
-    samples = [(k, s, 32.0) for k, s in steps.items()]
+    samples = tuple((k, s, 32.0) for k, s in steps.items())
     fitted = overlap_model(PER_EXAMPLE_MODEL, fit_overlap(samples, 4), 4)
     model = anchored(fitted, samples)
     assert model.step_time(8, 32.0) == pytest.approx(steps[8])
@@ -173,7 +173,9 @@ def test_an_anchored_fit_answers_as_measured_where_it_was_and_as_fitted_elsewher
 
 
 def test_every_count_at_once_is_each_count_asked_alone_to_the_bit() -> None:
-    samples = [(k, 1.2 * _truth(k, 32.0) if k == 8 else _truth(k, 32.0), 32.0) for k in (1, 4, 8)]
+    samples = tuple(
+        (k, 1.2 * _truth(k, 32.0) if k == 8 else _truth(k, 32.0), 32.0) for k in (1, 4, 8)
+    )
     model = anchored(overlap_model(PER_EXAMPLE_MODEL, fit_overlap(samples, 4), 4, 16), samples)
     report = GradientReport(1e-3, 4.0, 32, 4096, 16)
     together = best_goodputs(model, report, 48)

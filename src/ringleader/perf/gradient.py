@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -138,10 +139,12 @@ def best_goodputs(model: OverlapSpeed, report: GradientReport, most: int) -> np.
     return out
 
 
+@lru_cache(maxsize=8192)
 def online_goodput(model: SpeedModel, report: GradientReport) -> GoodputSpeed:
     """``model`` told as a ``GoodputSpeed``: its step times at the batch the job keeps,
-    and its best goodput on each count by ``report``'s statistics (memoised: a report
-    holds until the job says more, and with it the view). Pollux's overlap model
+    and its best goodput on each count by ``report``'s statistics (memoised, and the
+    whole answer kept per model and report: a body builds a running job's view anew
+    at each decision, with the same step times and report). Pollux's overlap model
     tells every count up to the most asked for in one array expression."""
     measured = model.measured if isinstance(model, MeasuredSpeed) else ()
     if isinstance(model, OverlapSpeed):

@@ -339,7 +339,8 @@ ANCHOR_LIMIT = 2.0
 restarted or shared its node is not a reason to believe the count is twice as slow."""
 
 
-def anchored(model: OverlapSpeed, samples: Sequence[tuple[int, float, float]]) -> OverlapSpeed:
+@lru_cache(maxsize=16384)
+def anchored(model: OverlapSpeed, samples: tuple[tuple[int, float, float], ...]) -> OverlapSpeed:
     """``model``, answering at each count of ``samples`` (``(gpus, seconds per step,
     examples per GPU)``) as was measured there, at every batch in proportion.
 
