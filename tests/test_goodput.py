@@ -148,11 +148,9 @@ def test_pollux_gives_a_job_with_no_speed_model_the_least_it_runs_on_not_nothing
     assert PowerMeanSpeedup().grow([Candidate(wide, None)], {}, 2).counts == {}
 
 
-def test_shortest_first_gives_the_gpus_to_the_job_nearer_its_end_where_they_help() -> None:
-    # Two jobs alike but for how much is left: the p-mean splits four GPUs evenly, the
-    # shortest-first objective gives the nearer one the GPUs that still speed it up.
+def _near_and_far() -> list[Candidate]:
+    """Two jobs alike but for how much is left: a tenth of their work, and nine tenths."""
     shape = JobShape(50_000, 64, 1e6, Algorithm.RING, global_batch=256)
-    speed = PER_EXAMPLE_MODEL
     seen = {1: Observation(0.1, 10.0, 256.0), 4: Observation(0.1, 10.0, 64.0)}
     views = [
         JobView(
@@ -166,7 +164,13 @@ def test_shortest_first_gives_the_gpus_to_the_job_nearer_its_end_where_they_help
         )
         for name, left in (("near", 0.1), ("far", 0.9))
     ]
-    jobs = [Candidate(v, speed) for v in views]
+    return [Candidate(v, PER_EXAMPLE_MODEL) for v in views]
+
+
+def test_shortest_first_gives_the_gpus_to_the_job_nearer_its_end_where_they_help() -> None:
+    # Two jobs alike but for how much is left: the p-mean splits four GPUs evenly, the
+    # shortest-first objective gives the nearer one the GPUs that still speed it up.
+    jobs = _near_and_far()
     assert PowerMeanSpeedup().grow(jobs, {}, 4).counts == {"near": 2, "far": 2}
     shortest = PowerMeanSpeedup(shortest_first=0.5).grow(jobs, {}, 4).counts
     assert shortest["near"] > shortest.get("far", 0) and sum(shortest.values()) == 4
@@ -176,21 +180,7 @@ def test_the_default_leaves_the_far_job_a_gpu_that_srpt_would_give_the_near_one(
     # Speed-up over remaining seconds (SRPT's weighing, a = 1) gives every GPU to the job
     # nearer its end; the default's quarter power (goodput.SHORTER_FIRST) leaves the far
     # job one, where a fourth GPU adds little to the near one.
-    shape = JobShape(50_000, 64, 1e6, Algorithm.RING, global_batch=256)
-    seen = {1: Observation(0.1, 10.0, 256.0), 4: Observation(0.1, 10.0, 64.0)}
-    views = [
-        JobView(
-            name,
-            0.0,
-            shape,
-            EpochsToConverge.constant(10),
-            max_gpus=4,
-            remaining_fraction=left,
-            observations=seen,
-        )
-        for name, left in (("near", 0.1), ("far", 0.9))
-    ]
-    jobs = [Candidate(v, PER_EXAMPLE_MODEL) for v in views]
+    jobs = _near_and_far()
     srpt = PowerMeanSpeedup(shortest_first=1.0).grow(jobs, {}, 4).counts
     assert srpt == {"near": 4}
     assert SHORTER_FIRST.grow(jobs, {}, 4).counts == {"near": 3, "far": 1}

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 
 import pytest
 
@@ -23,6 +22,7 @@ from ringleader.runtime.state.rows import JobRow, State
 from ringleader.runtime.state.spec import parse_spec
 from ringleader.sim import pollux
 from ringleader.sim.jobs import SimJob
+from ringleader.sim.timed import Timed
 from ringleader.spine.kin import NO_KIN, KinBook
 
 SHAPE = JobShape(50_000, 32, 1e6, Algorithm.RING)
@@ -78,29 +78,21 @@ def test_a_jobs_own_step_time_wins_over_its_kins_at_the_same_size() -> None:
     assert model.step_time(8, 32.0) == pytest.approx(3 * _step(8), rel=0.05)
 
 
-@dataclass
-class _Watching:
+class _Watching(Timed):
     """``policy``, keeping the sizes each job it was asked about ran at and was told of by
     its kin, as they were then (a view's mappings are the body's, and move on);
     ``forget``: what the policy kept, before each decision."""
 
-    policy: Decider
-    forget: bool = False
-    views: list[tuple[str, set[int], set[int]]] = field(default_factory=list)
-
-    @property
-    def name(self) -> str:
-        return self.policy.name
-
-    @property
-    def needs(self) -> Needs:
-        return self.policy.needs
+    def __init__(self, policy: Decider, forget: bool = False) -> None:
+        super().__init__(policy)
+        self.forget = forget
+        self.views: list[tuple[str, set[int], set[int]]] = []
 
     def decide(self, jobs: Sequence[JobView], cluster: ClusterView, now: float) -> Plan:
         if self.forget:
             self.policy.forget()  # type: ignore[attr-defined]
         self.views.extend((v.id, set(v.observations), set(v.kin)) for v in jobs)
-        return self.policy.decide(jobs, cluster, now)
+        return super().decide(jobs, cluster, now)
 
 
 def _cifar10(count: int) -> list[SimJob]:
