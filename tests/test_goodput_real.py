@@ -26,6 +26,7 @@ from ringleader.runtime.control.batching import launch_batch
 from ringleader.runtime.control.rowview import gradient
 from ringleader.runtime.state.rows import JobRow, State
 from ringleader.runtime.state.spec import SpecError, parse_spec
+from ringleader.spine.kin import KinBook
 from tests.live_server import LiveServer, run_cli, wait_for
 
 MODULE = "ringleader.workloads.goodput"
@@ -63,6 +64,21 @@ def test_until_two_sizes_are_timed_each_gpu_keeps_its_share() -> None:
     assert gradient(row) is not None
     assert launch_batch(row, 4, CLUSTER).per_gpu == 16  # type: ignore[union-attr]
     assert launch_batch(row, 1, CLUSTER).per_gpu == 32  # type: ignore[union-attr]  # ≥ global_min
+
+
+def test_a_job_timed_at_one_size_launches_by_its_kins_sizes_too() -> None:
+    # Another job of the same model was timed on 1 and 2 GPUs (5 ms plus 0.5 ms per
+    # example): the fit from both sizes tells this one, timed on 2 only, its share.
+    book = KinBook()
+    other = _row(grad_sqr=0.01, grad_var=4.0, batch_per_worker=16)
+    other.observations = {"1": [0.021, 2.1, 100, 32], "2": [0.013, 1.3, 100, 16]}
+    assert launch_batch(other, 2, CLUSTER, book) is not None  # its view records them
+    row = _row(grad_sqr=0.01, grad_var=4.0, batch_per_worker=16)
+    row.observations = {"2": [0.013, 1.3, 100, 16]}
+    alone = launch_batch(row, 4, CLUSTER)
+    told = launch_batch(row, 4, CLUSTER, book)
+    assert alone is not None and alone.per_gpu == 16  # it keeps its share
+    assert told == launch_batch(other, 4, CLUSTER, book) and told != alone
 
 
 def test_noisy_gradients_on_timed_sizes_launch_a_larger_share() -> None:

@@ -48,6 +48,7 @@ from ringleader.runtime.workers.gpus import types_detail
 from ringleader.spine import reasons
 from ringleader.spine.actions import Kind, Why
 from ringleader.spine.effects import carry_out
+from ringleader.spine.kin import KinBook
 
 if TYPE_CHECKING:
     from ringleader.runtime.control.config import ControllerConfig
@@ -76,6 +77,9 @@ class Acting:
     launched: bool = False
     """A gang was launched (or its launch begun) since the loop last cleared this: the
     loop looks again soon, so the exit watch holds its ranks' pids."""
+    kin: KinBook | None = None
+    """What each model's jobs measured (``spine.kin``): a launch's batch is chosen from
+    its job's step times and its kin's."""
 
     def apply(
         self,
@@ -245,7 +249,7 @@ class Acting:
             row.started_at = now
             self.telemetry.queue_wait.observe(max(now - row.submitted_at, 0.0))
         write_control(job_dir, Control(row.generation, Action.RUN))
-        batch = launch_batch(row, len(devices), cluster)
+        batch = launch_batch(row, len(devices), cluster, self.kin)
         env = {
             **row.spec.env,
             ON_BAD_CHECKPOINT_ENV: row.spec.on_bad_checkpoint,

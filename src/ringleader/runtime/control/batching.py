@@ -5,8 +5,9 @@ there (``perf.gradient.online_goodput``); the launch then hands it that
 batch, by the same online model and the same reported statistics, so what
 the job runs is what the policy sized it for. Before it has said anything of
 its gradient it takes ``global_min``, the batch its learning rate was tuned at;
-until its step times at two sizes give a fit, each GPU keeps the share it had
-(the prior of perfect scaling says nothing of what a larger share costs).
+until its step times at two sizes give a fit (its kin's count: ``spine.kin``),
+each GPU keeps the share it had (the prior of perfect scaling says nothing of
+what a larger share costs).
 
 A share is the examples a GPU takes per optimizer step; where it is more than
 ``per_gpu_max``, the GPU takes it in micro-batches that accumulate
@@ -22,22 +23,27 @@ from ringleader.job.batching import LaunchBatch
 from ringleader.perf.gradient import best_batch, split_share
 from ringleader.policy.model.needs import Needs
 from ringleader.policy.model.views import ClusterView
-from ringleader.policy.profile.sources import Online
+from ringleader.policy.profile.sources import Online, with_kin
 from ringleader.runtime.control.rowview import row_view
 from ringleader.runtime.state.rows import JobRow
+from ringleader.spine.kin import KinBook
 
 
-def launch_batch(row: JobRow, gpus: int, cluster: ClusterView) -> LaunchBatch | None:
-    """What ``row`` takes per GPU on ``gpus`` GPUs (None: its spec keeps the script's)."""
+def launch_batch(
+    row: JobRow, gpus: int, cluster: ClusterView, book: KinBook | None = None
+) -> LaunchBatch | None:
+    """What ``row`` takes per GPU on ``gpus`` GPUs (None: its spec keeps the script's);
+    ``book``: its kin's step times, which count as sizes it was timed at."""
     bounds = row.spec.batch
     if bounds is None:
         return None
-    view = row_view(row, cluster, None, needs=Needs(speed_model=True), restart_s=0.0)
+    needs = Needs(speed_model=True)
+    view = row_view(row, cluster, None, needs=needs, restart_s=0.0, book=book)
     report = view.gradient
     least = math.ceil(bounds.global_min / gpus)
     if report is None:
         share = least
-    elif len(view.observations) < 2:
+    elif len(with_kin(view)) < 2:
         share = max(view.shape.batch_per_worker, least)
     else:
         model, _ = Online.plain_model(view, cluster.widest_node)

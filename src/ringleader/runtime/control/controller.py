@@ -105,7 +105,14 @@ class Controller(Observing):
         """Why each job waits, or has the GPUs it runs on, as of the last decision
         (``spine.reasons``)."""
         self.acting = Acting(
-            store, executor, config, self.gangs, self.telemetry, self.progress.suspended, set()
+            store,
+            executor,
+            config,
+            self.gangs,
+            self.telemetry,
+            self.progress.suspended,
+            set(),
+            kin=self._kin,
         )
         """The acting half: carries out each Plan (``control.acting``)."""
         self.settling = Settling(store, config, self.gangs, self.progress.suspended)
