@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
+from pathlib import Path
 
 import pytest
 
@@ -17,9 +18,10 @@ from ringleader.policy.model.needs import Needs
 from ringleader.policy.model.plan import Decider
 from ringleader.policy.model.views import JobShape, Observation
 from ringleader.policy.profile.sources import Online
-from ringleader.runtime.control.rowview import row_view
+from ringleader.runtime.control.rowview import row_view, seed_kin
 from ringleader.runtime.state.rows import JobRow, State
 from ringleader.runtime.state.spec import parse_spec
+from ringleader.runtime.state.store import Store
 from ringleader.sim import pollux
 from ringleader.sim.jobs import SimJob
 from ringleader.sim.timed import Timed
@@ -157,3 +159,23 @@ def test_the_runtime_tells_a_job_the_sizes_another_of_its_model_ran_at() -> None
     plain = _row("j3", {"2": [0.036, 10.0, 100, 32]})
     plain.shape.pop("grad_sqr")
     assert not row_view(plain, cluster, None, needs=Needs(), restart_s=30.0, book=book).kin
+
+
+def test_a_restarted_server_reads_back_what_its_finished_jobs_measured(tmp_path: Path) -> None:
+    store = Store(tmp_path / "jobs.db")
+    cluster = ClusterView.uniform(2, 4)
+    ran = _row("j1", {"1": [0.033, 60.0, 100, 32], "8": [0.048, 60.0, 100, 32]})
+    done = store.add(ran.spec)
+    done.shape.update(ran.shape)
+    done.observations, done.state = ran.observations, State.SUCCEEDED
+    store.save(done)
+    queued = store.add(ran.spec)  # another of its model, never finished: not read back
+    queued.shape.update(ran.shape)
+    queued.observations = {"4": [0.04, 60.0, 100, 32]}
+    store.save(queued)
+    book = KinBook()
+    assert seed_kin(book, store, cluster) == 1
+    new = _row("j3", {"2": [0.036, 10.0, 100, 32]})
+    view = row_view(new, cluster, None, needs=Needs(), restart_s=30.0, book=book)
+    assert sorted(view.kin) == [1, 2, 8]
+    store.close()

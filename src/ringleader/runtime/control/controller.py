@@ -38,7 +38,7 @@ from ringleader.runtime.control.gangs import Gangs
 from ringleader.runtime.control.observing import Observing
 from ringleader.runtime.control.progress import ProgressIngest
 from ringleader.runtime.control.reach import Reach
-from ringleader.runtime.control.rowview import row_view
+from ringleader.runtime.control.rowview import row_view, seed_kin
 from ringleader.runtime.control.settling import Settling
 from ringleader.runtime.control.telemetry import Telemetry
 from ringleader.runtime.state.rows import JobRow, State
@@ -77,7 +77,9 @@ class Controller(Observing):
         self._views: dict[str, tuple[object, Assignment | None, ClusterView, JobView]] = {}
         """The last decision's view of each queued job, with what it was made from."""
         self._kin = KinBook()
-        """What each model's jobs measured (``spine.kin``), since the server started."""
+        """What each model's jobs measured (``spine.kin``): the last finished ones', read
+        back at start (``rowview.seed_kin``), and every job's since."""
+        seed_kin(self._kin, store, self.cluster)
         self._queued_at_read: set[str] = set()
         """Jobs this tick read as queued: left as read until the decision (``view``)."""
         self._broken: dict[str, str] = {}

@@ -14,8 +14,10 @@ from ringleader.policy.model.needs import Needs
 from ringleader.policy.model.plan import Assignment
 from ringleader.policy.model.views import ClusterView, Device, JobShape, JobView, Observation
 from ringleader.runtime.control.progress import RESTART, profile
+from ringleader.runtime.state.queries import PageQuery
 from ringleader.runtime.state.rows import JobRow, State, gradient
 from ringleader.runtime.state.spec import Arch
+from ringleader.runtime.state.store import Store
 from ringleader.runtime.workers.gpus import EFFECTIVE, measured_speeds, observations_in_best_terms
 from ringleader.spine.actions import Held
 from ringleader.spine.kin import NO_KIN, KinBook
@@ -98,3 +100,22 @@ def observations(row: JobRow, speeds: Mapping[str, float] | None) -> dict[int, O
     if not speeds:
         return raw
     return observations_in_best_terms(speeds, row.type_observations, raw)
+
+
+KIN_SEED = 2_000
+"""The most finished jobs whose step times a starting server reads back into its kin."""
+
+
+def seed_kin(book: KinBook, store: Store, cluster: ClusterView) -> int:
+    """Read back into ``book`` what the last ``KIN_SEED`` finished jobs that adapted their
+    batch measured, oldest first, so that a restarted server knows what the one before
+    it did (the book itself is not stored). Returns the jobs read back."""
+    finished = tuple(s.value for s in State if s.finished)
+    rows, _ = store.page(PageQuery(limit=KIN_SEED, states=finished, newest_first=True))
+    seeded = 0
+    needs = Needs(speed_model=True)
+    for row in reversed(rows):
+        if isinstance(row, JobRow) and row.spec.batch is not None and row.observations:
+            row_view(row, cluster, None, needs=needs, restart_s=0.0, book=book)
+            seeded += 1
+    return seeded
