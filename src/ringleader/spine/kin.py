@@ -76,6 +76,3 @@ class KinBook:
     def kin(self, shape: JobShape) -> Mapping[int, Observation]:
         """The step times by size that the jobs of ``shape``'s model measured."""
         return self._books.get(model_of(shape), NO_KIN)
-
-    def __len__(self) -> int:
-        return len(self._books)

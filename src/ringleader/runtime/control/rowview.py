@@ -51,11 +51,7 @@ def row_view(
     spec, shape = row.spec, row.shape
     typed = cluster.heterogeneous
     speeds = measured_speeds(cluster, row.type_observations)  # once: both below need it
-    job_shape = JobShape(
-        int(shape.get("examples_per_epoch", 1)),
-        int(shape.get("batch_per_worker", 1)),
-        float(shape.get("grad_bytes", 1e7)),
-    )
+    job_shape = _shape(row)
     seen = observations(row, speeds)
     reported = gradient(row)
     kin = NO_KIN if book is None or reported is None or not seen else book.joined(job_shape, seen)
@@ -93,6 +89,16 @@ def row_view(
     return job_view(submitted, known, now_held, target, capacity=capacity, needs=needs)
 
 
+def _shape(row: JobRow) -> JobShape:
+    """What the job's training loop reported of itself (defaults where it said nothing)."""
+    shape = row.shape
+    return JobShape(
+        int(shape.get("examples_per_epoch", 1)),
+        int(shape.get("batch_per_worker", 1)),
+        float(shape.get("grad_bytes", 1e7)),
+    )
+
+
 def observations(row: JobRow, speeds: Mapping[str, float] | None) -> dict[int, Observation]:
     """Step times per world size; with the job's ``speeds`` per type (``measured_speeds``:
     None on one type), in its fastest measured type's terms."""
@@ -113,9 +119,9 @@ def seed_kin(book: KinBook, store: Store, cluster: ClusterView) -> int:
     finished = tuple(s.value for s in State if s.finished)
     rows, _ = store.page(PageQuery(limit=KIN_SEED, states=finished, newest_first=True))
     seeded = 0
-    needs = Needs(speed_model=True)
     for row in reversed(rows):
-        if isinstance(row, JobRow) and row.spec.batch is not None and row.observations:
-            row_view(row, cluster, None, needs=needs, restart_s=0.0, book=book)
+        if isinstance(row, JobRow) and row.observations and gradient(row) is not None:
+            speeds = measured_speeds(cluster, row.type_observations)
+            book.record(_shape(row), observations(row, speeds))
             seeded += 1
     return seeded
