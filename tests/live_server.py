@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import signal
@@ -265,8 +266,18 @@ class LiveServer:
         return data
 
     def wait_state(self, job_id: str, states: set[str], timeout: float = 120) -> dict[str, Any]:
-        wait_for(lambda: self.job(job_id)["state"] in states, timeout, f"{job_id} in {states}")
+        try:
+            wait_for(lambda: self.job(job_id)["state"] in states, timeout, f"{job_id} in {states}")
+        except AssertionError as err:
+            raise AssertionError(f"{err}\n{self.why(job_id)}") from None
         return self.job(job_id)
+
+    def why(self, job_id: str) -> str:
+        """What a test that timed out waiting on a job prints: the job's state, its
+        history and the server log's last lines."""
+        job = json.dumps(self.job(job_id))
+        log = (self.state_dir / "server.log").read_text(errors="replace").splitlines()
+        return "\n".join([f"job: {job[:3000]}", "server log:", *log[-40:]])
 
     def progress(self, job_id: str) -> list[dict[str, Any]]:
         r = self.http.get(f"/jobs/{job_id}/progress", timeout=10)

@@ -27,6 +27,7 @@ class HalfPlaced:
 
     name = "half-placed"
     running = 1
+    adopted_start_s: float | None = None
 
     def __init__(self) -> None:
         self.launches: list[int] = []
@@ -69,6 +70,12 @@ class HalfPlaced:
     def cpu_s(self, job_dir: Path, generation: int) -> dict[int, float]:
         return {}
 
+    def freeze(self, job_dir: Path, generation: int) -> None:
+        pass  # never asked here: these tests suspend nothing
+
+    def thaw(self, job_dir: Path, generation: int) -> None:
+        pass
+
 
 class NeverStarted(HalfPlaced):
     """Every gang's launch is lost: no rank ever starts (say, its launcher died)."""
@@ -101,6 +108,41 @@ def test_a_gang_placed_only_in_part_is_relaunched_after_the_launch_timeout(
     assert again.attempts == 0  # not the job's failure
     controller.tick(now=108.0)
     assert executor.launches == [1, 2] and store.get(row.id).state is State.RUNNING  # type: ignore[union-attr]
+
+
+class LaunchedByTheDead(NeverStarted):
+    """As the local executor: a rank an earlier controller launched says so at once."""
+
+    name = "launched-by-the-dead"
+    adopted_start_s: float | None = 15.0
+
+
+def test_a_launch_saved_by_a_server_killed_before_it_launched_is_made_soon_after_restart(
+    tmp_path: Path,
+) -> None:
+    """A launch is saved before its processes exist. A server killed in between left
+    the job to the 120 s launch timeout of the next server, which is meant for ranks
+    waiting to be placed (a kill -9 test timed out on it in CI)."""
+    executor = LaunchedByTheDead()
+    store = Store(tmp_path / "db.sqlite")
+    config = ControllerConfig(tmp_path, policy_named("fifo"))
+    first = Controller(store, executor, config)
+    row = store.add(parse_spec({"name": "gang", "command": "true", "gpus": 2}))
+    first.tick(now=100.0)
+    first.tick(now=101.0)
+    first.tick(now=130.0)  # its own launch: waits the launch timeout for a placement
+    assert executor.launches == [1] and executor.kills == []
+    restarted = Controller(store, executor, config)  # the first was killed with -9
+    restarted.tick(now=131.0)
+    restarted.tick(now=146.0)  # within the grace
+    assert executor.kills == []
+    restarted.tick(now=146.5)
+    assert set(executor.kills) == {1}
+    events = [e for e in store.events(row.id) if e["kind"] == "stopped"]
+    assert events and events[-1]["reason"] == "launch_lost"
+    assert store.get(row.id).attempts == 0  # type: ignore[union-attr]
+    restarted.tick(now=147.0)
+    assert executor.launches == [1, 2]
 
 
 class Unkillable(HalfPlaced):

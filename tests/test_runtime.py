@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -213,8 +214,10 @@ def test_server_kill9_and_restart_loses_nothing(tmp_path: Path) -> None:
         restarted.port, restarted.url = live.port, live.url
         restarted.start()
         live = restarted
+        deadline = time.monotonic() + 240  # within pytest's 300 s, so the log is printed
         for job_id in ids:
-            job = live.wait_state(job_id, {"succeeded", "failed", "cancelled"}, 300)
+            left = deadline - time.monotonic()
+            job = live.wait_state(job_id, {"succeeded", "failed", "cancelled"}, left)
             assert job["state"] == "succeeded", job["error"]
             steps, gens = steps_and_generations(live.progress(job_id))
             assert steps == sorted(steps) and len(set(steps)) == len(steps)

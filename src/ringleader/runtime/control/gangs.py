@@ -28,7 +28,8 @@ class Gang:
     terminated: set[int] = field(default_factory=set)
     """Ranks sent SIGTERM for the current stop (retried for the rest at each look)."""
     launched: float | None = None
-    """When it was launched, while none of its ranks has been seen running."""
+    """When this controller launched it, while none of its ranks has been seen running
+    (None, while some are starting: an earlier controller launched it)."""
     partial_since: float | None = None
     """Since when some of its ranks have not said they started."""
     logs_checked: float = 0.0

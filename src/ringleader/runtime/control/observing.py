@@ -207,13 +207,18 @@ class Observing:
             # relaunch; it is the job's failure only if a rank failed.
             if gang.partial_since is None:
                 gang.partial_since = now
-            if now - gang.partial_since > self.config.launch_timeout_s:
+            limit, reason = self.config.launch_timeout_s, "placement_timeout"
+            adopted_s = self.executor.adopted_start_s
+            if gang.launched is None and adopted_s is not None:
+                # An earlier controller launched it and died, maybe before the launch.
+                limit, reason = min(limit, adopted_s), "launch_lost"
+            if now - gang.partial_since > limit:
                 log.warning("job %s: %d ranks never started; relaunching", row.id, status.starting)
                 gang.partial_since = None
                 self.executor.kill(self.job_dir(row.id), row.generation)
                 failed = any(code != 0 for code in status.exits.values())
                 if row.stopping is None and not failed:
-                    row.stopping = "placement_timeout"
+                    row.stopping = reason
                 self._settle(row, failed=failed, codes=dict(status.exits), now=now)
             return
         gang.partial_since = None

@@ -75,7 +75,7 @@ class Settling:
         said = last_event(self.config.job_dir(row.id) / PROGRESS, generation, ("done", "stopped"))
         if said is not None:
             return said == "done"
-        if reason in ("node_lost", "placement_timeout", STALLED) or killed:
+        if reason in ("node_lost", "placement_timeout", "launch_lost", STALLED) or killed:
             return False
         if SIGNALLED in row.shape:
             return False  # it ended because we asked it to: a checkpoint, not the end

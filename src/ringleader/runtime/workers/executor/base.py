@@ -44,6 +44,12 @@ class GangStatus:
 
 class Executor(Protocol):
     name: str
+    adopted_start_s: float | None
+    """The longest a rank launched by an earlier controller, which then crashed, can
+    take here to say it started. Past it, the launch died with that controller (it
+    saves a launch before the processes exist), and the gang is launched again.
+    None: as long as any launch (``launch_timeout_s``), where a rank may wait to be
+    placed (Ray, Slurm)."""
 
     def cluster(self) -> ClusterView: ...
 

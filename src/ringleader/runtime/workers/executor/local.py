@@ -46,6 +46,9 @@ def free_port() -> int:
 
 class LocalExecutor:
     name = "local"
+    adopted_start_s: float | None = 15.0
+    """A wrapper writes its pid file within a Python start of its launch, which here is
+    before the restarted controller's first look."""
 
     def __init__(self, gpus: int | GpuLayout | None = None, warm: bool = True) -> None:
         """``gpus``: a count or a type mix of virtual devices (``workers.gpus``); on a

@@ -95,6 +95,7 @@ def _actor_name(job_dir: Path, generation: int, rank: int) -> str:
 
 class RayExecutor:
     name = "ray"
+    adopted_start_s: float | None = None  # a rank may wait to be placed
 
     def __init__(
         self, address: str = "auto", threads_per_worker: int = 1, gpu_share: float = 0.25

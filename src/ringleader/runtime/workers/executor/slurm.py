@@ -61,6 +61,7 @@ GONE = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "PREEMPTED",
 
 class SlurmExecutor:
     name = "slurm"
+    adopted_start_s: float | None = None  # a rank may wait to be placed
 
     def __init__(self, slurm: SlurmApi | None = None, *, shares: bool = False) -> None:
         self.slurm: SlurmApi = slurm or Slurm()
