@@ -38,15 +38,23 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ringleader.perf.goodput import GoodputSpeed
-from ringleader.perf.highs import milp
-from ringleader.perf.speed import SpeedModel
+from ringleader.policy.allot.configurations import (
+    Row,
+    Rows,
+    choose,
+    configurations,
+    held,
+    may_take,
+    rate,
+)
 from ringleader.policy.allot.stage import Allotment, Allotted
 from ringleader.policy.model.memory import Memory, memory_of
-from ringleader.policy.model.objective import Candidate, solo_curve
+from ringleader.policy.model.objective import Candidate
 from ringleader.policy.model.plan import ALLOTTED, note
-from ringleader.policy.model.views import ClusterView, JobView
+from ringleader.policy.model.views import ClusterView
 from ringleader.policy.place.type_aware import usable_types
+
+__all__ = ["Sia", "configurations"]
 
 ROUND_S = 60.0
 """Sia's scheduling interval."""
@@ -56,9 +64,6 @@ LAMBDA_CHANGE = 0.01
 CLIP = 3000.0
 """Speed-ups past this are clipped, as Sia does (a job whose poorest configuration
 barely moves)."""
-MIP_GAP = 1e-4
-TIME_LIMIT_S = 5.0
-"""HiGHS stops here with the best allocation found; Sia's rounds are a minute."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,23 +111,23 @@ class Sia:
         counts: dict[int, float] = {}
         options, goodputs = [], []
         for i, (gpu_type, gpus) in enumerate(offered):
-            if gpu_type not in usable or not _may_take(job, gpus):
+            if gpu_type not in usable or not may_take(job, gpus):
                 continue
             own = job.type_models.get(gpu_type)
             if own is not None:
-                rate = _rate(c, gpus, own)
+                here_rate = rate(c, gpus, own)
             else:
                 found = counts.get(gpus)
                 if found is None:
-                    found = counts[gpus] = _rate(c, gpus)
-                rate = found * job.type_speed.get(gpu_type, 1.0)
-            if rate > 0:
+                    found = counts[gpus] = rate(c, gpus)
+                here_rate = found * job.type_speed.get(gpu_type, 1.0)
+            if here_rate > 0:
                 options.append(i)
-                goodputs.append(rate)
+                goodputs.append(here_rate)
         if not options:
             return None
         gains = np.minimum(np.asarray(goodputs) / min(goodputs), CLIP)
-        here = _current(job, cluster) if job.workers else None
+        here = held(job, cluster) if job.workers else None
         at = next((k for k, i in enumerate(options) if offered[i] == here), None)
         if job.workers and job.restart_s > 0:
             age = max(0.0, now - job.submitted_at)
@@ -130,51 +135,6 @@ class Sia:
                 factor = age / (age + job.restart_s)
                 gains = np.where([offered[i] != here for i in options], gains * factor, gains)
         return c, options, gains, at
-
-
-def configurations(cluster: ClusterView) -> list[Allotment]:
-    """Sia's configurations of each type: 1, 2, 4 … GPUs up to a node, then whole nodes."""
-    offered: list[Allotment] = []
-    for gpu_type in cluster.types:
-        nodes = [n for n in cluster.nodes if n.gpu_type == gpu_type]
-        per_node = max(n.gpus for n in nodes)
-        sizes, k = [], 1
-        while k < per_node:
-            sizes.append(k)
-            k *= 2
-        sizes.append(per_node)
-        sizes += [per_node * m for m in range(2, len(nodes) + 1)]
-        total = cluster.capacity_of(gpu_type)
-        offered += [Allotment(gpu_type, s) for s in sizes if s <= total]
-    return offered
-
-
-def _may_take(job: JobView, gpus: int) -> bool:
-    if not job.elastic:
-        return gpus == job.requested_gpus
-    return job.min_gpus <= gpus <= job.max_gpus
-
-
-def _rate(c: Candidate, gpus: int, own: SpeedModel | None = None) -> float:
-    """Progress per second on ``gpus`` GPUs by the candidate's speed model, or by ``own``
-    (a type's): goodput where the job picks its own batch."""
-    speed = c.speed if own is None else own
-    if isinstance(speed, GoodputSpeed) and speed.best_at is not None:
-        return speed.goodput(gpus, 1.0 - c.job.remaining_fraction)
-    seconds = c.whole_seconds(gpus) if own is None else solo_curve(c.job.epochs, own)(gpus)
-    return 1.0 / seconds if seconds > 0 else 0.0
-
-
-def _current(job: JobView, cluster: ClusterView) -> Allotment | None:
-    """The configuration a running job holds (None: it spans types)."""
-    types = {cluster.type_of(d.node) for d in job.devices[: job.workers]}
-    return Allotment(types.pop(), job.workers) if len(types) == 1 else None
-
-
-Row = tuple[Candidate, list[int], np.ndarray, int | None]
-"""A job, the configurations it may take (indices into the offered ones), its speed-up
-on each, and which of them it holds (None: none)."""
-Rows = Sequence[Row]
 
 
 class LastSolution:
@@ -203,44 +163,5 @@ class LastSolution:
             np.concatenate(costs).tobytes(),
         )
         if key != self.key:
-            self.key, self.answer = key, _solve(rows, costs, offered, cluster)
+            self.key, self.answer = key, choose(rows, costs, offered, cluster, LAMBDA_NO_ALLOC)
         return self.answer
-
-
-def _solve(
-    rows: Rows, costs: Sequence[np.ndarray], offered: Sequence[Allotment], cluster: ClusterView
-) -> list[int | None]:
-    """Each row's chosen configuration (an index into ``offered``; None: nothing), where
-    ``costs`` are each row's ``A``."""
-    from scipy import sparse  # here: importing scipy costs every command that lists policies
-
-    job_of: list[int] = []
-    config_of: list[int] = []
-    for j, (_, options, *_) in enumerate(rows):
-        job_of += [j] * len(options)
-        config_of += options
-    cost = np.concatenate(costs) - LAMBDA_NO_ALLOC
-    n = len(cost)
-    columns = np.arange(n)
-    once = sparse.csr_matrix((np.ones(n), (job_of, columns)), shape=(len(rows), n))
-    types = cluster.types
-    type_row = [types.index(offered[i].gpu_type) for i in config_of]
-    width = [offered[i].gpus for i in config_of]
-    per_type = sparse.csr_matrix((width, (type_row, columns)), shape=(len(types), n))
-    capacity = np.asarray([cluster.capacity_of(t) for t in types], dtype=float)
-    result = milp(
-        cost,
-        integrality=np.ones(n),
-        bounds=(0, 1),
-        constraints=[
-            (once, -np.inf, np.ones(len(rows))),
-            (per_type, -np.inf, capacity),
-        ],
-        options={"mip_rel_gap": MIP_GAP, "time_limit": TIME_LIMIT_S},
-    )
-    if result.x is None:
-        raise RuntimeError(f"Sia's ILP found no allocation: {result.message}")
-    picks: list[int | None] = [None] * len(rows)
-    for k in np.flatnonzero(result.x > 0.5):
-        picks[job_of[k]] = config_of[k]
-    return picks
