@@ -26,6 +26,7 @@ from published import profiles, workloads
 from ringleader.policy.catalog import policy_from_config
 from ringleader.scenarios import pollux_typed
 from ringleader.sim import pollux
+from ringleader.sim.timed import Timed
 
 POLICIES = ("ringleader", "sia", "pollux")
 GOAL = 0.9
@@ -37,7 +38,9 @@ def one(policy: str, name: str, load: str) -> dict[str, object]:
     where = pollux.bundled_workload(name, load)
     jobs = pollux_typed.typed_jobs(where, profiles(), adaptive=True)
     started = time.perf_counter()
-    result = pollux_typed.play(jobs, policy_from_config(policy))
+    timed = Timed(policy_from_config(policy))
+    result = pollux_typed.play(jobs, timed)
+    ms = sorted(1000 * s for s in timed.seconds)
     return {
         "policy": policy,
         "workload": name,
@@ -46,6 +49,11 @@ def one(policy: str, name: str, load: str) -> dict[str, object]:
         "finished": result.summary.finished,
         "avg_jct_s": round(result.summary.avg_jct_s, 1),
         "wall_s": round(time.perf_counter() - started, 2),
+        "decision_ms": {
+            "median": round(ms[len(ms) // 2], 2),
+            "p99": round(ms[min(len(ms) - 1, int(0.99 * len(ms)))], 2),
+            "decisions": len(ms),
+        },
     }
 
 
@@ -72,6 +80,10 @@ def main() -> None:
         for w in workloads()
     ]
     ratios = [float(t["over_sia"]) for t in table]  # type: ignore[arg-type]
+    p99 = {
+        p: max(float(r["decision_ms"]["p99"]) for r in rows if r["policy"] == p)  # type: ignore[index]
+        for p in POLICIES
+    }
     report = {
         **stamp("python bench/goodput_typed.py"),
         "cluster": {t: n * per for t, (n, per) in pollux_typed.CLUSTER.items()},
@@ -82,6 +94,7 @@ def main() -> None:
             "worst_over_sia": max(ratios),
             "goal": GOAL,
             "met": max(ratios) <= GOAL,
+            "decision_p99_ms": p99,
         },
         "table": table,
         "rows": rows,

@@ -41,6 +41,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ringleader.policy.allot.deciding import place_allotted
 from ringleader.policy.model.arrival import fifo
 from ringleader.policy.model.memory import Memory, memory_of
 from ringleader.policy.model.needs import Needs
@@ -57,7 +58,7 @@ from ringleader.policy.profile.sources import Precompute
 from ringleader.policy.profile.stage import Profiling
 from ringleader.policy.share.stage import Share
 from ringleader.policy.size.growth import Counts
-from ringleader.policy.size.stage import Allocator
+from ringleader.policy.size.stage import Allocator, TypedAllocator
 from ringleader.policy.size.steps import Growth
 from ringleader.policy.traffic import Traffic
 
@@ -176,15 +177,9 @@ class Policy:
             if not explore(job):
                 break
         probing = dict(held)
-        if len(shares) > 1:
-            grown = self._fair_growth(known, counts, free, shares)
-        else:
-            grown = self.size.grow(known, counts, free)
-        if held:
-            held.update(grown.counts)  # sized jobs are known, probing ones exploring: apart
-        else:
-            held = grown.counts  # nothing probes: no copy of every job's size
-        devices = self.place.place(held, ordered, cluster)
+        grown, held, devices = self._size_and_place(
+            known, ordered, counts, free, shares, held, cluster, now
+        )
         assignments, unplaced = self._assign(ordered, devices, held, workers)
         self.memory.kept.assignments = assignments
         final: Mapping[str, Assignment] = assignments
@@ -206,6 +201,39 @@ class Policy:
             notes[job_id] = probing_note(workers[job_id], hold)
         plan = Plan(final, wake, SizingNotes(final, notes, grown.later), turns, traffic)
         return plan, unplaced
+
+    def _size_and_place(
+        self,
+        known: Sequence[Candidate],
+        ordered: Sequence[JobView],
+        counts: Counts,
+        free: int,
+        shares: dict[str, int],
+        held: Counts,
+        cluster: ClusterView,
+        now: float,
+    ) -> tuple[Growth, Counts, Mapping[str, tuple[Device, ...]]]:
+        """Every job's size, what each holds (``held``: the probes' holds) and its GPUs.
+
+        On a cluster of several GPU types a ``TypedAllocator`` may choose type and
+        count together; its allotments are then laid out as allotted, not by the
+        place stage, which could not know the types they were chosen for."""
+        typed = None
+        if not held and len(shares) <= 1 and isinstance(self.size, TypedAllocator):
+            typed = self.size.allot_types(known, cluster, now)
+        if typed is not None:
+            grown = Growth({k: a.gpus for k, a in typed.allotments.items()}, dict(typed.notes))
+        elif len(shares) > 1:
+            grown = self._fair_growth(known, counts, free, shares)
+        else:
+            grown = self.size.grow(known, counts, free)
+        if held:
+            held.update(grown.counts)  # sized jobs are known, probing ones exploring: apart
+        else:
+            held = grown.counts  # nothing probes: no copy of every job's size
+        if typed is not None:
+            return grown, held, place_allotted(typed.allotments, ordered, cluster)
+        return grown, held, self.place.place(held, ordered, cluster)
 
     def _assign(
         self,

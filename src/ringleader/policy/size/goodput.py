@@ -18,8 +18,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ringleader.perf.goodput import GoodputSpeed
+from ringleader.policy.allot.shortest import ShortestGoodput
+from ringleader.policy.allot.stage import Allotted
 from ringleader.policy.model.memory import Memory
 from ringleader.policy.model.objective import Candidate
+from ringleader.policy.model.views import ClusterView
 from ringleader.policy.size.fitness import PowerMeanSpeedup
 from ringleader.policy.size.growth import Counts
 from ringleader.policy.size.stage import Allocator
@@ -40,12 +43,18 @@ remaining seconds come from the epochs it was submitted with and the progress it
 reported. How the two powers were chosen: ``docs/pollux.md``."""
 
 
+TYPED = ShortestGoodput(TRUST, SHORTER_FIRST.remaining_power)
+"""``SHORTER_FIRST`` over GPU type and count at once, for a cluster of several types."""
+
+
 @dataclass(frozen=True, slots=True)
 class GoodputWhereReported:
-    """``goodput`` for a decision with a job that tells goodput, ``inner`` otherwise."""
+    """``goodput`` for a decision with a job that tells goodput, ``inner`` otherwise; on a
+    cluster of several GPU types, ``typed`` chooses each such job's type with its count."""
 
     inner: Allocator
     goodput: PowerMeanSpeedup = field(default_factory=lambda: SHORTER_FIRST)
+    typed: ShortestGoodput = field(default_factory=lambda: TYPED)
 
     @property
     def name(self) -> str:
@@ -71,6 +80,15 @@ class GoodputWhereReported:
             if isinstance(speed, GoodputSpeed) and speed.best_at is not None:
                 return self.goodput
         return self.inner
+
+    def allot_types(
+        self, jobs: Sequence[Candidate], cluster: ClusterView, now: float
+    ) -> Allotted | None:
+        """``typed``'s allotments where the cluster has several types and a job tells
+        goodput (``size.stage.TypedAllocator``); None otherwise."""
+        if not cluster.heterogeneous or self._chosen(jobs) is not self.goodput:
+            return None
+        return self.typed.allot(jobs, cluster, now)
 
     def base(self, jobs: Sequence[Candidate], capacity: int) -> Counts:
         return self._chosen(jobs).base(jobs, capacity)

@@ -1,0 +1,124 @@
+"""The default's goodput objective over GPU type and count at once, for mixed clusters.
+
+On one GPU type the default sizes jobs that adapt their batch by
+``Σ speedup / remaining ^ a`` (``size.goodput.SHORTER_FIRST``), then places
+them. On several types that order fails: the counts are chosen as if every
+GPU were the fastest, and the place stage then finds that a job's type has no
+room for its count, so it runs on fewer GPUs or slower ones while others sit
+idle. Here the same objective is posed over Sia's configurations instead
+(``configurations``: a type and a count), so each job's type and count are
+chosen together, each type within its GPUs:
+
+    maximise  Σ_jc X[j][c] · s[j][c] / r_j ^ a,   Σ_c X[j][c] ≤ 1,
+              Σ_jc gpus_t(c) X[j][c] ≤ C_t,
+
+``s[j][c]`` the job's goodput on configuration ``c`` (its speed on the type
+times its goodput at the count) over its goodput on a fair share of the
+cluster on its fastest type, and ``r_j`` its remaining seconds at that share
+(``fitness.remaining_at_fair``). As in the size stage, a job is not given more
+than ``trust`` times the most GPUs it was measured on, and a running job's
+every configuration but its own is discounted by ``age / (age + δ)`` for the
+restart ``δ`` it costs, ``age`` its time at its present size.
+
+Unlike Sia, no job is owed a configuration: a job is left with nothing where
+its GPUs end others sooner.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ringleader.policy.allot.configurations import (
+    Row,
+    choose,
+    configurations,
+    held,
+    may_take,
+    rate,
+)
+from ringleader.policy.allot.stage import Allotment, Allotted
+from ringleader.policy.model.objective import Candidate
+from ringleader.policy.model.plan import ALLOTTED, note
+from ringleader.policy.model.views import ClusterView
+from ringleader.policy.place.type_aware import usable_types
+from ringleader.policy.size.fitness import remaining_at_fair
+
+KEEP = 1e-6
+"""What a running job's present configuration costs less: a tie-break toward no restart
+(Sia's ``λ_a``, scaled to these costs)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ShortestGoodput:
+    """The allot stage of this module's docstring."""
+
+    trust: int
+    """The most GPUs a job is given, as a multiple of the most it was measured on."""
+    remaining_power: float
+    """``a`` above (``fitness.PowerMeanSpeedup.remaining_power``)."""
+    name: str = "goodput-typed"
+    needs_speed: bool = True
+    needs_true_remaining: bool = False
+
+    def allot(self, jobs: Sequence[Candidate], cluster: ClusterView, now: float) -> Allotted:
+        offered = configurations(cluster)
+        fair = max(1, math.ceil(cluster.capacity / max(len(jobs), 1)))
+        rows: list[Row] = []
+        costs: list[np.ndarray] = []
+        for c in jobs:
+            row = self._row(c, offered, cluster, fair)
+            if row is None:
+                continue
+            cost = -row[2] / (remaining_at_fair(c, fair) ** self.remaining_power)
+            if row[3] is not None:
+                cost[row[3]] -= KEEP
+            rows.append(row)
+            costs.append(cost)
+        if not rows:
+            return Allotted({}, {})
+        chosen = choose(rows, costs, offered, cluster, no_alloc=0.0)
+        allotments: dict[str, Allotment] = {}
+        notes = {}
+        for (c, *_), pick in zip(rows, chosen, strict=True):
+            if pick is not None:
+                allotments[c.job.id] = offered[pick]
+                notes[c.job.id] = note(ALLOTTED, offered[pick].gpus)
+        return Allotted(allotments, notes)
+
+    def _row(
+        self, c: Candidate, offered: Sequence[Allotment], cluster: ClusterView, fair: int
+    ) -> Row | None:
+        """The configurations ``c`` may take, its speed-up on each over its ``fair`` share
+        (restart-discounted), and which it holds; None where it may take none."""
+        job = c.job
+        usable = usable_types(job, cluster)
+        most = max(self.trust * max(job.observations, default=0), 1, job.workers)
+        base = rate(c, min(fair, job.max_gpus)) if c.speed is not None else 1.0
+        options, gains = [], []
+        for i, (gpu_type, gpus) in enumerate(offered):
+            if gpu_type not in usable or gpus > most or not may_take(job, gpus):
+                continue
+            own = job.type_models.get(gpu_type)
+            if c.speed is None:
+                gain = job.type_speed.get(gpu_type, 1.0)  # no model yet: one GPU as good as many
+            elif own is not None:
+                gain = rate(c, gpus, own) / base
+            else:
+                gain = rate(c, gpus) * job.type_speed.get(gpu_type, 1.0) / base
+            if gain > 0:
+                options.append(i)
+                gains.append(gain)
+        if not options or base <= 0:
+            return None
+        speedups = np.asarray(gains)
+        here = held(job, cluster) if job.workers else None
+        at = next((k for k, i in enumerate(options) if offered[i] == here), None)
+        if job.workers and job.restart_s > 0:
+            age = job.attained_gpu_s / job.workers
+            moved = np.asarray([offered[i] != here for i in options])
+            speedups = np.where(moved, speedups * (age / (age + job.restart_s)), speedups)
+        return c, options, speedups, at

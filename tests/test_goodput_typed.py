@@ -1,0 +1,71 @@
+"""The default on a cluster of several GPU types: jobs that adapt their batch get their
+type and count chosen together (``policy.allot.shortest``), issue 58."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from ringleader.perf.allreduce import Algorithm
+from ringleader.perf.epochs import EpochsToConverge
+from ringleader.perf.gradient import GradientReport
+from ringleader.policy.allot.shortest import ShortestGoodput
+from ringleader.policy.catalog import policy_from_config
+from ringleader.policy.model.views import ClusterView, JobShape, JobView, Observation
+from ringleader.policy.profile.sources import Online
+from ringleader.policy.size.goodput import TYPED
+
+CLUSTER = ClusterView.typed({"fast": (1, 4), "slow": (1, 4)})
+
+
+def _job(name: str, slow: float, submitted: float = 0.0) -> JobView:
+    """A job that adapts its batch and was measured at 1 and 2 GPUs, ``slow`` times as
+    fast on the slow type as on the fast one."""
+    shape = JobShape(50_000, 64, 1e6, Algorithm.RING, global_batch=256)
+    seen = {1: Observation(0.3, 60.0, 256.0), 2: Observation(0.16, 60.0, 128.0)}
+    return JobView(
+        name,
+        submitted,
+        shape,
+        EpochsToConverge.constant(10),
+        observations=seen,
+        gradient=GradientReport(1e-3, 4.0, smallest_batch=128, largest_batch=4096),
+        max_gpus=8,
+        type_speed={"fast": 1.0, "slow": slow},
+    )
+
+
+def test_each_job_gets_the_type_it_minds_least_to_lose_and_a_whole_type_each() -> None:
+    # Alone, either would take all eight GPUs, spread over both types at the slow
+    # type's pace or on the four fast ones; together each gets one type whole.
+    minds, shrugs = _job("minds", slow=0.2), _job("shrugs", slow=0.9)
+    allotted = TYPED.allot([Online._candidate(j) for j in (minds, shrugs)], CLUSTER, 0.0)
+    assert dict(allotted.allotments) == {"minds": ("fast", 4), "shrugs": ("slow", 4)}
+
+
+def test_the_default_lays_out_what_it_allotted_no_job_spread_over_types() -> None:
+    # Sized by counts and then placed, the third job spread over both types at the
+    # slow one's pace, and the second job, which minds the slow type, ran on it.
+    jobs = [_job("minds", 0.2), _job("minds-too", 0.2, 1.0), _job("shrugs", 0.9, 2.0)]
+    plan = policy_from_config("ringleader").decide(jobs, CLUSTER, 0.0)
+    types = {
+        job_id: {CLUSTER.type_of(d.node) for d in a.devices[: a.workers]}
+        for job_id, a in plan.assignments.items()
+    }
+    assert types == {"minds": {"fast"}, "minds-too": {"fast"}, "shrugs": {"slow"}}
+    assert sum(a.workers for a in plan.assignments.values()) == CLUSTER.capacity
+
+
+def test_a_job_is_not_given_more_than_trust_times_the_most_it_was_measured_on() -> None:
+    cautious = ShortestGoodput(trust=1, remaining_power=0.25)
+    allotted = cautious.allot([Online._candidate(_job("measured", 0.9))], CLUSTER, 0.0)
+    assert allotted.allotments["measured"].gpus <= 2
+
+
+def test_on_one_gpu_type_the_default_sizes_by_counts_as_before() -> None:
+    default = policy_from_config("ringleader")
+    uniform = ClusterView.uniform(2, 4)
+    candidates = [Online._candidate(_job("a", 1.0))]
+    assert default.size.allot_types(candidates, uniform, 0.0) is None  # type: ignore[attr-defined]
+    assert default.size.allot_types(candidates, CLUSTER, 0.0) is not None  # type: ignore[attr-defined]
+    plain = dataclasses.replace(_job("a", 1.0), gradient=None)
+    assert default.size.allot_types([Online._candidate(plain)], CLUSTER, 0.0) is None  # type: ignore[attr-defined]
