@@ -104,8 +104,9 @@ _BUILDERS: dict[str, tuple[str, Callable[[], Decider]]] = {
     "ringleader": (
         "fair share between users, then priority, then least-attained-service queues "
         "(10 and 100 GPU-hours; a job waiting a week goes first) pick who runs; doubling "
-        "picks how wide (jobs that adapt their batch: the p-mean of goodput speed-ups, "
-        "from the gradients they report); jobs past 100 GPU-hours take turns in 10-minute "
+        "picks how wide (jobs that adapt their batch: goodput speed-ups over remaining "
+        "time, from the gradients they report, and on mixed GPU types the type with the "
+        "count); jobs past 100 GPU-hours take turns in 10-minute "
         "quanta when GPUs are short, two on one GPU where measured to beat turns; parameter "
         "servers "
         "sharing a host send in that order; models "
