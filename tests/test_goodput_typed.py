@@ -69,3 +69,13 @@ def test_on_one_gpu_type_the_default_sizes_by_counts_as_before() -> None:
     assert default.size.allot_types(candidates, CLUSTER, 0.0) is not None  # type: ignore[attr-defined]
     plain = dataclasses.replace(_job("a", 1.0), gradient=None)
     assert default.size.allot_types([Online._candidate(plain)], CLUSTER, 0.0) is None  # type: ignore[attr-defined]
+
+
+def test_past_the_cells_it_can_solve_each_decision_the_default_sizes_by_counts() -> None:
+    default = policy_from_config("ringleader")
+    candidates = [Online._candidate(_job(f"j{i}", 0.5)) for i in range(3)]
+    small = dataclasses.replace(default.size, typed=dataclasses.replace(TYPED, max_cells=1))  # type: ignore[type-var]
+    assert small.allot_types(candidates, CLUSTER, 0.0) is None
+    assert default.size.allot_types(candidates, CLUSTER, 0.0) is not None  # type: ignore[attr-defined]
+    many = ClusterView.typed({"fast": (600, 8), "slow": (600, 8)})
+    assert not TYPED.fits(5_000, many) and TYPED.fits(160, CLUSTER)

@@ -21,7 +21,8 @@ every configuration but its own is discounted by ``age / (age + δ)`` for the
 restart ``δ`` it costs, ``age`` its time at its present size.
 
 Unlike Sia, no job is owed a configuration: a job is left with nothing where
-its GPUs end others sooner.
+its GPUs end others sooner. The ILP grows with jobs times configurations; past
+``MAX_CELLS`` of them the caller sizes by counts instead (``fits``).
 """
 
 from __future__ import annotations
@@ -47,6 +48,10 @@ from ringleader.policy.model.views import ClusterView
 from ringleader.policy.place.type_aware import usable_types
 from ringleader.policy.size.fitness import remaining_at_fair
 
+MAX_CELLS = 50_000
+"""Jobs times configurations past which ``fits`` says no: HiGHS took 0.1 s a decision at
+64 GPUs of three types and 160 jobs (3,500 cells), 0.2 s at 256 GPUs and 640 jobs
+(26,000), 2.5 s at 1,024 GPUs and 2,560 jobs (345,000)."""
 KEEP = 1e-6
 """What a running job's present configuration costs less: a tie-break toward no restart
 (Sia's ``λ_a``, scaled to these costs)."""
@@ -63,6 +68,12 @@ class ShortestGoodput:
     name: str = "goodput-typed"
     needs_speed: bool = True
     needs_true_remaining: bool = False
+    max_cells: int = MAX_CELLS
+
+    def fits(self, jobs: int, cluster: ClusterView) -> bool:
+        """Whether ``jobs`` jobs on ``cluster`` pose an ILP small enough to solve each
+        decision (``MAX_CELLS``)."""
+        return jobs * len(configurations(cluster)) <= self.max_cells
 
     def allot(self, jobs: Sequence[Candidate], cluster: ClusterView, now: float) -> Allotted:
         offered = configurations(cluster)

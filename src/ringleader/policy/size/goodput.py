@@ -84,9 +84,12 @@ class GoodputWhereReported:
     def allot_types(
         self, jobs: Sequence[Candidate], cluster: ClusterView, now: float
     ) -> Allotted | None:
-        """``typed``'s allotments where the cluster has several types and a job tells
-        goodput (``size.stage.TypedAllocator``); None otherwise."""
-        if not cluster.heterogeneous or self._chosen(jobs) is not self.goodput:
+        """``typed``'s allotments where the cluster has several types, a job tells
+        goodput and the problem is small enough to solve (``ShortestGoodput.fits``);
+        None otherwise (``size.stage.TypedAllocator``)."""
+        if not cluster.heterogeneous or not self.typed.fits(len(jobs), cluster):
+            return None
+        if self._chosen(jobs) is not self.goodput:
             return None
         return self.typed.allot(jobs, cluster, now)
 
