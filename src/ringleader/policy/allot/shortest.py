@@ -52,9 +52,10 @@ MAX_CELLS = 50_000
 """Jobs times configurations past which ``fits`` says no: HiGHS took 0.1 s a decision at
 64 GPUs of three types and 160 jobs (3,500 cells), 0.2 s at 256 GPUs and 640 jobs
 (26,000), 2.5 s at 1,024 GPUs and 2,560 jobs (345,000)."""
-KEEP = 1e-6
-"""What a running job's present configuration costs less: a tie-break toward no restart
-(Sia's ``λ_a``, scaled to these costs)."""
+KEEP = 0.01
+"""What a running job's present configuration costs less: a bias toward no restart, as
+Sia's ``λ_a`` (also 0.01; these costs are speed-ups over ``r ^ a``, mostly 0.03–0.5).
+Swept on ``bench/goodput_typed.py``: ``docs/pollux.md``."""
 
 
 @dataclass(frozen=True, slots=True)
