@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import dataclasses
 
+import pytest
+
 from ringleader.perf.allreduce import Algorithm
 from ringleader.perf.epochs import EpochsToConverge
 from ringleader.perf.gradient import GradientReport
 from ringleader.policy.allot.shortest import ShortestGoodput
-from ringleader.policy.catalog import policy_from_config
+from ringleader.policy.catalog import policy_from_config, with_types
 from ringleader.policy.model.views import ClusterView, JobShape, JobView, Observation
 from ringleader.policy.profile.sources import Online
 from ringleader.policy.size.goodput import TYPED
@@ -79,3 +81,31 @@ def test_past_the_cells_it_can_solve_each_decision_the_default_sizes_by_counts()
     assert default.size.allot_types(candidates, CLUSTER, 0.0) is not None  # type: ignore[attr-defined]
     many = ClusterView.typed({"fast": (600, 8), "slow": (600, 8)})
     assert not TYPED.fits(5_000, many) and TYPED.fits(160, CLUSTER)
+
+
+def test_a_rigid_job_beside_them_still_gets_its_request_on_one_type() -> None:
+    # Sia's configurations offer 1, 2, 4 GPUs of a node: a job that must have 3, or one
+    # not yet run that asks for 2, had no configuration and waited beside idle GPUs.
+    rigid = dataclasses.replace(
+        _job("rigid", 0.9, submitted=1.0),
+        gradient=None,
+        observations={},
+        elastic=False,
+        requested_gpus=3,
+        min_gpus=3,
+        max_gpus=3,
+    )
+    plan = policy_from_config("ringleader").decide([_job("minds", 0.2), rigid], CLUSTER, 0.0)
+    got = plan.assignments["rigid"]
+    assert got.workers == 3
+    assert len({CLUSTER.type_of(d.node) for d in got.devices[: got.workers]}) == 1
+
+
+def test_the_type_blind_twin_never_chooses_types(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*_: object) -> None:
+        raise AssertionError("the agnostic twin asked for typed allotments")
+
+    blind = with_types(policy_from_config("ringleader"), False)
+    monkeypatch.setattr(type(blind.size), "allot_types", refuse)  # type: ignore[attr-defined]
+    plan = blind.decide([_job("minds", 0.2), _job("shrugs", 0.9, 1.0)], CLUSTER, 0.0)
+    assert any(a.workers for a in plan.assignments.values())

@@ -7,14 +7,17 @@ GPU were the fastest, and the place stage then finds that a job's type has no
 room for its count, so it runs on fewer GPUs or slower ones while others sit
 idle. Here the same objective is posed over Sia's configurations instead
 (``configurations``: a type and a count), so each job's type and count are
-chosen together, each type within its GPUs:
+chosen together, each type within its GPUs (Sia's configurations, and the
+counts a job must or may run at that they lack: a rigid job's request, a job's
+least, a running job's present count):
 
     maximise  Σ_jc X[j][c] · s[j][c] / r_j ^ a,   Σ_c X[j][c] ≤ 1,
               Σ_jc gpus_t(c) X[j][c] ≤ C_t,
 
 ``s[j][c]`` the job's goodput on configuration ``c`` (its speed on the type
 times its goodput at the count) over its goodput on a fair share of the
-cluster on its fastest type, and ``r_j`` its remaining seconds at that share
+cluster at the speed its model tells (type speed 1.0), and ``r_j`` its
+remaining seconds at that share
 (``fitness.remaining_at_fair``). As in the size stage, a job is not given more
 than ``trust`` times the most GPUs it was measured on, and a running job's
 every configuration but its own is discounted by ``age / (age + δ)`` for the
@@ -77,7 +80,7 @@ class ShortestGoodput:
         return jobs * len(configurations(cluster)) <= self.max_cells
 
     def allot(self, jobs: Sequence[Candidate], cluster: ClusterView, now: float) -> Allotted:
-        offered = configurations(cluster)
+        offered = _offered(jobs, cluster)
         fair = max(1, math.ceil(cluster.capacity / max(len(jobs), 1)))
         rows: list[Row] = []
         costs: list[np.ndarray] = []
@@ -108,7 +111,12 @@ class ShortestGoodput:
         (restart-discounted), and which it holds; None where it may take none."""
         job = c.job
         usable = usable_types(job, cluster)
-        most = max(self.trust * max(job.observations, default=0), 1, job.workers)
+        most = max(self.trust * max(job.observations, default=0), 1)
+        # It may keep what it has, have the least it runs on, and a rigid job its request,
+        # whatever the trust (as in the size stage).
+        most = max(most, min(max(job.workers, job.min_gpus), job.max_gpus))
+        if not job.elastic:
+            most = max(most, job.requested_gpus)
         base = rate(c, min(fair, job.max_gpus)) if c.speed is not None else 1.0
         options, gains = [], []
         for i, (gpu_type, gpus) in enumerate(offered):
@@ -134,3 +142,19 @@ class ShortestGoodput:
             moved = np.asarray([offered[i] != here for i in options])
             speedups = np.where(moved, speedups * (age / (age + job.restart_s)), speedups)
         return c, options, speedups, at
+
+
+def _offered(jobs: Sequence[Candidate], cluster: ClusterView) -> list[Allotment]:
+    """Sia's configurations, and on each type the counts ``jobs`` need that they lack."""
+    offered = configurations(cluster)
+    have = set(offered)
+    needed: set[int] = set()
+    for c in jobs:
+        job = c.job
+        needed.update((job.min_gpus, job.workers) if job.elastic else (job.requested_gpus,))
+    for gpu_type in cluster.types:
+        room = cluster.capacity_of(gpu_type)
+        for gpus in sorted(needed):
+            if 0 < gpus <= room and Allotment(gpu_type, gpus) not in have:
+                offered.append(Allotment(gpu_type, gpus))
+    return offered

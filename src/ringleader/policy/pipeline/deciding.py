@@ -54,6 +54,7 @@ from ringleader.policy.order.stage import Order, user_shares
 from ringleader.policy.pipeline._incremental.assigning import LastAssignments
 from ringleader.policy.place.fewest_nodes import FewestNodes
 from ringleader.policy.place.stage import Place
+from ringleader.policy.place.type_aware import TypeAware
 from ringleader.policy.profile.sources import Precompute
 from ringleader.policy.profile.stage import Profiling
 from ringleader.policy.share.stage import Share
@@ -216,10 +217,16 @@ class Policy:
         """Every job's size, what each holds (``held``: the probes' holds) and its GPUs.
 
         On a cluster of several GPU types a ``TypedAllocator`` may choose type and
-        count together; its allotments are then laid out as allotted, not by the
-        place stage, which could not know the types they were chosen for."""
+        count together, where the place stage is ``TypeAware``; its allotments are
+        then laid out as allotted, not by the place stage, which could not know the
+        types they were chosen for."""
         typed = None
-        if not held and len(shares) <= 1 and isinstance(self.size, TypedAllocator):
+        if (
+            not held
+            and len(shares) <= 1
+            and isinstance(self.size, TypedAllocator)
+            and isinstance(self.place, TypeAware)  # a type-blind or rack-bound twin opts out
+        ):
             typed = self.size.allot_types(known, cluster, now)
         if typed is not None:
             grown = Growth({k: a.gpus for k, a in typed.allotments.items()}, dict(typed.notes))
