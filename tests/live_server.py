@@ -275,7 +275,10 @@ class LiveServer:
     def why(self, job_id: str) -> str:
         """What a test that timed out waiting on a job prints: the job's state, its
         history and the server log's last lines."""
-        job = json.dumps(self.job(job_id))
+        try:
+            job = json.dumps(self.job(job_id))
+        except httpx.HTTPError as err:  # the server died: the log says why
+            job = f"(the server did not answer: {err})"
         log = (self.state_dir / "server.log").read_text(errors="replace").splitlines()
         return "\n".join([f"job: {job[:3000]}", "server log:", *log[-40:]])
 

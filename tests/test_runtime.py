@@ -216,7 +216,7 @@ def test_server_kill9_and_restart_loses_nothing(tmp_path: Path) -> None:
         live = restarted
         deadline = time.monotonic() + 240  # within pytest's 300 s, so the log is printed
         for job_id in ids:
-            left = deadline - time.monotonic()
+            left = max(deadline - time.monotonic(), 1.0)
             job = live.wait_state(job_id, {"succeeded", "failed", "cancelled"}, left)
             assert job["state"] == "succeeded", job["error"]
             steps, gens = steps_and_generations(live.progress(job_id))
