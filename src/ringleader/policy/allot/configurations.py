@@ -17,8 +17,9 @@ import numpy as np
 from ringleader.perf.goodput import GoodputSpeed
 from ringleader.perf.highs import milp
 from ringleader.perf.speed import SpeedModel
-from ringleader.policy.allot.stage import Allotment
+from ringleader.policy.allot.stage import Allotment, Allotted
 from ringleader.policy.model.objective import Candidate, solo_curve
+from ringleader.policy.model.plan import ALLOTTED, note
 from ringleader.policy.model.views import ClusterView, JobView
 
 MIP_GAP = 1e-4
@@ -114,3 +115,14 @@ def choose(
     for k in np.flatnonzero(result.x > 0.5):
         picks[job_of[k]] = config_of[k]
     return picks
+
+
+def allotted(rows: Rows, chosen: Sequence[int | None], offered: Sequence[Allotment]) -> Allotted:
+    """Each row's job with the configuration ``choose`` picked for it, and why."""
+    allotments: dict[str, Allotment] = {}
+    notes = {}
+    for (c, *_), pick in zip(rows, chosen, strict=True):
+        if pick is not None:
+            allotments[c.job.id] = offered[pick]
+            notes[c.job.id] = note(ALLOTTED, offered[pick].gpus)
+    return Allotted(allotments, notes)

@@ -38,6 +38,7 @@ import numpy as np
 
 from ringleader.policy.allot.configurations import (
     Row,
+    allotted,
     choose,
     configurations,
     held,
@@ -46,7 +47,6 @@ from ringleader.policy.allot.configurations import (
 )
 from ringleader.policy.allot.stage import Allotment, Allotted
 from ringleader.policy.model.objective import Candidate
-from ringleader.policy.model.plan import ALLOTTED, note
 from ringleader.policy.model.views import ClusterView
 from ringleader.policy.place.type_aware import usable_types
 from ringleader.policy.size.fitness import remaining_at_fair
@@ -96,13 +96,7 @@ class ShortestGoodput:
         if not rows:
             return Allotted({}, {})
         chosen = choose(rows, costs, offered, cluster, no_alloc=0.0)
-        allotments: dict[str, Allotment] = {}
-        notes = {}
-        for (c, *_), pick in zip(rows, chosen, strict=True):
-            if pick is not None:
-                allotments[c.job.id] = offered[pick]
-                notes[c.job.id] = note(ALLOTTED, offered[pick].gpus)
-        return Allotted(allotments, notes)
+        return allotted(rows, chosen, offered)
 
     def _row(
         self, c: Candidate, offered: Sequence[Allotment], cluster: ClusterView, fair: int

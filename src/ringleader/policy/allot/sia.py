@@ -41,6 +41,7 @@ import numpy as np
 from ringleader.policy.allot.configurations import (
     Row,
     Rows,
+    allotted,
     choose,
     configurations,
     held,
@@ -50,7 +51,6 @@ from ringleader.policy.allot.configurations import (
 from ringleader.policy.allot.stage import Allotment, Allotted
 from ringleader.policy.model.memory import Memory, memory_of
 from ringleader.policy.model.objective import Candidate
-from ringleader.policy.model.plan import ALLOTTED, note
 from ringleader.policy.model.views import ClusterView
 from ringleader.policy.place.type_aware import usable_types
 
@@ -93,13 +93,7 @@ class Sia:
         if not rows:
             return Allotted({}, {})
         chosen = self.memory.kept.solve(rows, offered, cluster, self.p)
-        allotments: dict[str, Allotment] = {}
-        notes = {}
-        for (c, *_), pick in zip(rows, chosen, strict=True):
-            if pick is not None:
-                allotments[c.job.id] = offered[pick]
-                notes[c.job.id] = note(ALLOTTED, offered[pick].gpus)
-        return Allotted(allotments, notes)
+        return allotted(rows, chosen, offered)
 
     def _row(
         self, c: Candidate, offered: Sequence[Allotment], cluster: ClusterView, now: float
