@@ -49,7 +49,7 @@ from ringleader.policy.allot.stage import Allotment, Allotted
 from ringleader.policy.model.objective import Candidate
 from ringleader.policy.model.views import ClusterView
 from ringleader.policy.place.type_aware import usable_types
-from ringleader.policy.size.fitness import remaining_at_fair
+from ringleader.policy.size.fitness import remaining_at_fair, restart_discount, trusted_most
 
 MAX_CELLS = 50_000
 """Jobs times configurations past which ``fits`` says no: HiGHS took 0.1 s a decision at
@@ -105,12 +105,9 @@ class ShortestGoodput:
         (restart-discounted), and which it holds; None where it may take none."""
         job = c.job
         usable = usable_types(job, cluster)
-        most = max(self.trust * max(job.observations, default=0), 1)
-        # It may keep what it has, have the least it runs on, and a rigid job its request,
-        # whatever the trust (as in the size stage).
-        most = max(most, min(max(job.workers, job.min_gpus), job.max_gpus))
+        most = trusted_most(job, self.trust, cluster.capacity)
         if not job.elastic:
-            most = max(most, job.requested_gpus)
+            most = max(most, job.requested_gpus)  # a rigid job its request, whatever the trust
         base = rate(c, min(fair, job.max_gpus)) if c.speed is not None else 1.0
         options, gains = [], []
         for i, (gpu_type, gpus) in enumerate(offered):
@@ -131,10 +128,10 @@ class ShortestGoodput:
         speedups = np.asarray(gains)
         here = held(job, cluster) if job.workers else None
         at = next((k for k, i in enumerate(options) if offered[i] == here), None)
-        if job.workers and job.restart_s > 0:
-            age = job.attained_gpu_s / job.workers
+        discount = restart_discount(job)
+        if discount < 1.0:
             moved = np.asarray([offered[i] != here for i in options])
-            speedups = np.where(moved, speedups * (age / (age + job.restart_s)), speedups)
+            speedups = np.where(moved, speedups * discount, speedups)
         return c, options, speedups, at
 
 

@@ -32,6 +32,7 @@ import numpy as np
 
 from ringleader.perf.goodput import GoodputSpeed
 from ringleader.policy.model.objective import Candidate
+from ringleader.policy.model.views import JobView
 from ringleader.policy.size.growth import Counts
 from ringleader.policy.size.steps import Growth
 
@@ -87,13 +88,10 @@ class PowerMeanSpeedup:
     def _costs(self, c: Candidate, free: int, fair: int) -> np.ndarray:
         """``(speedup(k) + ε) ^ p`` for ``k`` = 0 .. the most the job may take."""
         job = c.job
-        most = min(job.max_gpus, free, max(self.trust * max(job.observations, default=0), 1))
-        # It may keep what it has, and have the least it runs on, whatever the trust.
-        most = max(most, min(max(job.workers, job.min_gpus), job.max_gpus, free))
+        most = trusted_most(job, self.trust, free)
         speed = self._speedups(c, most, fair)
-        if job.workers and job.restart_s > 0:
-            age = job.attained_gpu_s / job.workers
-            discount = age / (age + job.restart_s)
+        discount = restart_discount(job)
+        if discount < 1.0:
             speed = [s if k == job.workers else s * discount for k, s in enumerate(speed)]
         if self.shortest_first > 0:
             remaining: float = remaining_at_fair(c, fair) ** self.remaining_power
@@ -117,6 +115,24 @@ class PowerMeanSpeedup:
             rates = [0.0] + [1.0 / c.whole_seconds(k) for k in range(1, most + 1)]
             base = 1.0 / c.whole_seconds(min(fair, c.job.max_gpus))
         return [r / base if base > 0 and k >= floor else 0.0 for k, r in enumerate(rates)]
+
+
+def trusted_most(job: JobView, trust: int, free: int) -> int:
+    """The most GPUs ``job`` is weighed at: ``trust`` times the most it was measured on,
+    within its ``max_gpus`` and ``free``; yet it may keep what it has, and have the least
+    it runs on, whatever the trust."""
+    most = min(job.max_gpus, free, max(trust * max(job.observations, default=0), 1))
+    return max(most, min(max(job.workers, job.min_gpus), job.max_gpus, free))
+
+
+def restart_discount(job: JobView) -> float:
+    """What a running job's every other size is worth over its own: ``age / (age + δ)``,
+    ``δ`` its restart and ``age`` its time at its present size; 1.0 for a job that holds
+    nothing or restarts for free."""
+    if not job.workers or job.restart_s <= 0:
+        return 1.0
+    age = job.attained_gpu_s / job.workers
+    return age / (age + job.restart_s)
 
 
 def remaining_at_fair(c: Candidate, fair: int) -> float:
