@@ -22,7 +22,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from _common import results_file, stamp
-from published import profiles, workloads
+from published import decision_ms, profiles, workloads
 from ringleader.policy.catalog import policy_from_config
 from ringleader.scenarios import pollux_typed
 from ringleader.sim import pollux
@@ -40,7 +40,6 @@ def one(policy: str, name: str, load: str) -> dict[str, object]:
     started = time.perf_counter()
     timed = Timed(policy_from_config(policy))
     result = pollux_typed.play(jobs, timed)
-    ms = sorted(1000 * s for s in timed.seconds)
     return {
         "policy": policy,
         "workload": name,
@@ -49,11 +48,7 @@ def one(policy: str, name: str, load: str) -> dict[str, object]:
         "finished": result.summary.finished,
         "avg_jct_s": round(result.summary.avg_jct_s, 1),
         "wall_s": round(time.perf_counter() - started, 2),
-        "decision_ms": {
-            "median": round(ms[len(ms) // 2], 2),
-            "p99": round(ms[min(len(ms) - 1, int(0.99 * len(ms)))], 2),
-            "decisions": len(ms),
-        },
+        "decision_ms": decision_ms(timed.seconds),
     }
 
 

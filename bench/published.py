@@ -60,7 +60,6 @@ def one(policy: str, name: str, load: str) -> dict[str, object]:
     started = time.perf_counter()
     timed = Timed(policy_from_config(policy, thresholds_gpu_s=thresholds))
     result = pollux.play(jobs, timed)
-    ms = sorted(1000 * s for s in timed.seconds)
     ours = result.summary.avg_jct_s
     theirs = pollux.published_avg(policy, name, load)
     return {
@@ -73,12 +72,18 @@ def one(policy: str, name: str, load: str) -> dict[str, object]:
         "published_avg_jct_s": None if theirs is None else round(theirs, 1),
         "ratio": None if theirs is None else round(ours / theirs, 4),
         "wall_s": round(time.perf_counter() - started, 2),
-        "decision_ms": {
-            "median": round(ms[len(ms) // 2], 2),
-            "p99": round(ms[min(len(ms) - 1, int(0.99 * len(ms)))], 2),
-            "max": round(ms[-1], 2),
-            "decisions": len(ms),
-        },
+        "decision_ms": decision_ms(timed.seconds),
+    }
+
+
+def decision_ms(seconds: list[float]) -> dict[str, float | int]:
+    """A played run's decision times, as every Pollux-workload bench reports them."""
+    ms = sorted(1000 * s for s in seconds)
+    return {
+        "median": round(ms[len(ms) // 2], 2),
+        "p99": round(ms[min(len(ms) - 1, int(0.99 * len(ms)))], 2),
+        "max": round(ms[-1], 2),
+        "decisions": len(ms),
     }
 
 
