@@ -24,7 +24,13 @@ from pathlib import Path
 
 from ringleader.runtime.workers.identity import become
 from ringleader.runtime.workers.procs import start_ticks
-from ringleader.runtime.workers.wrapper import die_with_parent, log_to, run_dir, write_atomic
+from ringleader.runtime.workers.wrapper import (
+    die_with_parent,
+    fenced_out,
+    log_to,
+    run_dir,
+    write_atomic,
+)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -76,6 +82,9 @@ def main(argv: list[str] | None = None) -> int:
     here = run_dir(args.job_dir, args.generation)
     here.mkdir(parents=True, exist_ok=True)
     write_atomic(here / f"rank{args.rank}.pid", f"{os.getpid()} {start_ticks(os.getpid())}\n")
+    if fenced_out(here, args.rank):
+        print("ringleader: this launch was given up before it started", file=sys.stderr, flush=True)
+        return 1
     if args.cpus:
         os.sched_setaffinity(0, {int(c) for c in args.cpus.split(",")})
     if args.workdir:

@@ -41,7 +41,13 @@ from ringleader.runtime.workers.entry import interpreter_first, missing_script, 
 from ringleader.runtime.workers.identity import become
 from ringleader.runtime.workers.process_groups import keep_destroyed_groups
 from ringleader.runtime.workers.procs import start_ticks
-from ringleader.runtime.workers.wrapper import die_with_parent, log_to, run_dir, write_atomic
+from ringleader.runtime.workers.wrapper import (
+    die_with_parent,
+    fenced_out,
+    log_to,
+    run_dir,
+    write_atomic,
+)
 
 PRELOAD: tuple[str, ...] = ("torch", "torch.nn", "torch.distributed", "ringleader.job")
 """Imported while waiting: what the workers we launch spend their start-up on."""
@@ -216,6 +222,9 @@ def _wrap(launch: WarmLaunch) -> int:
     signal.pthread_sigmask(signal.SIG_BLOCK, stops)
     pid = os.getpid()
     write_atomic(here / f"rank{launch.rank}.pid", f"{pid} {start_ticks(pid)}\n")
+    if fenced_out(here, launch.rank):
+        print("ringleader: this launch was given up before it started", flush=True)
+        return 1
     if launch.cpus:
         os.sched_setaffinity(0, set(launch.cpus))
     child = os.fork()

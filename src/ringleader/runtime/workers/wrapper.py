@@ -8,15 +8,60 @@ wrapper has to import the other for it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
 from pathlib import Path
 
+ABANDONED = "abandoned"
+"""In a generation's run directory: the controller gave the generation up (killed it)."""
+_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+
 
 def run_dir(job_dir: Path, generation: int) -> Path:
     """Where one generation's ranks keep their pid and exit files."""
     return job_dir / "run" / f"gen{generation:06d}"
+
+
+def abandon(job_dir: Path, generation: int) -> None:
+    """Mark ``generation`` given up before its ranks are killed, so that a wrapper that
+    starts only later (a cold start slower than the controller's patience) stays out.
+
+    A wrapper writes its pid, then looks for the mark (``fenced_out``); the
+    controller writes the mark, then reads the pids to kill. Whichever comes
+    second sees the other, so no rank of the generation runs on unwatched.
+    The job's directory is its owner's: nothing on the way is followed as a
+    link, and a directory made here is handed to that owner.
+    """
+    fds: list[int] = []
+    try:
+        fds.append(os.open(job_dir, _DIR))
+        owner = os.fstat(fds[0])
+        for name in ("run", run_dir(job_dir, generation).name):
+            made = False
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(name, 0o755, dir_fd=fds[-1])
+                made = True
+            fds.append(os.open(name, _DIR, dir_fd=fds[-1]))
+            if made and os.fstat(fds[-1]).st_uid != owner.st_uid:
+                os.fchown(fds[-1], owner.st_uid, owner.st_gid)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK
+        os.close(os.open(ABANDONED, flags, 0o644, dir_fd=fds[-1]))
+    except OSError:
+        pass  # no job directory, or one its owner broke: nothing of it can start
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
+def fenced_out(here: Path, rank: int) -> bool:
+    """After the pid is written: whether the generation was given up (``abandon``); if
+    so the rank records that it was killed (137) and starts nothing."""
+    if not (here / ABANDONED).exists():
+        return False
+    write_atomic(here / f"rank{rank}.exit", "137\n")
+    return True
 
 
 def write_atomic(path: Path, text: str) -> None:

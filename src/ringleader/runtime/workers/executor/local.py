@@ -34,7 +34,7 @@ from ringleader.runtime.workers.gpus import GpuLayout, GpuSpecError, detect
 from ringleader.runtime.workers.identity import home_for, prepare_job_dir
 from ringleader.runtime.workers.procs import alive, kill_group, signal_process, tree_cpu_s
 from ringleader.runtime.workers.warm import WarmLaunch, clean_env
-from ringleader.runtime.workers.wrapper import run_dir
+from ringleader.runtime.workers.wrapper import abandon, run_dir
 
 
 def free_port() -> int:
@@ -204,6 +204,7 @@ class LocalExecutor:
         return sent
 
     def kill(self, job_dir: Path, generation: int) -> None:
+        abandon(job_dir, generation)  # first: a rank that starts after this stays out
         for pid, ticks in self._pids(job_dir, generation).values():
             kill_group(pid, ticks)
 
