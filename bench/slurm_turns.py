@@ -7,9 +7,10 @@ resume, seconds from the server's request: to the job library's ``suspended``
 (the GPUs free for the other job), to slurmctld's suspend of the job (asked
 1.5 s into the pause), and to the library's ``resumed`` (``scontrol resume``
 first). Then packing: two 1-GPU jobs under ``gandiva --quantum-s 5`` on a
-lab of one 1-GPU node, for how long both ran at once (``turns.pack``).
-Writes ``bench/results/slurm-turns.json``. Needs root and Slurm
-(``make slurm``).
+lab of one 1-GPU node, for how long both ran at once (``turns.pack``). Last,
+ten resumes asked 0.3 s after ``scontrol suspend``, while slurmstepd still
+holds a resume back (``turns.resumes_within_a_suspend``). Writes
+``bench/results/slurm-turns.json``. Needs root and Slurm (``make slurm``).
 """
 
 from __future__ import annotations
@@ -84,16 +85,36 @@ def packing_run(i: int) -> dict[str, Any]:
     return on_lab(i, 1, PACKING, lambda here, base: turns.pack(here, PACKED_JOB, base))
 
 
+def within_suspend_run(i: int) -> list[float]:
+    """Resumes asked 0.3 s after ``scontrol suspend``, while slurmstepd still holds
+    them back (``turns.resumes_within_a_suspend``), on a lab of one 1-GPU node."""
+    trainer = [*JOB[:-4], "--epochs", "1000", "--checkpoint-every-s", "1e9"]
+    return on_lab(
+        i,
+        1,
+        SHARED,
+        lambda here, base: turns.resumes_within_a_suspend(here.lab, trainer, base, times=10),
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
     runs = [one_run(i) for i in range(args.repeat)]
     packing = [packing_run(i) for i in range(args.repeat)]
+    within = within_suspend_run(args.repeat)
     for run in packing:
         print(f"packing: {json.dumps(run)}", file=sys.stderr, flush=True)
     report: dict[str, Any] = stamp(f"python bench/slurm_turns.py --repeat {args.repeat}")
     report |= {"goal_s": 1.0, "summary": summary(runs), "runs": runs}
+    report["resume_within_suspend_s"] = {
+        "what": "a resume asked 0.3 s after scontrol suspend of a job the library suspended",
+        "count": len(within),
+        "median": round(statistics.median(within), 3),
+        "max": max(within),
+        "each": within,
+    }
     report["packing"] = {
         "what": "two 1-GPU jobs under gandiva on one 1-GPU node of the share partition",
         "packed_s": [run["packed_s"] for run in packing],

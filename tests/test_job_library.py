@@ -170,3 +170,53 @@ def test_checkpoints_that_cannot_be_read_fail_the_attempt_instead_of_starting_ov
     store.path_for(40).mkdir(parents=True)  # reading it is an OSError, as EIO would be
     with pytest.raises(CheckpointsUnreadable, match="not starting over"):
         store.restore()
+
+
+def test_a_suspended_rank_runs_through_sigtstp_and_takes_a_resume_sent_meanwhile(
+    tmp_path: Path,
+) -> None:
+    """Slurm's suspend sends SIGTSTP a second before SIGSTOP: a rank stopped by it
+    would wait out that second before it could hear a resume."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from ringleader.job.control import Action, Control, write_control
+
+    def wait(check, what: str, timeout: float = 60) -> None:  # type: ignore[no-untyped-def]
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if check():
+                return
+            time.sleep(0.02)
+        raise AssertionError(f"timed out waiting for {what}")
+
+    write_control(tmp_path, Control(1, Action.RUN))
+    env = {**os.environ, "RINGLEADER_JOB_DIR": str(tmp_path), "RINGLEADER_GENERATION": "1"}
+    argv = [sys.executable, "-m", "ringleader.workloads.resnet", "--depth", "8"]
+    argv += ["--image-size", "8", "--batch", "8", "--epochs", "1000"]
+    proc = subprocess.Popen([*argv, "--checkpoint-every-s", "1e9"], env=env)
+    try:
+        wait(lambda: _last_step(tmp_path) >= 2, "training to start")
+        proc.send_signal(signal.SIGTSTP)  # before any suspend: the default, it stops
+        wait(lambda: _proc_state(proc.pid) == "T", "SIGTSTP to stop the running rank")
+        proc.send_signal(signal.SIGCONT)
+        write_control(tmp_path, Control(1, Action.SUSPEND))
+        wait(lambda: any(r.get("event") == "suspended" for r in _progress(tmp_path)), "suspend")
+        proc.send_signal(signal.SIGTSTP)
+        time.sleep(0.3)
+        assert _proc_state(proc.pid) != "T"
+        write_control(tmp_path, Control(1, Action.RUN))
+        wait(lambda: any(r.get("event") == "resumed" for r in _progress(tmp_path)), "resume", 5)
+        proc.send_signal(signal.SIGTSTP)  # and on after the resume
+        paused_at = _last_step(tmp_path)
+        wait(lambda: _last_step(tmp_path) > paused_at + 2, "training to go on")
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def _proc_state(pid: int) -> str:
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]

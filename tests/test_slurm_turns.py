@@ -4,8 +4,8 @@ The lab's ``share`` partition oversubscribes (``OverSubscribe=FORCE:4``), so the
 server gives ranks their GPUs itself and ends each turn with the job library's
 suspend (the GPUs free for the other job) and, 1.5 s into the pause, ``scontrol
 suspend``; the next turn starts with ``scontrol resume``. Issue 60's goal:
-suspend and resume each under 1 s: met by every suspend and by the median resume
-(a resume that comes within about 2 s of Slurm's suspend waits for it).
+suspend and resume each under 1 s, also for a resume asked while slurmstepd
+still suspends the job (it holds the resume back until its SIGSTOP).
 """
 
 from __future__ import annotations
@@ -62,7 +62,17 @@ def test_two_jobs_take_turns_on_one_slurm_node_through_scontrol_suspend(
         assert took["suspend_s"] and took["resume_s"], seen
         assert all(s < 1.0 for s in took["suspend_s"]), seen  # the GPUs free in < 1 s
         resumes += took["resume_s"]
-    # A resume within about 2 s of Slurm's suspend (the other job ended early) waits
-    # for slurmstepd to finish that suspend: bounded, and rare.
-    assert statistics.median(resumes) < 1.0 and max(resumes) < 2.5, seen
+    assert statistics.median(resumes) < 1.0 and max(resumes) < 1.0, seen
     assert "Traceback" not in served.log.read_text()
+
+
+def test_a_resume_asked_while_slurm_still_suspends_the_job_takes_at_once(
+    served: Served, tmp_path: Path
+) -> None:
+    """slurmstepd's suspend sends SIGTSTP, waits about a second, then SIGSTOP, and
+    holds back a resume asked meanwhile: a rank the SIGTSTP stopped took 1.7 s to
+    resume. The job library runs through SIGTSTP once suspended, so it reads the
+    resume at once."""
+    trainer = [*TRAINER[:-4], "--epochs", "1000", "--checkpoint-every-s", "1e9"]
+    took = turns.resumes_within_a_suspend(served.lab, trainer, tmp_path, times=4, gap_s=0.3)
+    assert len(took) == 4 and max(took) < 1.0, took

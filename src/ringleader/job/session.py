@@ -51,7 +51,7 @@ from ringleader.job.ending import exit_now
 from ringleader.job.launch import Launch
 from ringleader.job.lr import LearningRateSchedule
 from ringleader.job.offload import offload
-from ringleader.job.signals import StopSignal
+from ringleader.job.signals import StopSignal, run_through_sigtstp
 from ringleader.job.state import load_training_state, training_state
 
 __all__ = ["MAX_WHY", "SUSPEND_POLL_S", "Session"]
@@ -330,6 +330,7 @@ class Session:
         ``SUSPEND_POLL_S``, which bounds the resume latency it adds.
         """
         requested = self._control_t
+        run_through_sigtstp()  # Slurm's suspend (``signals``) may follow
         self._offload("cpu")
         self._log(
             {

@@ -1,4 +1,5 @@
-"""SIGTERM inside a training script: a stop at the next minibatch boundary.
+"""Signals inside a training script: SIGTERM a stop at the next minibatch boundary,
+SIGTSTP no stop at all once the scheduler has suspended the job.
 
 torchrun's scale-down, Slurm's preemption and our own stop before a job's
 first progress line all send SIGTERM. Taken as control.json's stop, at the
@@ -54,3 +55,20 @@ class StopSignal:
             yield
         finally:
             signal.signal(signal.SIGTERM, self._handler)
+
+
+def run_through_sigtstp() -> None:
+    """From the job's first suspend on, SIGTSTP no longer stops the process.
+
+    Slurm's suspend of a gang the library has suspended sends SIGTSTP, waits
+    about a second, then SIGSTOP, and holds back a resume asked meanwhile.
+    Stopped at the SIGTSTP, a rank whose turn came back within that second
+    waited it out; running, it reads the resume from control.json
+    at once, and is stopped only from the SIGSTOP to the held-back SIGCONT,
+    which follows it. A rank has no terminal for SIGTSTP to stop it from;
+    a script's own handler is kept.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return  # only the main thread may set handlers
+    if signal.getsignal(signal.SIGTSTP) == signal.SIG_DFL:
+        signal.signal(signal.SIGTSTP, signal.SIG_IGN)

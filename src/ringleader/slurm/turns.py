@@ -7,7 +7,9 @@ so (``FREEZE_AFTER_S`` into the pause); a turn begins with ``scontrol
 resume``, then the library's resume. ``take_turns`` runs two such jobs on a
 one-node lab, watches ``squeue`` meanwhile, and measures each suspend and
 resume from the server's request to the moment it had taken.
-``tests/test_slurm_turns.py`` runs it. ``pack`` runs two 1-GPU jobs under
+``tests/test_slurm_turns.py`` runs it. ``resumes_within_a_suspend`` asks a
+resume while slurmstepd still suspends the job (it then holds the resume
+back). ``pack`` runs two 1-GPU jobs under
 ``gandiva`` on a one-GPU lab: once each has run alone, the policy tries them
 packed, two Slurm jobs running at once on the node's one GPU.
 """
@@ -15,14 +17,18 @@ packed, two Slurm jobs running at once on the node's one GPU.
 from __future__ import annotations
 
 import re
+import shlex
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from ringleader.job.control import PROGRESS, Action, Control, write_control
+from ringleader.job.records import read_progress
 from ringleader.runtime.workers.executor.slurm import JOB_ID_FILE
 from ringleader.slurm.drill import ENDED_STATES, Served, job_state, records, wait
+from ringleader.slurm.lab import SlurmLab
 
 _RPC = re.compile(r"^\[(\S+)\] _slurm_rpc_suspend\((suspend|resume)\) for (\d+)")
 
@@ -136,3 +142,55 @@ def pack(here: Served, command: Sequence[str], workdir: Path) -> dict[str, Any]:
         "wall_s": wall_s,
         "events": {j: [e["kind"] for e in here.get(f"/jobs/{j}")["events"]] for j in jobs},
     }
+
+
+def resumes_within_a_suspend(
+    lab: SlurmLab, command: Sequence[str], job_dir: Path, *, times: int = 4, gap_s: float = 0.3
+) -> list[float]:
+    """Seconds from each resume to the job library's ``resumed``, each asked ``gap_s``
+    after ``scontrol suspend`` of the job the library had suspended: within the
+    second slurmstepd takes from SIGTSTP to SIGSTOP, in which it holds a resume
+    back. ``command`` (a job-library trainer that outlasts the drill) runs as a
+    batch job on the ``share`` partition, its control file written here as the
+    server would, then is cancelled."""
+    write_control(job_dir, Control(1, Action.RUN))
+    env = {"RINGLEADER_JOB_DIR": str(job_dir), "RINGLEADER_GENERATION": "1"}
+    submit = ["sbatch", "--parsable", "-p", "share", "-o", str(job_dir / "slurm.log")]
+    done = lab.run([*submit, f"--wrap={shlex.join(command)}"], env=env)
+    if done.returncode:
+        raise RuntimeError(f"sbatch failed: {done.stderr}")
+    slurm_id = done.stdout.strip().split(";")[0]
+
+    def said(event: str) -> list[dict[str, Any]]:
+        found = read_progress(job_dir / PROGRESS)
+        return [r for r in found if r is not None and r.get("event") == event]
+
+    took = []
+    try:
+        wait("a first minibatch", lambda: bool(_steps(job_dir)), 120)
+        for _ in range(times):
+            _tell(job_dir, Action.SUSPEND, said, "suspended")
+            lab.run(["scontrol", "suspend", slurm_id])
+            time.sleep(gap_s)
+            asked = time.time()
+            lab.run(["scontrol", "resume", slurm_id])
+            _tell(job_dir, Action.RUN, said, "resumed")
+            took.append(round(said("resumed")[-1]["t"] - asked, 3))
+    finally:
+        lab.run(["scancel", slurm_id])
+    return took
+
+
+def _tell(
+    job_dir: Path, action: Action, said: Callable[[str], list[dict[str, Any]]], event: str
+) -> None:
+    """Write ``action`` to the control file, as the server does, and wait for the
+    library to say ``event``."""
+    before = len(said(event))
+    write_control(job_dir, Control(1, action))
+    wait(f"the library's {event!r}", lambda: len(said(event)) > before, 60)
+
+
+def _steps(job_dir: Path) -> list[dict[str, Any]]:
+    """The minibatch records in ``job_dir``'s progress file."""
+    return [r for r in read_progress(job_dir / PROGRESS) if r is not None and "loss" in r]
