@@ -7,6 +7,7 @@ command itself runs two real jobs on a local server end to end.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -155,6 +156,26 @@ def test_the_replay_reproduces_a_run_it_measured() -> None:
     run, workload = _shared_core_run()
     measured = measure(run)
     result = compare(run, measured, replay(run, measured, workload), wall_s=0.0)
+    assert abs(result.avg_jct_error) < 0.01
+    for pair in result.jobs:
+        assert pair["sim_jct_s"] == pytest.approx(pair["real_jct_s"], rel=0.01)
+
+
+def test_the_replay_charges_each_job_its_end_as_the_server_saw_it() -> None:
+    """From the last minibatch to the server seeing the job end (the final checkpoint,
+    the workers' exit, the server's look): 1.3 s a job on the Slurm lab. The replay
+    holds the job's GPUs that much longer, charged with its start (``b`` is alone on
+    its core, where when it is held does not change anyone's speed)."""
+    run, workload = _shared_core_run()
+    ends = {"a": 0.0, "b": 2.0, "c": 0.0}
+    ended = tuple(
+        dataclasses.replace(j, finished_at=(j.finished_at or 0.0) + ends[j.name]) for j in run.jobs
+    )
+    late = dataclasses.replace(run, jobs=ended)
+    measured = measure(late)
+    for name, end in ends.items():
+        assert measured.jobs[name].end_s == pytest.approx(end, abs=1e-6)
+    result = compare(late, measured, replay(late, measured, workload), wall_s=0.0)
     assert abs(result.avg_jct_error) < 0.01
     for pair in result.jobs:
         assert pair["sim_jct_s"] == pytest.approx(pair["real_jct_s"], rel=0.01)

@@ -93,6 +93,9 @@ class JobMeasure:
     epoch_seconds: dict[int, float] = field(default_factory=dict)
     """Seconds per epoch of reported progress at each worker count, on cores of its
     own: what a job whose batch adapts is replayed by (its steps differ in worth)."""
+    end_s: float = 0.0
+    """From its last minibatch to its end as the server saw it: the final checkpoint,
+    the workers' exit, the server's look."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,12 +181,12 @@ class _Load:
 
 def measure(run: RealRun) -> Measured:
     host: Host = SharedCores(run.devices, run.cores)
+    notes: list[str] = []
     if run.executor != "local":  # the lab's nodes: namespaces of this host, workers unpinned
-        host = SharedMachine(len(run.cores))
+        host = SharedMachine(_workers_cores(run, notes))
     per_job = {j.name: generations(j) for j in run.jobs}
     load = _Load((g for gens in per_job.values() for g in gens), host)
     jobs: dict[str, JobMeasure] = {}
-    notes: list[str] = []
     for job in run.jobs:
         gens = per_job[job.name]
         if job.state != "succeeded" or not any(g.steps for g in gens):
@@ -201,6 +204,23 @@ def measure(run: RealRun) -> Measured:
         host,
         notes,
     )
+
+
+def _workers_cores(run: RealRun, notes: list[str]) -> float:
+    """The cores the workers had on an unpinned machine: all of them, less what the
+    machine's other processes (daemons, server, clients) kept busy over the run,
+    leaving the workers at least one."""
+    cores = float(len(run.cores))
+    if run.machine is None:
+        return cores
+    background = min(run.machine.background_cores, cores - 1.0)
+    notes.append(
+        f"the machine's other processes kept {background:.2f} of its {len(run.cores)} cores "
+        f"busy ({run.machine.busy_cpu_s:.0f} CPU-s in all, the workers "
+        f"{run.machine.worker_cpu_s:.0f}, over {run.machine.wall_s:.0f} s); "
+        "the replay's workers share the rest"
+    )
+    return cores - background
 
 
 def _intervals(
@@ -267,7 +287,16 @@ def _job(job: RealJob, gens: list[Generation], load: _Load) -> JobMeasure:
         statistics.fmean(costs) if costs else None,
         len(costs),
         _epoch_seconds(timed),
+        _end_s(job, gens),
     )
+
+
+def _end_s(job: RealJob, gens: list[Generation]) -> float:
+    """Seconds from the job's last minibatch to its end."""
+    last = max((g.steps[-1][0] for g in gens if g.steps), default=None)
+    if last is None or job.finished_at is None:
+        return 0.0
+    return max(0.0, job.finished_at - last)
 
 
 def _shape(progress: list[dict[str, Any]]) -> dict[str, float]:

@@ -19,6 +19,7 @@ from typing import Any
 
 import httpx
 
+from ringleader.fidelity.machine import MachineLoad, busy_cpu_s, workers_cpu_s
 from ringleader.fidelity.workload import FidelityWorkload
 from ringleader.job.control import PROGRESS, ProgressReader
 from ringleader.policy.catalog import policy_from_config
@@ -63,6 +64,9 @@ class RealRun:
     executor: str = "local"
     nodes: tuple[tuple[str, int], ...] = ()
     """Each node's name and GPUs, as the server listed them (empty: one node of ``devices``)."""
+    machine: MachineLoad | None = None
+    """The machine's CPU time over the run, the workers' and all of it (None: a run
+    recorded before it was measured)."""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -71,6 +75,7 @@ class RealRun:
     def from_json(cls, data: dict[str, Any]) -> RealRun:
         jobs = tuple(RealJob(**j) for j in data["jobs"])
         nodes = tuple((str(n), int(g)) for n, g in data.get("nodes", ()))
+        machine = data.get("machine")
         return cls(
             data["policy"],
             data["devices"],
@@ -79,6 +84,7 @@ class RealRun:
             jobs,
             data.get("executor", "local"),
             nodes,
+            MachineLoad(**machine) if machine else None,
         )
 
 
@@ -112,10 +118,16 @@ def run_real(
     ):
         nodes = _nodes(client, workload.devices, executor)
         _to_quantum_boundary(policy, workload.quantum_s)
+        began, busy = time.monotonic(), busy_cpu_s()
         jobs = _submit_and_wait(client, workload.submissions(), timeout_s, log, on_progress)
+        machine = MachineLoad(
+            time.monotonic() - began, busy_cpu_s() - busy, workers_cpu_s(state / "jobs")
+        )
         real = tuple(_collect(client, state, j) for j in jobs)
     cores = tuple(sorted(os.sched_getaffinity(0)))
-    return RealRun(policy, workload.devices, cores, workload.round_s, real, executor, nodes)
+    return RealRun(
+        policy, workload.devices, cores, workload.round_s, real, executor, nodes, machine
+    )
 
 
 def _nodes(client: httpx.Client, devices: int, executor: str) -> tuple[tuple[str, int], ...]:

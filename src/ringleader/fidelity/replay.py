@@ -3,7 +3,8 @@
 Each job arrives when it really arrived, trains the same epochs with the
 minibatch times the real run measured at each worker count (a count it never
 ran at takes the nearest one it did), pays its own measured start-up and
-restart costs, and shares CPU cores the way the local executor pins them.
+restart costs and its end (last minibatch to the server seeing it end,
+charged with its start), and shares CPU cores the way the local executor pins them.
 The policy is the one the server ran, served as the server serves it (a
 measured profiling phase where it wants speed models), and sees only what
 the simulator observes: nothing of the measurements but their effects.
@@ -54,7 +55,9 @@ def replay(run: RealRun, measured: Measured, workload: FidelityWorkload) -> SimR
                 min_gpus=spec.lowest,
                 requested_gpus=spec.gpus,
                 elastic=spec.elastic,
-                startup_s=m.startup_s,
+                # Its end too: the simulator's one hold of GPUs without progress is a
+                # start's, and the end is as long, and on the same GPUs' clock.
+                startup_s=m.startup_s + m.end_s,
                 restart_s=m.startup_s if restart is None else restart,
             )
         )

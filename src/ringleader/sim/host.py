@@ -53,9 +53,11 @@ class SharedMachine:
 
     The kernel spreads ``n`` busy single-threaded workers over the cores, so
     each runs at ``cores / n`` of alone once they outnumber the cores.
+    ``cores`` is what the workers have: the machine's, less what its other
+    processes kept busy (``fidelity.machine``), so it need not be whole.
     """
 
-    cores: int
+    cores: float
 
     def resource(self, device: Device) -> Hashable:
         return "machine"

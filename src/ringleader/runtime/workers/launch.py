@@ -28,6 +28,7 @@ from ringleader.runtime.workers.wrapper import (
     die_with_parent,
     fenced_out,
     log_to,
+    record_cpu,
     run_dir,
     write_atomic,
 )
@@ -107,6 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     for signum in pending:
         child.send_signal(signum)
     code = child.wait()
+    record_cpu(here, args.rank)
     write_atomic(here / f"rank{args.rank}.exit", f"{code}\n")
     return 0 if code == 0 else 1
 

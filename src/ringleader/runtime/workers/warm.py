@@ -45,6 +45,7 @@ from ringleader.runtime.workers.wrapper import (
     die_with_parent,
     fenced_out,
     log_to,
+    record_cpu,
     run_dir,
     write_atomic,
 )
@@ -244,6 +245,7 @@ def _wrap(launch: WarmLaunch) -> int:
     signal.pthread_sigmask(signal.SIG_UNBLOCK, stops)
     _, status = os.waitpid(child, 0)
     code = os.waitstatus_to_exitcode(status)
+    record_cpu(here, launch.rank)
     write_atomic(here / f"rank{launch.rank}.exit", f"{code}\n")
     return 0 if code == 0 else 1
 

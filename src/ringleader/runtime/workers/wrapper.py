@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import resource
 import signal
 import sys
 from pathlib import Path
@@ -62,6 +63,16 @@ def fenced_out(here: Path, rank: int) -> bool:
         return False
     write_atomic(here / f"rank{rank}.exit", "137\n")
     return True
+
+
+def record_cpu(here: Path, rank: int) -> None:
+    """Once the worker was waited for: the CPU seconds it used (with whatever it waited
+    for), in ``rank<r>.cpu``, before the exit status. A fidelity run tells the
+    workers' load from the rest of the machine's by it (``fidelity.machine``).
+    The wrapper has no other child, and a fork starts its children's count at 0."""
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    with contextlib.suppress(OSError):
+        write_atomic(here / f"rank{rank}.cpu", f"{used.ru_utime + used.ru_stime:.3f}\n")
 
 
 def write_atomic(path: Path, text: str) -> None:
