@@ -19,6 +19,7 @@ import pytest
 from ringleader.fidelity import compare, load_fidelity_workload, measure, replay
 from ringleader.fidelity.real import RealJob, RealRun
 from ringleader.fidelity.workload import FidelityFileError, FidelityWorkload
+from tests.fidelity_runs import STARTUP_S, STEP_S, WORKLOAD, real_jobs, step_ends
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "fidelity.yaml"
 
@@ -74,72 +75,21 @@ def test_the_example_builds_argument_lists() -> None:
 
 # -- measuring and replaying a run whose truth is known ------------------------------
 
-STEP_S = 0.1
-"""Seconds per minibatch on a core of one's own."""
-STARTUP_S = 0.4
-
 
 def _shared_core_run() -> tuple[RealRun, FidelityWorkload]:
     """Three 1-worker jobs on devices 0, 1 and 2 of 4 on 2 cores: a and c share core 0.
 
     Each computes a minibatch in ``STEP_S`` alone and in twice that while
     another computes on its core too (the fair share of one core), as the
-    real executor pins them. Built with a small fixed-increment clock,
-    independent of the simulator under test.
+    real executor pins them.
     """
-    # submitted at, device (FIFO's placement: the lowest free), minibatches
-    plan = {"a": (0.0, 0, 100), "b": (1.0, 1, 80), "c": (4.5, 2, 60)}
-    core = {name: device % 2 for name, (_, device, _) in plan.items()}
-    done = dict.fromkeys(plan, 0.0)
-    times: dict[str, list[float]] = {name: [] for name in plan}
-    t, dt = 0.0, 0.0005
-    while any(len(times[n]) < plan[n][2] for n in plan):
-        # A launched worker loads its core from launch (start-up takes CPU
-        # too) and trains once its start-up is over.
-        loading = [n for n, (at, _, total) in plan.items() if t >= at and len(times[n]) < total]
-        for n in loading:
-            if t < plan[n][0] + STARTUP_S:
-                continue
-            sharing = sum(1 for m in loading if core[m] == core[n])
-            done[n] += dt / (STEP_S * sharing)
-            if done[n] >= len(times[n]) + 1 - 1e-9:
-                times[n].append(round(t + dt, 6))
-        t += dt
-    jobs = []
-    for name, (at, device, _) in plan.items():
-        shape = {"examples_per_epoch": 320, "batch_per_worker": 32, "grad_bytes": 1e6}
-        progress: list[dict[str, Any]] = [{"event": "started", "g": 1, "t": at + 0.1}]
-        progress += [
-            {"g": 1, "step": i + 1, "t": when, "world_size": 1, "step_time": STEP_S, **shape}
-            for i, when in enumerate(times[name])
-        ]
-        events = [
-            {"t": at, "kind": "submitted"},
-            {
-                "t": at,
-                "kind": "launched",
-                "generation": 1,
-                "workers": 1,
-                "devices": [["local", device]],
-                "counted": "start",
-            },
-            {"t": times[name][-1], "kind": "succeeded", "generation": 1},
-        ]
-        jobs.append(
-            RealJob(name, f"{name}-1", "succeeded", at, at, times[name][-1], events, progress)
-        )
-    workload = FidelityWorkload.model_validate(
-        {
-            "devices": 4,
-            "round_s": 10,
-            "jobs": [
-                {"name": "a", "workload": "resnet", "epochs": 10},
-                {"name": "b", "workload": "resnet", "epochs": 8, "submit_s": 1.0},
-                {"name": "c", "workload": "resnet", "epochs": 6, "submit_s": 4.5},
-            ],
-        }
-    )
-    return RealRun("fifo", 4, (0, 1), 10.0, tuple(jobs)), workload
+    device = {"a": 0, "b": 1, "c": 2}
+
+    def speed(job: str, loading: list[str]) -> float:
+        return 1.0 / sum(1 for other in loading if device[other] % 2 == device[job] % 2)
+
+    jobs = real_jobs(step_ends(speed), {n: ("local", d) for n, d in device.items()})
+    return RealRun("fifo", 4, (0, 1), 10.0, jobs), WORKLOAD
 
 
 def test_measuring_takes_the_shared_core_out() -> None:

@@ -1,5 +1,7 @@
 """Job library pieces that need no scheduler: checkpoints and learning rates."""
 
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -95,6 +97,15 @@ def _last_step(job_dir: Path) -> int:
     return steps[-1] if steps else 0
 
 
+def wait(check: Callable[[], bool], what: str, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
 def test_a_running_job_suspends_resumes_checkpoints_and_stops_on_request(tmp_path: Path) -> None:
     """A real training process obeying the control file at minibatch boundaries."""
     import os
@@ -103,14 +114,6 @@ def test_a_running_job_suspends_resumes_checkpoints_and_stops_on_request(tmp_pat
     import time
 
     from ringleader.job.control import Action, Control, write_control
-
-    def wait(check, what: str, timeout: float = 60) -> None:  # type: ignore[no-untyped-def]
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if check():
-                return
-            time.sleep(0.05)
-        raise AssertionError(f"timed out waiting for {what}")
 
     write_control(tmp_path, Control(1, Action.RUN))
     env = {**os.environ, "RINGLEADER_JOB_DIR": str(tmp_path), "RINGLEADER_GENERATION": "1"}
@@ -184,14 +187,6 @@ def test_a_suspended_rank_runs_through_sigtstp_and_takes_a_resume_sent_meanwhile
     import time
 
     from ringleader.job.control import Action, Control, write_control
-
-    def wait(check, what: str, timeout: float = 60) -> None:  # type: ignore[no-untyped-def]
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if check():
-                return
-            time.sleep(0.02)
-        raise AssertionError(f"timed out waiting for {what}")
 
     write_control(tmp_path, Control(1, Action.RUN))
     env = {**os.environ, "RINGLEADER_JOB_DIR": str(tmp_path), "RINGLEADER_GENERATION": "1"}
