@@ -4,7 +4,7 @@ On the Slurm lab every node is a namespace of this one host: slurmctld,
 the slurmds, munge, each job's srun and slurmstepd, the server and its
 clients compete with the workers for the same cores. The run measures the
 machine's busy CPU time (``/proc/stat``) and the CPU time each worker used
-(its wrapper writes it when the worker ends, ``wrapper.record_cpu``); the
+(its wrapper writes it when the worker ends, ``wrapper.record_exit``); the
 difference, over the run's wall time, is the cores the replay leaves the
 workers less of.
 """

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 import shlex
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -161,36 +161,34 @@ def resumes_within_a_suspend(
         raise RuntimeError(f"sbatch failed: {done.stderr}")
     slurm_id = done.stdout.strip().split(";")[0]
 
-    def said(event: str) -> list[dict[str, Any]]:
-        found = read_progress(job_dir / PROGRESS)
-        return [r for r in found if r is not None and r.get("event") == event]
-
     took = []
     try:
-        wait("a first minibatch", lambda: bool(_steps(job_dir)), 120)
+        wait("a first minibatch", lambda: any("loss" in r for r in _progress(job_dir)), 120)
         for _ in range(times):
-            _tell(job_dir, Action.SUSPEND, said, "suspended")
+            _tell(job_dir, Action.SUSPEND, "suspended")
             lab.run(["scontrol", "suspend", slurm_id])
             time.sleep(gap_s)
             asked = time.time()
             lab.run(["scontrol", "resume", slurm_id])
-            _tell(job_dir, Action.RUN, said, "resumed")
-            took.append(round(said("resumed")[-1]["t"] - asked, 3))
+            took.append(round(_tell(job_dir, Action.RUN, "resumed") - asked, 3))
     finally:
         lab.run(["scancel", slurm_id])
     return took
 
 
-def _tell(
-    job_dir: Path, action: Action, said: Callable[[str], list[dict[str, Any]]], event: str
-) -> None:
-    """Write ``action`` to the control file, as the server does, and wait for the
-    library to say ``event``."""
-    before = len(said(event))
+def _tell(job_dir: Path, action: Action, event: str) -> float:
+    """Write ``action`` to the control file, as the server does, wait for the library
+    to say ``event``, and return when it said it."""
+
+    def said() -> list[dict[str, Any]]:
+        return [r for r in _progress(job_dir) if r.get("event") == event]
+
+    before = len(said())
     write_control(job_dir, Control(1, action))
-    wait(f"the library's {event!r}", lambda: len(said(event)) > before, 60)
+    wait(f"the library's {event!r}", lambda: len(said()) > before, 60)
+    return float(said()[-1]["t"])
 
 
-def _steps(job_dir: Path) -> list[dict[str, Any]]:
-    """The minibatch records in ``job_dir``'s progress file."""
-    return [r for r in read_progress(job_dir / PROGRESS) if r is not None and "loss" in r]
+def _progress(job_dir: Path) -> list[dict[str, Any]]:
+    """The records in ``job_dir``'s progress file."""
+    return [r for r in read_progress(job_dir / PROGRESS) if r is not None]

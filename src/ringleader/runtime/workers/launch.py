@@ -23,12 +23,11 @@ import sys
 from pathlib import Path
 
 from ringleader.runtime.workers.identity import become
-from ringleader.runtime.workers.procs import start_ticks
 from ringleader.runtime.workers.wrapper import (
     die_with_parent,
-    fenced_out,
     log_to,
-    record_cpu,
+    publish_pid,
+    record_exit,
     run_dir,
     write_atomic,
 )
@@ -82,9 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGINT, forward)
     here = run_dir(args.job_dir, args.generation)
     here.mkdir(parents=True, exist_ok=True)
-    write_atomic(here / f"rank{args.rank}.pid", f"{os.getpid()} {start_ticks(os.getpid())}\n")
-    if fenced_out(here, args.rank):
-        print("ringleader: this launch was given up before it started", file=sys.stderr, flush=True)
+    if not publish_pid(here, args.rank):
         return 1
     if args.cpus:
         os.sched_setaffinity(0, {int(c) for c in args.cpus.split(",")})
@@ -108,8 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     for signum in pending:
         child.send_signal(signum)
     code = child.wait()
-    record_cpu(here, args.rank)
-    write_atomic(here / f"rank{args.rank}.exit", f"{code}\n")
+    record_exit(here, args.rank, code)
     return 0 if code == 0 else 1
 
 

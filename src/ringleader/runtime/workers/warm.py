@@ -40,12 +40,11 @@ from typing import IO, NoReturn
 from ringleader.runtime.workers.entry import interpreter_first, missing_script, python_path
 from ringleader.runtime.workers.identity import become
 from ringleader.runtime.workers.process_groups import keep_destroyed_groups
-from ringleader.runtime.workers.procs import start_ticks
 from ringleader.runtime.workers.wrapper import (
     die_with_parent,
-    fenced_out,
     log_to,
-    record_cpu,
+    publish_pid,
+    record_exit,
     run_dir,
     write_atomic,
 )
@@ -221,10 +220,7 @@ def _wrap(launch: WarmLaunch) -> int:
     # exists, so a SIGTERM in between is handed on rather than lost with us.
     stops = {signal.SIGTERM, signal.SIGINT}
     signal.pthread_sigmask(signal.SIG_BLOCK, stops)
-    pid = os.getpid()
-    write_atomic(here / f"rank{launch.rank}.pid", f"{pid} {start_ticks(pid)}\n")
-    if fenced_out(here, launch.rank):
-        print("ringleader: this launch was given up before it started", flush=True)
+    if not publish_pid(here, launch.rank):
         return 1
     if launch.cpus:
         os.sched_setaffinity(0, set(launch.cpus))
@@ -245,8 +241,7 @@ def _wrap(launch: WarmLaunch) -> int:
     signal.pthread_sigmask(signal.SIG_UNBLOCK, stops)
     _, status = os.waitpid(child, 0)
     code = os.waitstatus_to_exitcode(status)
-    record_cpu(here, launch.rank)
-    write_atomic(here / f"rank{launch.rank}.exit", f"{code}\n")
+    record_exit(here, launch.rank, code)
     return 0 if code == 0 else 1
 
 

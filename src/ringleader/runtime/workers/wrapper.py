@@ -15,6 +15,8 @@ import signal
 import sys
 from pathlib import Path
 
+from ringleader.runtime.workers.procs import start_ticks
+
 ABANDONED = "abandoned"
 """In a generation's run directory: the controller gave the generation up (killed it)."""
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
@@ -29,7 +31,7 @@ def abandon(job_dir: Path, generation: int) -> None:
     """Mark ``generation`` given up before its ranks are killed, so that a wrapper that
     starts only later (a cold start slower than the controller's patience) stays out.
 
-    A wrapper writes its pid, then looks for the mark (``fenced_out``); the
+    A wrapper writes its pid, then looks for the mark (``publish_pid``); the
     controller writes the mark, then reads the pids to kill. Whichever comes
     second sees the other, so no rank of the generation runs on unwatched.
     The job's directory is its owner's: nothing on the way is followed as a
@@ -56,23 +58,28 @@ def abandon(job_dir: Path, generation: int) -> None:
             os.close(fd)
 
 
-def fenced_out(here: Path, rank: int) -> bool:
-    """After the pid is written: whether the generation was given up (``abandon``); if
-    so the rank records that it was killed (137) and starts nothing."""
+def publish_pid(here: Path, rank: int) -> bool:
+    """Write this wrapper's pid and start time, then look for ``abandon``'s mark: False
+    where the generation was given up, the rank recorded as killed (137) and nothing
+    to start. In this order, so that a kill either finds the pid or leaves the mark."""
+    pid = os.getpid()
+    write_atomic(here / f"rank{rank}.pid", f"{pid} {start_ticks(pid)}\n")
     if not (here / ABANDONED).exists():
-        return False
+        return True
     write_atomic(here / f"rank{rank}.exit", "137\n")
-    return True
+    print("ringleader: this launch was given up before it started", file=sys.stderr, flush=True)
+    return False
 
 
-def record_cpu(here: Path, rank: int) -> None:
+def record_exit(here: Path, rank: int, code: int) -> None:
     """Once the worker was waited for: the CPU seconds it used (with whatever it waited
-    for), in ``rank<r>.cpu``, before the exit status. A fidelity run tells the
-    workers' load from the rest of the machine's by it (``fidelity.machine``).
-    The wrapper has no other child, and a fork starts its children's count at 0."""
+    for) in ``rank<r>.cpu``, then its exit status. A fidelity run tells the workers'
+    load from the rest of the machine's by the first (``fidelity.machine``). The
+    wrapper has no other child, and a fork starts its children's count at 0."""
     used = resource.getrusage(resource.RUSAGE_CHILDREN)
     with contextlib.suppress(OSError):
         write_atomic(here / f"rank{rank}.cpu", f"{used.ru_utime + used.ru_stime:.3f}\n")
+    write_atomic(here / f"rank{rank}.exit", f"{code}\n")
 
 
 def write_atomic(path: Path, text: str) -> None:
