@@ -1,7 +1,6 @@
 """Job library pieces that need no scheduler: checkpoints and learning rates."""
 
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -9,6 +8,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from ringleader.job import CheckpointStore, CorruptCheckpoint, LearningRateSchedule  # noqa: E402
+from tests.live_server import wait_for  # noqa: E402
 
 
 def _state(step: int) -> dict[str, object]:
@@ -97,21 +97,11 @@ def _last_step(job_dir: Path) -> int:
     return steps[-1] if steps else 0
 
 
-def wait(check: Callable[[], bool], what: str, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(0.02)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 def test_a_running_job_suspends_resumes_checkpoints_and_stops_on_request(tmp_path: Path) -> None:
     """A real training process obeying the control file at minibatch boundaries."""
     import os
     import subprocess
     import sys
-    import time
 
     from ringleader.job.control import Action, Control, write_control
 
@@ -136,11 +126,12 @@ def test_a_running_job_suspends_resumes_checkpoints_and_stops_on_request(tmp_pat
         env=env,
     )
     try:
-        wait(lambda: _last_step(tmp_path) >= 3, "training to start")
+        wait_for(lambda: _last_step(tmp_path) >= 3, 60, "training to start")
         write_control(tmp_path, Control(1, Action.SUSPEND))
         # At the next minibatch boundary, which may be a whole step away on a busy machine.
-        wait(
+        wait_for(
             lambda: any(r.get("event") == "suspended" for r in _progress(tmp_path)),
+            60,
             "the job to say it is suspended",
         )
         paused_at = _last_step(tmp_path)
@@ -148,10 +139,11 @@ def test_a_running_job_suspends_resumes_checkpoints_and_stops_on_request(tmp_pat
         assert _last_step(tmp_path) == paused_at  # no minibatch while suspended
         assert proc.poll() is None
         write_control(tmp_path, Control(1, Action.RUN))
-        wait(lambda: _last_step(tmp_path) > paused_at + 3, "training to resume")
+        wait_for(lambda: _last_step(tmp_path) > paused_at + 3, 60, "training to resume")
         assert not list((tmp_path / "checkpoints").glob("ckpt-*"))
         write_control(tmp_path, Control(1, Action.RUN, checkpoint=1))
-        wait(lambda: any((tmp_path / "checkpoints").glob("ckpt-*")), "a requested checkpoint")
+        checkpoints = tmp_path / "checkpoints"
+        wait_for(lambda: any(checkpoints.glob("ckpt-*")), 60, "a requested checkpoint")
         assert proc.poll() is None  # a checkpoint does not stop the job
         write_control(tmp_path, Control(1, Action.STOP))
         assert proc.wait(timeout=60) == 0
@@ -184,7 +176,6 @@ def test_a_suspended_rank_runs_through_sigtstp_and_takes_a_resume_sent_meanwhile
     import signal
     import subprocess
     import sys
-    import time
 
     from ringleader.job.control import Action, Control, write_control
 
@@ -194,20 +185,22 @@ def test_a_suspended_rank_runs_through_sigtstp_and_takes_a_resume_sent_meanwhile
     argv += ["--image-size", "8", "--batch", "8", "--epochs", "1000"]
     proc = subprocess.Popen([*argv, "--checkpoint-every-s", "1e9"], env=env)
     try:
-        wait(lambda: _last_step(tmp_path) >= 2, "training to start")
+        wait_for(lambda: _last_step(tmp_path) >= 2, 60, "training to start")
         proc.send_signal(signal.SIGTSTP)  # before any suspend: the default, it stops
-        wait(lambda: _proc_state(proc.pid) == "T", "SIGTSTP to stop the running rank")
+        wait_for(lambda: _proc_state(proc.pid) == "T", 60, "SIGTSTP to stop the running rank")
         proc.send_signal(signal.SIGCONT)
         write_control(tmp_path, Control(1, Action.SUSPEND))
-        wait(lambda: any(r.get("event") == "suspended" for r in _progress(tmp_path)), "suspend")
+        wait_for(
+            lambda: any(r.get("event") == "suspended" for r in _progress(tmp_path)), 60, "suspend"
+        )
         proc.send_signal(signal.SIGTSTP)
         time.sleep(0.3)
         assert _proc_state(proc.pid) != "T"
         write_control(tmp_path, Control(1, Action.RUN))
-        wait(lambda: any(r.get("event") == "resumed" for r in _progress(tmp_path)), "resume", 5)
+        wait_for(lambda: any(r.get("event") == "resumed" for r in _progress(tmp_path)), 5, "resume")
         proc.send_signal(signal.SIGTSTP)  # and on after the resume
         paused_at = _last_step(tmp_path)
-        wait(lambda: _last_step(tmp_path) > paused_at + 2, "training to go on")
+        wait_for(lambda: _last_step(tmp_path) > paused_at + 2, 60, "training to go on")
     finally:
         proc.kill()
         proc.wait()
