@@ -155,6 +155,38 @@ def test_a_new_controller_sees_a_suspend_the_old_one_saw_confirmed(
     assert job.id in second.progress.suspended
 
 
+def test_a_resume_is_timed_from_its_request_not_from_after_the_thaw(
+    rig: tuple[Store, LocalExecutor, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Slurm's thaw is ``scontrol resume``, part of the resume; the event written
+    after it made the job's own ``resumed`` look older than the request (the turns
+    test failed on it under load), and left the thaw out of the figure."""
+    store, executor, state = rig
+    controller = _controller(store, executor, state)
+    job = store.add(
+        parse_spec({"name": "sliced", "command": TINY_RESNET.format(epochs=30, ckpt=1.0)})
+    )
+    row = _until(controller, store, job.id, lambda r: r.state is State.RUNNING and r.step > 2, 60)
+    controller.acting.suspend(row, time.time())
+    deadline = time.monotonic() + 30
+    while job.id not in controller.progress.suspended and time.monotonic() < deadline:
+        time.sleep(0.2)
+        controller._observe_one(store.get(job.id), time.time())  # type: ignore[arg-type]
+    thawed: list[float] = []
+    thaw = executor.thaw
+
+    def slow_thaw(job_dir: Path, generation: int) -> None:
+        thawed.append(time.time())
+        time.sleep(0.3)
+        thaw(job_dir, generation)
+
+    monkeypatch.setattr(executor, "thaw", slow_thaw)
+    controller.acting.resume(store.get(job.id), time.time())  # type: ignore[arg-type]
+    asked = [e["t"] for e in store.events(job.id) if e["kind"] == "resume_requested"]
+    assert len(asked) == 1 and len(thawed) == 1
+    assert asked[0] <= thawed[0], (asked, thawed)
+
+
 def test_one_job_whose_files_cannot_be_read_does_not_stop_the_others(
     rig: tuple[Store, LocalExecutor, Path],
 ) -> None:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import sqlite3
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -156,17 +157,19 @@ class Acting:
             return
         log.info("suspending %s", row.id)
         self._count(row, Kind.SUSPEND)
+        asked = time.time()
         write_control(self.config.job_dir(row.id), Control(row.generation, Action.SUSPEND))
         row.state, row.state_since = State.SUSPENDED, now
-        self.store.save(row, "suspend_requested", generation=row.generation)
+        self.store.save_request(row, "suspend_requested", asked, generation=row.generation)
 
     def resume(self, row: JobRow, now: float) -> None:
         log.info("resuming %s", row.id)
         self._count(row, Kind.RESUME)
+        asked = time.time()  # the thaw (``scontrol resume`` on Slurm) is part of the resume
         self._thaw(row)
         write_control(self.config.job_dir(row.id), Control(row.generation, Action.RUN))
         row.state, row.state_since = State.RUNNING, now
-        self.store.save(row, "resume_requested", generation=row.generation)
+        self.store.save_request(row, "resume_requested", asked, generation=row.generation)
 
     def _thaw(self, row: JobRow) -> None:
         """A suspended gang's executor lets it run again (``Executor.thaw``), so it can

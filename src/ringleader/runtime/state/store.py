@@ -189,7 +189,7 @@ class Store:
             # (time-slicing runs the longest-waiting first), as the simulator does.
             row = JobRow(job_id, seq, spec, State.QUEUED, at, state_since=at)
             self._write(db, row)
-            self._event(db, job_id, "submitted", {})
+            self._event(db, job_id, "submitted", {}, None)
         return row
 
     def _write(self, db: sqlite3.Connection, row: JobRow, *, by_api: bool = False) -> None:
@@ -216,17 +216,27 @@ class Store:
         )
 
     @staticmethod
-    def _event(db: sqlite3.Connection, job_id: str, kind: str, detail: dict[str, Any]) -> None:
+    def _event(
+        db: sqlite3.Connection, job_id: str, kind: str, detail: dict[str, Any], at: float | None
+    ) -> None:
         db.execute(
             "INSERT INTO events (job_id, t, kind, detail) VALUES (?, ?, ?, ?)",
-            (job_id, time.time(), kind, json.dumps(detail)),
+            (job_id, time.time() if at is None else at, kind, json.dumps(detail)),
         )
 
     def save(self, row: JobRow, event: str | None = None, **detail: Any) -> None:
         with self._tx() as db:
             self._write(db, row)
             if event is not None:
-                self._event(db, row.id, event, detail)
+                self._event(db, row.id, event, detail, None)
+
+    def save_request(self, row: JobRow, event: str, asked: float, **detail: Any) -> None:
+        """``save``, its event timed when the request was made: the job may answer
+        before this write gets the lock, and its answer must not look older than
+        the question (a resume measured from after the fact)."""
+        with self._tx() as db:
+            self._write(db, row)
+            self._event(db, row.id, event, detail, asked)
 
     def save_progress(self, row: JobRow) -> None:
         """Save only what a running job's progress changes (``PROGRESS_COLUMNS``).
@@ -354,7 +364,7 @@ class Store:
             if not row.state.finished and not row.cancel_requested:
                 row.cancel_requested = True
                 self._write(db, row, by_api=True)
-                self._event(db, job_id, "cancel_requested", {})
+                self._event(db, job_id, "cancel_requested", {}, None)
         return row
 
     def set_priority(self, job_id: str, priority: int) -> JobRow | None:
@@ -368,7 +378,7 @@ class Store:
                 old = row.spec.priority
                 row.spec = row.spec.model_copy(update={"priority": priority})
                 self._write(db, row, by_api=True)
-                self._event(db, job_id, "priority", {"from": old, "to": priority})
+                self._event(db, job_id, "priority", {"from": old, "to": priority}, None)
         return row
 
     def events(self, job_id: str) -> list[dict[str, Any]]:
