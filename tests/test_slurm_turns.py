@@ -69,7 +69,7 @@ def test_two_jobs_take_turns_on_one_slurm_node_through_scontrol_suspend(
 def test_a_resume_asked_while_slurm_still_suspends_the_job_takes_at_once(
     served: Served, tmp_path: Path
 ) -> None:
-    """slurmstepd's suspend sends SIGTSTP, waits about a second, then SIGSTOP, and
+    """slurmstepd's suspend sends SIGTSTP, waits two seconds, then SIGSTOP, and
     holds back a resume asked meanwhile: a rank the SIGTSTP stopped took 1.7 s to
     resume. The job library runs through SIGTSTP once suspended, so it reads the
     resume at once."""

@@ -61,7 +61,7 @@ def run_through_sigtstp() -> None:
     """From the job's first suspend on, SIGTSTP no longer stops the process.
 
     Slurm's suspend of a gang the library has suspended sends SIGTSTP, waits
-    about a second, then SIGSTOP, and holds back a resume asked meanwhile.
+    two seconds, then SIGSTOP, and holds back a resume asked meanwhile.
     Stopped at the SIGTSTP, a rank whose turn came back within that second
     waited it out; running, it reads the resume from control.json
     at once, and is stopped only from the SIGSTOP to the held-back SIGCONT,

@@ -114,7 +114,7 @@ class Observing:
     def _to_freeze(self, row: JobRow, gang: Gang, now: float) -> bool:
         """Whether a suspended gang is now to be suspended by its executor too: once
         its ranks said so, and ``FREEZE_AFTER_S`` into its pause. Slurm's suspend
-        takes about a second (SIGTSTP, a pause, SIGSTOP) and holds back a resume
+        takes two seconds (SIGTSTP, a pause, SIGSTOP) and holds back a resume
         sent meanwhile, so a turn handed straight back is never frozen."""
         return (
             row.state is State.SUSPENDED
