@@ -5,7 +5,8 @@ allot stages that pose it (``sia.Sia``, ``shortest.ShortestGoodput``): each job 
 take one of the configurations each type offers (1, 2, 4 … GPUs on one node,
 then whole nodes), each type's configurations within its GPUs. A stage says what
 each job's configurations cost; ``choose`` picks the cheapest whole, with HiGHS
-(``scipy.optimize.milp``), to a relative gap of 1e-4.
+(``scipy.optimize.milp``), to a relative gap of 1e-4, or exactly where the
+cluster is small (``_table``).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import numpy as np
 from ringleader.perf.goodput import GoodputSpeed
 from ringleader.perf.highs import milp
 from ringleader.perf.speed import SpeedModel
+from ringleader.policy.allot import _table
 from ringleader.policy.allot.stage import Allotment, Allotted
 from ringleader.policy.model.objective import Candidate, solo_curve
 from ringleader.policy.model.plan import ALLOTTED, note
@@ -79,10 +81,19 @@ def choose(
     offered: Sequence[Allotment],
     cluster: ClusterView,
     no_alloc: float,
+    *,
+    exact_when_small: bool = False,
 ) -> list[int | None]:
     """Each row's chosen configuration (an index into ``offered``; None: nothing), that
     minimise the sum of the chosen ``costs`` (one array a row, one cost per option) plus
-    ``no_alloc`` for each job left with nothing."""
+    ``no_alloc`` for each job left with nothing; ``exact_when_small``: solved exactly
+    by ``_table`` where the cluster is small enough, not to HiGHS's gap."""
+    types = cluster.types
+    capacity = [cluster.capacity_of(t) for t in types]
+    if exact_when_small and _table.small_enough(capacity, sum(len(r[1]) for r in rows)):
+        where = [[(types.index(offered[i].gpu_type), offered[i].gpus) for i in r[1]] for r in rows]
+        picked = _table.cheapest([c - no_alloc for c in costs], where, capacity)
+        return [None if k is None else r[1][k] for r, k in zip(rows, picked, strict=True)]
     from scipy import sparse  # here: importing scipy costs every command that lists policies
 
     job_of: list[int] = []
@@ -98,14 +109,13 @@ def choose(
     type_row = [types.index(offered[i].gpu_type) for i in config_of]
     width = [offered[i].gpus for i in config_of]
     per_type = sparse.csr_matrix((width, (type_row, columns)), shape=(len(types), n))
-    capacity = np.asarray([cluster.capacity_of(t) for t in types], dtype=float)
     result = milp(
         cost,
         integrality=np.ones(n),
         bounds=(0, 1),
         constraints=[
             (once, -np.inf, np.ones(len(rows))),
-            (per_type, -np.inf, capacity),
+            (per_type, -np.inf, np.asarray(capacity, dtype=float)),
         ],
         options={"mip_rel_gap": MIP_GAP, "time_limit": TIME_LIMIT_S},
     )

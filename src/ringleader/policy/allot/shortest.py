@@ -95,7 +95,7 @@ class ShortestGoodput:
             costs.append(cost)
         if not rows:
             return Allotted({}, {})
-        chosen = choose(rows, costs, offered, cluster, no_alloc=0.0)
+        chosen = choose(rows, costs, offered, cluster, no_alloc=0.0, exact_when_small=True)
         return allotted(rows, chosen, offered)
 
     def _row(
