@@ -67,6 +67,17 @@ def _until(
     raise AssertionError(f"timed out; job is {store.get(job_id)}")
 
 
+def _suspended(controller: Controller, store: Store, job_id: str) -> None:
+    """Suspend ``job_id`` once it has taken steps, and look until its ranks say so."""
+    row = _until(controller, store, job_id, lambda r: r.state is State.RUNNING and r.step > 2, 60)
+    controller.acting.suspend(row, time.time())
+    deadline = time.monotonic() + 30
+    while job_id not in controller.progress.suspended and time.monotonic() < deadline:
+        time.sleep(0.2)
+        controller._observe_one(store.get(job_id), time.time())  # type: ignore[arg-type]
+    assert job_id in controller.progress.suspended
+
+
 def _running(row: JobRow) -> bool:
     return row.state is State.RUNNING
 
@@ -141,13 +152,7 @@ def test_a_new_controller_sees_a_suspend_the_old_one_saw_confirmed(
     first = _controller(store, executor, state)
     command = TINY_RESNET.format(epochs=30, ckpt=1.0)
     job = store.add(parse_spec({"name": "sliced", "command": command}))
-    row = _until(first, store, job.id, lambda r: r.state is State.RUNNING and r.step > 2, 60)
-    first.acting.suspend(row, time.time())
-    deadline = time.monotonic() + 30
-    while job.id not in first.progress.suspended and time.monotonic() < deadline:
-        time.sleep(0.2)
-        first._observe_one(store.get(job.id), time.time())  # type: ignore[arg-type]
-    assert job.id in first.progress.suspended
+    _suspended(first, store, job.id)
     # A restarted server reads progress from where the old one stopped, past
     # the "suspended" line; without it the GPU stayed blocked for good.
     second = _controller(store, executor, state)
@@ -166,12 +171,7 @@ def test_a_resume_is_timed_from_its_request_not_from_after_the_thaw(
     job = store.add(
         parse_spec({"name": "sliced", "command": TINY_RESNET.format(epochs=30, ckpt=1.0)})
     )
-    row = _until(controller, store, job.id, lambda r: r.state is State.RUNNING and r.step > 2, 60)
-    controller.acting.suspend(row, time.time())
-    deadline = time.monotonic() + 30
-    while job.id not in controller.progress.suspended and time.monotonic() < deadline:
-        time.sleep(0.2)
-        controller._observe_one(store.get(job.id), time.time())  # type: ignore[arg-type]
+    _suspended(controller, store, job.id)
     thawed: list[float] = []
     thaw = executor.thaw
 
