@@ -12,7 +12,7 @@ from ringleader.perf.epochs import EpochsToConverge
 from ringleader.perf.gradient import GradientReport
 from ringleader.policy.allot.shortest import ShortestGoodput
 from ringleader.policy.catalog import policy_from_config, with_types
-from ringleader.policy.model.views import ClusterView, JobShape, JobView, Observation
+from ringleader.policy.model.views import ClusterView, Device, JobShape, JobView, Observation
 from ringleader.policy.profile.sources import Online
 from ringleader.policy.size.goodput import TYPED
 
@@ -109,3 +109,21 @@ def test_the_type_blind_twin_never_chooses_types(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(type(blind.size), "allot_types", refuse)  # type: ignore[attr-defined]
     plan = blind.decide([_job("minds", 0.2), _job("shrugs", 0.9, 1.0)], CLUSTER, 0.0)
     assert any(a.workers for a in plan.assignments.values())
+
+
+@pytest.mark.parametrize(("power", "epochs"), [(0.5, 100_000), (0.25, 10_000_000)])
+def test_a_long_job_alone_on_one_gpu_of_an_idle_cluster_grows(power: float, epochs: int) -> None:
+    """Its own costs are tiny (speed-ups over a long remaining time): a bias toward its
+    present configuration of a fixed 0.01 outweighed every larger one, and it ran on
+    one GPU of eight for good (workload-1 at ``remaining ^ 0.5``: 7x Sia's JCT)."""
+    long = dataclasses.replace(
+        _job("long", slow=0.9),
+        epochs=EpochsToConverge.constant(epochs),
+        devices=(Device("slow-0", 0),),
+        workers=1,
+        attained_gpu_s=3600.0,
+        restart_s=30.0,
+    )
+    stage = ShortestGoodput(TYPED.trust, power)
+    allotted = stage.allot([Online._candidate(long)], CLUSTER, 3600.0)
+    assert allotted.allotments["long"].gpus > 1, allotted

@@ -21,7 +21,8 @@ remaining seconds at that share
 (``fitness.remaining_at_fair``). As in the size stage, a job is not given more
 than ``trust`` times the most GPUs it was measured on, and a running job's
 every configuration but its own is discounted by ``age / (age + δ)`` for the
-restart ``δ`` it costs, ``age`` its time at its present size.
+restart ``δ`` it costs, ``age`` its time at its present size, and its own costs
+``KEEP`` less, of its own cost.
 
 Unlike Sia, no job is owed a configuration: a job is left with nothing where
 its GPUs end others sooner. The ILP grows with jobs times configurations; past
@@ -55,9 +56,11 @@ MAX_CELLS = 50_000
 """Jobs times configurations past which ``fits`` says no: HiGHS took 0.1 s a decision at
 64 GPUs of three types and 160 jobs (3,500 cells), 0.2 s at 256 GPUs and 640 jobs
 (26,000), 2.5 s at 1,024 GPUs and 2,560 jobs (345,000)."""
-KEEP = 0.01
-"""What a running job's present configuration costs less: a bias toward no restart, as
-Sia's ``λ_a`` (also 0.01; these costs are speed-ups over ``r ^ a``, mostly 0.03–0.5).
+KEEP = 0.1
+"""How much less a running job's present configuration costs, as a fraction of its own
+cost there: a bias toward no restart, as Sia's ``λ_a``. Not Sia's absolute 0.01: these
+costs are speed-ups over ``r ^ a`` and span orders of magnitude, and a long job's whole
+cost (about −0.001) under an absolute 0.01 never moved from one GPU of an idle cluster.
 Swept on ``bench/goodput_typed.py``: ``docs/pollux.md``."""
 
 
@@ -90,7 +93,7 @@ class ShortestGoodput:
                 continue
             cost = -row[2] / (remaining_at_fair(c, fair) ** self.remaining_power)
             if row[3] is not None:
-                cost[row[3]] -= KEEP
+                cost[row[3]] *= 1.0 + KEEP  # costs are negative: kept is cheaper
             rows.append(row)
             costs.append(cost)
         if not rows:
