@@ -77,7 +77,9 @@ def test_an_option_no_cheaper_than_fewer_gpus_of_its_type_or_than_nothing_is_lef
     assert sorted(_table.undominated(cost, options)) == [0, 2, 4]
 
 
-def test_choose_gives_the_tables_answer_only_where_asked() -> None:
+def test_choose_gives_the_tables_answer_only_where_asked_and_small(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     cluster = ClusterView(
         (
             Node("a0", 4, gpu_type="fast"),
@@ -97,8 +99,14 @@ def test_choose_gives_the_tables_answer_only_where_asked() -> None:
         options = [i for i in range(len(offered)) if rng.random() < 0.8] or [0]
         rows.append((j, options, np.ones(len(options)), None))
         costs.append(-rng.random(len(options)))
-    exact = choose(rows, costs, offered, cluster, 0.0, exact_when_small=True)  # type: ignore[arg-type]
-    by_ilp = choose(rows, costs, offered, cluster, 0.0)  # type: ignore[arg-type]
+    tabled: list[int] = []
+    cheapest = _table.cheapest
+
+    def counted(*args: object) -> list[int | None]:
+        tabled.append(1)
+        return cheapest(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(_table, "cheapest", counted)
 
     def total(picks: list[int | None]) -> float:
         return sum(
@@ -107,8 +115,15 @@ def test_choose_gives_the_tables_answer_only_where_asked() -> None:
             if p is not None
         )
 
+    by_ilp = choose(rows, costs, offered, cluster, 0.0)  # type: ignore[arg-type]
+    assert not tabled  # not asked: HiGHS
+    exact = choose(rows, costs, offered, cluster, 0.0, exact_when_small=True)  # type: ignore[arg-type]
+    assert len(tabled) == 1
     assert total(exact) <= total(by_ilp) + 1e-12
     assert total(exact) == pytest.approx(total(by_ilp), rel=1e-3)  # HiGHS's gap is 1e-4
+    monkeypatch.setattr(_table, "MAX_WORK", 10)  # too big for the table now: HiGHS
+    past = choose(rows, costs, offered, cluster, 0.0, exact_when_small=True)  # type: ignore[arg-type]
+    assert len(tabled) == 1 and total(past) == pytest.approx(total(by_ilp), rel=1e-3)
 
 
 def test_past_its_work_bound_the_table_says_it_is_not_small_enough() -> None:

@@ -172,8 +172,8 @@ def resumes_within_a_suspend(
         wait("a first minibatch", lambda: any("loss" in r for r in _progress(job_dir)), 120)
         for _ in range(times):
             _tell(job_dir, Action.SUSPEND, "suspended", _said(job_dir, "suspended"))
-            frozen = time.time()
             lab.run(["scontrol", "suspend", slurm_id])
+            frozen = time.time()  # slurmstepd's two seconds start after this returns
             time.sleep(gap_s)
             before = _said(job_dir, "resumed")  # read first: the file grows with the run
             asked = time.time()
