@@ -189,7 +189,7 @@ class Store:
             # (time-slicing runs the longest-waiting first), as the simulator does.
             row = JobRow(job_id, seq, spec, State.QUEUED, at, state_since=at)
             self._write(db, row)
-            self._event(db, job_id, "submitted", {}, None)
+            self._event(db, job_id, "submitted", {})
         return row
 
     def _write(self, db: sqlite3.Connection, row: JobRow, *, by_api: bool = False) -> None:
@@ -217,7 +217,11 @@ class Store:
 
     @staticmethod
     def _event(
-        db: sqlite3.Connection, job_id: str, kind: str, detail: dict[str, Any], at: float | None
+        db: sqlite3.Connection,
+        job_id: str,
+        kind: str,
+        detail: dict[str, Any],
+        at: float | None = None,
     ) -> None:
         db.execute(
             "INSERT INTO events (job_id, t, kind, detail) VALUES (?, ?, ?, ?)",
@@ -228,7 +232,7 @@ class Store:
         with self._tx() as db:
             self._write(db, row)
             if event is not None:
-                self._event(db, row.id, event, detail, None)
+                self._event(db, row.id, event, detail)
 
     def save_request(self, row: JobRow, event: str, asked: float, **detail: Any) -> None:
         """``save``, its event timed when the request was made: the job may answer
@@ -364,7 +368,7 @@ class Store:
             if not row.state.finished and not row.cancel_requested:
                 row.cancel_requested = True
                 self._write(db, row, by_api=True)
-                self._event(db, job_id, "cancel_requested", {}, None)
+                self._event(db, job_id, "cancel_requested", {})
         return row
 
     def set_priority(self, job_id: str, priority: int) -> JobRow | None:
@@ -378,7 +382,7 @@ class Store:
                 old = row.spec.priority
                 row.spec = row.spec.model_copy(update={"priority": priority})
                 self._write(db, row, by_api=True)
-                self._event(db, job_id, "priority", {"from": old, "to": priority}, None)
+                self._event(db, job_id, "priority", {"from": old, "to": priority})
         return row
 
     def events(self, job_id: str) -> list[dict[str, Any]]:
