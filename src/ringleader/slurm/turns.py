@@ -171,11 +171,11 @@ def resumes_within_a_suspend(
     try:
         wait("a first minibatch", lambda: any("loss" in r for r in _progress(job_dir)), 120)
         for _ in range(times):
-            _tell(job_dir, Action.SUSPEND, "suspended", _said(job_dir, "suspended"))
+            _tell(job_dir, Action.SUSPEND, "suspended", len(_said(job_dir, "suspended")))
             lab.run(["scontrol", "suspend", slurm_id])
             frozen = time.time()  # slurmstepd's two seconds start after this returns
             time.sleep(gap_s)
-            before = _said(job_dir, "resumed")  # read first: the file grows with the run
+            before = len(_said(job_dir, "resumed"))  # read first: the file grows with the run
             asked = time.time()
             lab.run(["scontrol", "resume", slurm_id])
             took.append(round(_tell(job_dir, Action.RUN, "resumed", before) - asked, 3))
@@ -190,11 +190,11 @@ def _said(job_dir: Path, event: str) -> list[dict[str, Any]]:
     return [r for r in _progress(job_dir) if r.get("event") == event]
 
 
-def _tell(job_dir: Path, action: Action, event: str, before: list[dict[str, Any]]) -> float:
+def _tell(job_dir: Path, action: Action, event: str, before: int) -> float:
     """Write ``action`` to the control file, as the server does, wait for the library
-    to say ``event`` once more than ``before``, and return when it said it."""
+    to say ``event`` more than the ``before`` times it had, and return when it said it."""
     write_control(job_dir, Control(1, action))
-    wait(f"the library's {event!r}", lambda: len(_said(job_dir, event)) > len(before), 60)
+    wait(f"the library's {event!r}", lambda: len(_said(job_dir, event)) > before, 60)
     return float(_said(job_dir, event)[-1]["t"])
 
 
