@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from ringleader.job.batching import BATCH_ENV, LaunchBatch, gain
-from ringleader.job.noise import NoiseScale
+from ringleader.job.noise import LEAST_VAR, SMOOTHING, NoiseScale
 from ringleader.perf.gradient import GradientReport, best_batch, split_share
 from ringleader.perf.speed import SpeedModel
 
@@ -47,6 +47,36 @@ def test_a_step_with_one_batch_or_an_overflow_is_left_out_and_the_state_round_tr
     assert again.noise_scale == scale.noise_scale and again.noise_scale == pytest.approx(32.0)
     again.load_state_dict({})  # a checkpoint from before the noise was kept
     assert again.grad_sqr is None
+
+
+def test_a_step_weighs_in_the_averages_as_the_steps_at_the_unit_its_examples_make() -> None:
+    # AdaptDL's 0.999 ** scale: a step of ten times the unit's examples moves the
+    # averages as ten steps at the unit would, and one at the unit as one.
+    scale = NoiseScale(unit=32)
+    scale.observe(3.0, 2.0, 16, 32)  # |G|² 1, tr Σ 32
+    scale.observe(1.5, 1.05, 160, 320)  # |G|² 0.6, tr Σ 144
+    first, second = 1 - SMOOTHING, 1 - SMOOTHING**10
+    weights = (SMOOTHING**10 * first, second)
+    expected = (weights[0] * 1.0 + weights[1] * 0.6) / sum(weights)
+    assert scale.grad_sqr == pytest.approx(expected)
+    steady = NoiseScale()  # no unit: every step one, whatever its examples
+    steady.observe(3.0, 2.0, 16, 32)
+    steady.observe(1.5, 1.05, 160, 320)
+    assert steady.grad_sqr == pytest.approx((SMOOTHING * 1.0 + 0.6) / (1 + SMOOTHING))
+
+
+def test_a_gradient_lost_in_the_noise_reads_as_zero_and_any_batch_is_worth_its_size() -> None:
+    noisy = NoiseScale(unit=32)
+    noisy.observe(1.0, 1.02, 16, 32)  # the larger batch's norm came out larger: tr Σ < 0
+    assert noisy.trace_var == LEAST_VAR and noisy.grad_sqr == pytest.approx(1.04)
+    scale = NoiseScale(unit=32)
+    scale.observe(1.0, 0.4, 16, 32)  # |G|² = (32 * 0.4 - 16 * 1.0) / 16 < 0
+    assert scale.grad_sqr == 0.0 and scale.trace_var == pytest.approx(19.2)
+    assert scale.noise_scale == float("inf")
+    assert gain(scale, 320, 32) == pytest.approx(10.0)  # AdaptDL's reading: linear
+    report = GradientReport(0.0, 1.0, 32, 2048)
+    assert report.noise_scale == float("inf")
+    assert report.gains(np.asarray([320.0]))[0] == pytest.approx(10.0)  # the policy's too
 
 
 def _run(command: list[str], tmp_path: Path) -> tuple[float, float]:

@@ -335,6 +335,7 @@ def _start(total: int) -> Session:
     watch = _job.watch = DivergenceWatch(_job.optimizer, launch.job_dir, launch.generation)
     session.before_checkpoint = lambda: watch.check(session.step, _job.scaled, now=True)
     if _job.batch is not None:
+        _job.position.noise.unit = _job.batch.global_min  # a step's weight in the averages
         _job.worth = gain(
             _job.position.noise, loader.share * launch.world_size, _job.batch.global_min
         )

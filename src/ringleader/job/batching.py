@@ -82,10 +82,19 @@ class LaunchBatch:
 def gain(scale: NoiseScale, batch: float, tuned_at: float) -> float:
     """AdaScale's gain: how many steps at ``tuned_at`` examples one step at ``batch`` is
     worth by the gradient statistics so far (1 before there are any)."""
-    sqr, var = scale.grad_sqr, scale.trace_var
-    if sqr is None or var is None or sqr <= 0 or var <= 0 or batch <= tuned_at:
+    return adascale_gain(scale.grad_sqr, scale.trace_var, batch, tuned_at)
+
+
+def adascale_gain(
+    grad_sqr: float | None, trace_var: float | None, batch: float, tuned_at: float
+) -> float:
+    """``gain`` from ``|G|²`` and ``tr Σ`` (each as ``NoiseScale`` reads it): where
+    ``|G|²`` is 0 the noise swamps the gradient, and a step is worth its batch over
+    ``tuned_at`` (AdaptDL's reading, and the policy's: ``perf.gradient``)."""
+    if grad_sqr is None or trace_var is None or trace_var <= 0 or batch <= tuned_at:
         return 1.0
-    small, big = var / tuned_at, var / batch  # the gradient's variance at each batch
+    sqr = max(grad_sqr, 0.0)
+    small, big = trace_var / tuned_at, trace_var / batch  # the gradient's variance at each
     return (small + sqr) / (big + sqr)
 
 

@@ -45,7 +45,10 @@ class GradientReport:
 
     @property
     def noise_scale(self) -> float:
-        """``tr Σ / |G|²`` in examples: the batch past which a larger one helps little."""
+        """``tr Σ / |G|²`` in examples: the batch past which a larger one helps little
+        (infinite where ``|G|²`` is not above 0: the noise swamps the gradient)."""
+        if self.grad_sqr <= 0:
+            return math.inf
         return self.grad_var * self.smallest_batch / self.grad_sqr
 
     def batch_range(self, gpus: int) -> tuple[int, int]:

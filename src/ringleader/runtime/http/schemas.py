@@ -198,7 +198,8 @@ class JobSummary(BaseModel):
     noise_scale: float | None = Field(
         None,
         description="Where the batch adapts: the gradient noise scale it last reported "
-        "(examples), the batch past which a larger one helps little.",
+        "(examples), the batch past which a larger one helps little; null before it "
+        "reported one, or while its gradient is lost in the noise (any batch helps).",
     )
     reason: str | None = Field(
         None, description="Why it waits or runs smaller than asked, when the scheduler knows."

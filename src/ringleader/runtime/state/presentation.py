@@ -6,6 +6,7 @@ under the same keys as any job's, so clients need no special case.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from ringleader.runtime.state.errors import DamagedRow
@@ -61,7 +62,8 @@ def _batch(job: JobRow) -> dict[str, Any]:
     per_gpu, workers = job.shape.get("batch_per_worker"), job.last_workers or job.workers
     batch = int(per_gpu) * workers if per_gpu and workers else None
     report = gradient(job)
-    noise = None if report is None else round(report.noise_scale, 1)
+    scale = None if report is None else report.noise_scale
+    noise = round(scale, 1) if scale is not None and math.isfinite(scale) else None
     return {"batch": batch, "noise_scale": noise}
 
 
