@@ -14,9 +14,9 @@ from ringleader.policy.allot.stage import Allotment
 from ringleader.policy.catalog import policy_named, with_types
 from ringleader.policy.model.views import ClusterView
 from ringleader.sim.engine import Simulator
-from ringleader.sim.jobs import SimJob
 from ringleader.sim.profiles import RESNET110_K40
 from ringleader.sim.result import SimResult
+from ringleader.sim.submitted import SimJob
 
 HOUR = 3600.0
 RESTART_S = 30.0

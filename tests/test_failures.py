@@ -23,7 +23,7 @@ from ringleader.sim.failures import (
     draw_outages,
     young_daly,
 )
-from ringleader.sim.jobs import SimJob
+from ringleader.sim.submitted import SimJob
 from ringleader.sim.workload_failures import FailuresSpec
 from ringleader.sim.workload_file import load_workload
 

@@ -100,6 +100,23 @@ def test_measuring_takes_the_shared_core_out() -> None:
         assert job.step_times[1] == pytest.approx(STEP_S, rel=0.02)
         assert job.startup_s == pytest.approx(STARTUP_S, abs=0.02)
         assert job.examples_per_epoch == 320
+        # Each size and share it ran, for a job whose batch adapts: here one of each.
+        assert job.samples == ((1, pytest.approx(STEP_S, rel=0.02), 32.0),)
+        assert job.reports == ()  # it reported nothing of its gradient
+
+
+def test_measuring_keeps_the_gradient_a_job_reported_by_how_far_it_had_got() -> None:
+    run, _ = _shared_core_run()
+    a = run.jobs[0]
+    said = [
+        {**rec, "epoch": 0.1 * i, "grad_sqr": 0.01 * i, "grad_var": 0.5} if "step" in rec else rec
+        for i, rec in enumerate(a.progress)
+    ]
+    reported = dataclasses.replace(run, jobs=(dataclasses.replace(a, progress=said), *run.jobs[1:]))
+    reports = measure(reported).jobs["a"].reports
+    steps = [i for i, rec in enumerate(a.progress) if "step" in rec]
+    assert len(reports) == len(steps) == 100
+    assert reports[-1] == pytest.approx((0.1 * steps[-1], 0.01 * steps[-1], 0.5))
 
 
 def test_the_replay_reproduces_a_run_it_measured() -> None:

@@ -6,7 +6,7 @@ from ringleader.perf.measured import read_measured_job
 from ringleader.policy.catalog import policy_from_config
 from ringleader.policy.order.finish_time import ROUND_S
 from ringleader.sim import pollux
-from ringleader.sim.jobs import SimJob
+from ringleader.sim.submitted import SimJob
 from ringleader.sim.tabled import tabled_profile
 
 CIFAR10 = read_measured_job(pollux.DATA / "traces" / "cifar10", epochs=100)

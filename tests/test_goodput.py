@@ -18,7 +18,7 @@ from ringleader.policy.model.views import JobShape, JobView, Observation
 from ringleader.policy.size.fitness import PowerMeanSpeedup, _cheapest, _greedy
 from ringleader.policy.size.goodput import SHORTER_FIRST
 from ringleader.sim import pollux
-from ringleader.sim.jobs import SimJob
+from ringleader.sim.submitted import SimJob
 from ringleader.sim.tabled import adaptive_profile
 from tests.helpers import PER_EXAMPLE_MODEL
 

@@ -22,8 +22,8 @@ from ringleader.runtime.workers.gpus import (
     type_step_times,
 )
 from ringleader.sim.engine import Simulator
-from ringleader.sim.jobs import SimJob
 from ringleader.sim.profiles import RESNET110_K40
+from ringleader.sim.submitted import SimJob
 from tests.live_server import LiveServer, run_cli, wait_for
 
 MIXED = ClusterView.typed({"v100": (1, 4), "k80": (1, 4)})

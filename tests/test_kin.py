@@ -23,7 +23,7 @@ from ringleader.runtime.state.rows import JobRow, State
 from ringleader.runtime.state.spec import parse_spec
 from ringleader.runtime.state.store import Store
 from ringleader.sim import pollux
-from ringleader.sim.jobs import SimJob
+from ringleader.sim.submitted import SimJob
 from ringleader.sim.timed import Timed
 from ringleader.spine.kin import NO_KIN, KinBook
 

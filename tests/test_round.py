@@ -21,8 +21,8 @@ from ringleader.runtime.state.store import Store
 from ringleader.runtime.state.users import Users
 from ringleader.runtime.workers.executor.local import LocalExecutor
 from ringleader.sim.engine import Simulator
-from ringleader.sim.jobs import SimJob
 from ringleader.sim.profiles import RESNET110_K40
+from ringleader.sim.submitted import SimJob
 from ringleader.sim.workload_file import load_workload
 from ringleader.sim.workload_spec import WorkloadFileError
 from ringleader.spine import reasons

@@ -14,8 +14,8 @@ from ringleader.policy.gandiva.sharing import Sharing
 from ringleader.policy.model.plan import Plan
 from ringleader.policy.model.views import ClusterView, Device, JobShape, JobView, Observation
 from ringleader.sim.engine import Simulator
-from ringleader.sim.jobs import SimJob
 from ringleader.sim.profiles import RESNET110_K40
+from ringleader.sim.submitted import SimJob
 
 SHAPE = JobShape(50_000, 128, 1e7)
 ONE_GPU = ClusterView.uniform(1, 1)

@@ -17,8 +17,8 @@ from ringleader.policy.model.views import ClusterView, Device, JobView, Observat
 from ringleader.policy.pipeline import Policy
 from ringleader.policy.profile.sources import Exploratory
 from ringleader.sim.engine import Simulator
-from ringleader.sim.jobs import SimJob
 from ringleader.sim.profiles import RESNET110_K40
+from ringleader.sim.submitted import SimJob
 from ringleader.spine.actions import (
     Held,
     Kind,

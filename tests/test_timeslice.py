@@ -16,8 +16,8 @@ from ringleader.policy.model.views import ClusterView, Device, JobShape, JobView
 from ringleader.policy.pipeline import Policy
 from ringleader.policy.share.timeslice import TimeSlice, _since_before, _waited_longer
 from ringleader.sim.engine import Simulator
-from ringleader.sim.jobs import SimJob
 from ringleader.sim.profiles import RESNET110_K40
+from ringleader.sim.submitted import SimJob
 from tests.helpers import default_policy as default
 
 SHAPE = JobShape(50_000, 128, 1e7)

@@ -29,6 +29,7 @@ from types import ModuleType
 
 MODULES: tuple[str, ...] = (
     "ringleader.sim.jobs",
+    "ringleader.sim.submitted",
     "ringleader.sim.engine",
     "ringleader.sim.occupancy",
     "ringleader.sim.pacing",

@@ -46,6 +46,8 @@ class Generation:
     """When the job library had restored the checkpoint and was about to compute."""
     epochs: tuple[float, ...] = ()
     """The epoch each of ``steps`` reported reaching."""
+    shares: tuple[float, ...] = ()
+    """The examples per GPU each of ``steps`` took (its ``batch_per_worker``)."""
 
     @property
     def first_step_at(self) -> float | None:
@@ -96,6 +98,11 @@ class JobMeasure:
     end_s: float = 0.0
     """From its last minibatch to its end as the server saw it: the final checkpoint,
     the workers' exit, the server's look."""
+    samples: tuple[tuple[int, float, float], ...] = ()
+    """``(workers, mean seconds per minibatch on cores of its own, examples per GPU)`` at
+    each size and share it ran: what a job whose batch adapts is timed by."""
+    reports: tuple[tuple[float, float, float], ...] = ()
+    """``(epoch, grad_sqr, grad_var)`` as it reported its gradient while it trained."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,7 +125,7 @@ def generations(job: RealJob) -> list[Generation]:
         for e in job.events
         if e["kind"] == "stopped" and "generation" in e
     }
-    steps: dict[int, list[tuple[float, int, float]]] = {}
+    steps: dict[int, list[tuple[float, int, float, float]]] = {}
     paused: dict[int, list[tuple[float, float]]] = {}
     since: dict[int, float] = {}
     restored: dict[int, float] = {}
@@ -133,7 +140,8 @@ def generations(job: RealJob) -> list[Generation]:
         event = rec.get("event")
         if event is None and "step" in rec:
             world, epoch = int(rec.get("world_size", 1)), float(rec.get("epoch", 0.0))
-            steps.setdefault(g, []).append((float(t), world, epoch))
+            share = float(rec.get("batch_per_worker", 0.0))
+            steps.setdefault(g, []).append((float(t), world, epoch, share))
         elif event == "suspended":
             since[g] = float(t)
         elif event == "resumed" and g in since:
@@ -150,12 +158,13 @@ def generations(job: RealJob) -> list[Generation]:
                 g,
                 devices,
                 float(event["t"]),
-                tuple((t, w) for t, w, _ in ordered),
+                tuple((t, w) for t, w, _, _ in ordered),
                 tuple(paused.get(g, [])),
                 requested.get(g),
                 stopped.get(g),
                 restored.get(g),
-                tuple(e for _, _, e in ordered),
+                tuple(e for _, _, e, _ in ordered),
+                tuple(b for _, _, _, b in ordered),
             )
         )
     return out
@@ -225,26 +234,50 @@ def _workers_cores(run: RealRun, notes: list[str]) -> float:
 
 def _intervals(
     gens: list[Generation], load: _Load, *, warmup: int = WARMUP_STEPS, whole: bool = True
-) -> list[tuple[int, float, float]]:
-    """(world size, seconds on cores of its own, epochs of progress) of each minibatch
-    after each generation's first ``warmup``; with ``whole``, one a suspension fell in
-    is left out (not a minibatch's time)."""
+) -> list[tuple[int, float, float, float]]:
+    """(world size, seconds on cores of its own, epochs of progress, examples per GPU)
+    of each minibatch after each generation's first ``warmup``; with ``whole``, one a
+    suspension fell in is left out (not a minibatch's time)."""
     out = []
     for gen in gens:
-        marks = list(zip(gen.steps, gen.epochs or [0.0] * len(gen.steps), strict=True))
-        for ((a, _), e0), ((b, world), e1) in itertools.pairwise(marks[warmup:]):
+        n = len(gen.steps)
+        marks = list(zip(gen.steps, gen.epochs or [0.0] * n, gen.shares or [0.0] * n, strict=True))
+        for ((a, _), e0, _), ((b, world), e1, share) in itertools.pairwise(marks[warmup:]):
             if whole and any(p < b and a < q for p, q in gen.paused):
                 continue
-            out.append((world, (b - a) * load.factor(gen, (a + b) / 2), e1 - e0))
+            out.append((world, (b - a) * load.factor(gen, (a + b) / 2), e1 - e0, share))
     return out
 
 
-def _epoch_seconds(timed: list[tuple[int, float, float]]) -> dict[int, float]:
+def _samples(timed: list[tuple[int, float, float, float]]) -> tuple[tuple[int, float, float], ...]:
+    """``(workers, mean seconds, examples per GPU)`` at each size and share measured."""
+    spent: dict[tuple[int, float], list[float]] = {}
+    for world, seconds, _, share in timed:
+        if share > 0:
+            spent.setdefault((world, share), []).append(seconds)
+    return tuple((w, statistics.fmean(ts), b) for (w, b), ts in sorted(spent.items()))
+
+
+def _reports(progress: list[dict[str, Any]]) -> tuple[tuple[float, float, float], ...]:
+    """``(epoch, grad_sqr, grad_var)`` of each minibatch that reported its gradient."""
+    out = []
+    for rec in progress:
+        epoch, sqr, var = rec.get("epoch"), rec.get("grad_sqr"), rec.get("grad_var")
+        if (
+            isinstance(epoch, (int, float))
+            and isinstance(sqr, (int, float))
+            and isinstance(var, (int, float))
+        ):
+            out.append((float(epoch), float(sqr), float(var)))
+    return tuple(sorted(out))
+
+
+def _epoch_seconds(timed: list[tuple[int, float, float, float]]) -> dict[int, float]:
     """Seconds per epoch of progress at each worker count, over the minibatches that
     made some."""
     seconds: dict[int, float] = {}
     progress: dict[int, float] = {}
-    for world, spent, made in timed:
+    for world, spent, made, _ in timed:
         if made > 0:
             seconds[world] = seconds.get(world, 0.0) + spent
             progress[world] = progress.get(world, 0.0) + made
@@ -254,10 +287,10 @@ def _epoch_seconds(timed: list[tuple[int, float, float]]) -> dict[int, float]:
 def _job(job: RealJob, gens: list[Generation], load: _Load) -> JobMeasure:
     timed = _intervals(gens, load)
     base: dict[int, list[float]] = {}
-    for world, spent, _ in timed:
+    for world, spent, _, _ in timed:
         base.setdefault(world, []).append(spent)
     if not base:  # too short to leave warm-up out: use what there is
-        for world, spent, _ in _intervals(gens, load, warmup=0, whole=False):
+        for world, spent, _, _ in _intervals(gens, load, warmup=0, whole=False):
             base.setdefault(world, []).append(spent)
     step_times = {w: statistics.fmean(ts) for w, ts in base.items() if ts}
     if not step_times:
@@ -288,6 +321,8 @@ def _job(job: RealJob, gens: list[Generation], load: _Load) -> JobMeasure:
         len(costs),
         _epoch_seconds(timed),
         _end_s(job, gens),
+        _samples(timed),
+        _reports(job.progress),
     )
 
 

@@ -15,18 +15,22 @@ from __future__ import annotations
 import math
 import statistics
 
+from ringleader.fidelity.adapted import AdaptedProfile, adapted_profile
 from ringleader.fidelity.measure import JobMeasure, Measured
 from ringleader.fidelity.real import RealRun
 from ringleader.fidelity.workload import FidelityWorkload
 from ringleader.perf.epochs import EpochsToConverge
+from ringleader.perf.errors import ModelFitError
+from ringleader.perf.overlap import fit_overlap, overlap_model
 from ringleader.perf.speed import SpeedModel
 from ringleader.policy.catalog import policy_from_config
 from ringleader.policy.model.views import ClusterView, JobShape, Node
 from ringleader.runtime.workers.gpus import NODE
 from ringleader.sim.engine import DEFAULT_SWITCH_DELAY_S, Simulator
-from ringleader.sim.jobs import SimJob
 from ringleader.sim.profiles import TrueProfile
 from ringleader.sim.result import SimResult
+from ringleader.sim.submitted import SimJob
+from ringleader.spine.batching import BatchBounds
 from ringleader.spine.needs import RUNTIME, serve_policy
 
 ALIGN_S = 3600.0
@@ -39,6 +43,8 @@ def replay(run: RealRun, measured: Measured, workload: FidelityWorkload) -> SimR
     # instants as in the real run: the clock is shifted by whole hours only.
     t0 = math.floor(min(j.submitted_at for j in run.jobs) / ALIGN_S) * ALIGN_S
     fallback = measured.restart_s
+    per_node = max((g for _, g in run.nodes), default=run.devices)
+    kin = _kin_samples(measured, {n for n, s in specs.items() if s.batch is not None})
     jobs = []
     for real in run.jobs:
         m = measured.jobs.get(real.name)
@@ -46,11 +52,20 @@ def replay(run: RealRun, measured: Measured, workload: FidelityWorkload) -> SimR
             continue
         spec = specs[real.name]
         restart = m.restart_s if m.restart_s is not None else fallback
+        profile = _profile(m, spec.epochs, run.devices, adapts=spec.batch is not None)
+        bounds = None
+        if spec.batch is not None:
+            b = spec.batch
+            bounds = BatchBounds(b.global_min, b.global_max, b.per_gpu_max)
+            adapted = _adapted(m, spec.epochs, kin.get(_model(m), ()), bounds, per_node)
+            profile, bounds = (profile, None) if adapted is None else (adapted, bounds)
         jobs.append(
             SimJob(
                 id=real.name,
                 submitted_at=real.submitted_at - t0,
-                profile=_profile(m, spec.epochs, run.devices, adapts=spec.batch is not None),
+                profile=profile,
+                batch=bounds,
+                shape_told=False,  # the server learnt it from the job's first progress line
                 max_gpus=spec.highest,
                 min_gpus=spec.lowest,
                 requested_gpus=spec.gpus,
@@ -104,3 +119,41 @@ def _constant(shape: JobShape, seconds: float) -> SpeedModel:
         shape.examples_per_epoch,
         rank=1,
     )
+
+
+Model = tuple[int, float]
+
+
+def _model(m: JobMeasure) -> Model:
+    """What makes replayed jobs kin (``spine.kin``): the same data and gradient size."""
+    return (m.examples_per_epoch, m.grad_bytes)
+
+
+def _kin_samples(
+    measured: Measured, adapting: set[str]
+) -> dict[Model, tuple[tuple[int, float, float], ...]]:
+    """Every size and share each model's jobs that adapt their batch ran at."""
+    out: dict[Model, list[tuple[int, float, float]]] = {}
+    for name, m in measured.jobs.items():
+        if name in adapting:
+            out.setdefault(_model(m), []).extend(m.samples)
+    return {k: tuple(v) for k, v in out.items()}
+
+
+def _adapted(
+    m: JobMeasure,
+    epochs: float,
+    samples: tuple[tuple[int, float, float], ...],
+    bounds: BatchBounds,
+    per_node: int,
+) -> AdaptedProfile | None:
+    """The job replayed by the batch each launch is handed (``fidelity.adapted``); None
+    where what it and its kin measured cannot be fitted."""
+    try:
+        params = fit_overlap(samples, per_node, bounds.per_gpu_max)
+    except ModelFitError:
+        return None
+    shape = JobShape(m.examples_per_epoch, m.batch_per_worker, m.grad_bytes)
+    base = _constant(shape, statistics.fmean(m.step_times.values()))
+    timing = overlap_model(base, params, per_node, bounds.per_gpu_max)
+    return adapted_profile(m.name, shape, m.step_times, epochs, timing, m.reports, bounds)

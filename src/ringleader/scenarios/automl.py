@@ -43,8 +43,8 @@ from ringleader.policy.gandiva.sharing import Sharing
 from ringleader.policy.model.plan import Decider
 from ringleader.policy.model.views import ClusterView
 from ringleader.sim.engine import Simulator
-from ringleader.sim.jobs import SimJob
 from ringleader.sim.profiles import RESNET110_K40
+from ringleader.sim.submitted import SimJob
 from ringleader.tuning import EarlyFeedback, MissingOptuna, optuna_module
 
 __all__ = ["MissingOptuna", "run_automl", "run_one"]

@@ -40,9 +40,10 @@ from ringleader.policy.model.plan import Decider
 from ringleader.policy.model.views import ClusterView
 from ringleader.sim.contention import GavelContention
 from ringleader.sim.engine import Simulator
-from ringleader.sim.jobs import FIRST_MINIBATCHES, SimJob
+from ringleader.sim.jobs import FIRST_MINIBATCHES
 from ringleader.sim.profiles import RESNET110_K40
 from ringleader.sim.result import SimResult
+from ringleader.sim.submitted import SimJob
 from ringleader.traces.jobs import duration_of, gavel_table
 from ringleader.traces.load import TraceJob, load_trace, resolve_trace
 

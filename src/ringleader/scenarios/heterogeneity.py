@@ -45,8 +45,8 @@ from ringleader.policy.catalog import policy_named, with_types
 from ringleader.policy.model.plan import Decider
 from ringleader.policy.model.views import ClusterView
 from ringleader.sim.engine import Simulator
-from ringleader.sim.jobs import SimJob
 from ringleader.sim.profiles import RESNET110_K40
+from ringleader.sim.submitted import SimJob
 
 SCALE_MIX = ((1, 0.70), (2, 0.10), (4, 0.15), (8, 0.05))
 """Gavel's multi-GPU job mix: GPUs a job asks for, and how often."""

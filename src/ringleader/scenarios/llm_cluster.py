@@ -52,8 +52,8 @@ from ringleader.sim.failures import (
     checkpoint_cost_s,
     draw_outages,
 )
-from ringleader.sim.jobs import SimJob
 from ringleader.sim.profiles import TrueProfile
+from ringleader.sim.submitted import SimJob
 from ringleader.sim.timed import Timed
 from ringleader.sim.topology import Topology
 

@@ -22,8 +22,8 @@ from ringleader.policy.model.plan import Decider
 from ringleader.policy.model.views import ClusterView
 from ringleader.sim import pollux
 from ringleader.sim.engine import Simulator
-from ringleader.sim.jobs import SimJob
 from ringleader.sim.result import SimResult
+from ringleader.sim.submitted import SimJob
 
 CLUSTER: Mapping[str, tuple[int, int]] = {"v100": (6, 4), "p100": (5, 4), "k80": (5, 4)}
 """Nodes and GPUs per node of each type: 64 GPUs, as Pollux's testbed has."""

@@ -20,8 +20,8 @@ from ringleader.policy.catalog import policy_named
 from ringleader.policy.model.views import ClusterView
 from ringleader.sim.arrivals import poisson_arrivals
 from ringleader.sim.engine import DEFAULT_RESTART_DELAY_S, DEFAULT_ROUND_S, Simulator
-from ringleader.sim.jobs import SimJob
 from ringleader.sim.profiles import RESNET110_K40
+from ringleader.sim.submitted import SimJob
 
 STRATEGIES: tuple[str, ...] = ("precompute", "exploratory", "eight", "four", "two", "one")
 LOADS: Mapping[str, tuple[float, int]] = {

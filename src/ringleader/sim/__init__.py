@@ -7,9 +7,9 @@ from ringleader.sim.engine import (
 )
 from ringleader.sim.errors import SimulationStalled
 from ringleader.sim.host import Host, SharedCores
-from ringleader.sim.jobs import SimJob
 from ringleader.sim.profiles import PROFILES, RESNET110_K40, TrueProfile
 from ringleader.sim.result import SimResult
+from ringleader.sim.submitted import SimJob
 
 __all__ = [
     "DEFAULT_RESTART_DELAY_S",

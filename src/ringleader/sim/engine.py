@@ -35,16 +35,17 @@ from collections.abc import Callable, Mapping, Sequence
 from ringleader.metrics import UsagePoint
 from ringleader.policy.model.plan import WAIT, Decider, Plan
 from ringleader.policy.model.views import ClusterView
-from ringleader.sim.errors import clock_stopped, nothing_fits
+from ringleader.sim.errors import check_quotas, clock_stopped, nothing_fits
 from ringleader.sim.events import ended, next_event, stands, unmarked
 from ringleader.sim.failures.run import Failures, strike
 from ringleader.sim.host import Host
-from ringleader.sim.jobs import DONE, JobState, SimJob, arrived
+from ringleader.sim.jobs import DONE, JobState, arrived
 from ringleader.sim.occupancy import Occupancy
 from ringleader.sim.pacing import Contention, Pacing
-from ringleader.sim.playing import Playing
+from ringleader.sim.playing import Handing, Playing
 from ringleader.sim.result import RunLog, SimResult
 from ringleader.sim.steering import Driver, steer
+from ringleader.sim.submitted import SimJob
 from ringleader.sim.ticks import Finishes, advance, repace, tick_at_or_after
 from ringleader.sim.topology import Topology
 from ringleader.spine.effects import carry_out, unchanged
@@ -100,12 +101,7 @@ class Simulator:
         if len({j.id for j in jobs}) != len(jobs):
             raise ValueError("job ids must be unique")
         quotas = dict(quotas or {})
-        for j in jobs if quotas else ():
-            if quotas.get(j.user, j.min_gpus) < j.min_gpus:
-                raise ValueError(
-                    f"job {j.id} needs at least {j.min_gpus} GPUs but its user {j.user!r} "
-                    f"may use only {quotas[j.user]} (quota): it could never run"
-                )
+        check_quotas(jobs, quotas)
         self.policy = serve_policy(policy, SIMULATOR)
         self._needs = policy.needs
         self.cluster = cluster
@@ -263,10 +259,14 @@ class Simulator:
     def _fresh(self) -> Occupancy:
         """What a run keeps of its own, made anew: GPUs in use, plays, owners, ``spine.kin``."""
         occupancy = self._occupancy = Occupancy()
-        self._playing = Playing(self.restart_delay_s, self.switch_delay_s)
         owners = self.quotas or self.explain
         self._owner = {j.id: j.user for j in self.jobs} if owners else {}
-        self._kin = KinBook()
+        kin = self._kin = KinBook()
+        cluster, handing = self.cluster, None
+        if any(j.batch is not None for j in self.jobs):
+            needs, restart = self._needs, self.restart_delay_s
+            handing = Handing(cluster.capacity, needs, restart, kin, cluster.widest_node)
+        self._playing = Playing(self.restart_delay_s, self.switch_delay_s, handing)
         return occupancy
 
     def _decide(self, active: dict[str, JobState], now: float, log: RunLog, freezing: bool) -> Plan:

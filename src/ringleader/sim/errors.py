@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ringleader.sim.submitted import SimJob
 
 
 class SimulationStalled(RuntimeError):
@@ -27,3 +31,14 @@ def clock_stopped(now: float) -> SimulationStalled:
         "is below the clock's resolution at this time (scale the workload's times "
         "or work up, or submit closer to t=0)"
     )
+
+
+def check_quotas(jobs: Iterable[SimJob], quotas: Mapping[str, int]) -> None:
+    """Raise ``ValueError`` for a job whose user's quota is below its least GPUs: it
+    could never run."""
+    for j in jobs if quotas else ():
+        if quotas.get(j.user, j.min_gpus) < j.min_gpus:
+            raise ValueError(
+                f"job {j.id} needs at least {j.min_gpus} GPUs but its user {j.user!r} "
+                f"may use only {quotas[j.user]} (quota): it could never run"
+            )

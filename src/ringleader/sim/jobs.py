@@ -18,55 +18,24 @@ from ringleader.policy.model.needs import Needs
 from ringleader.policy.model.plan import WAIT, Assignment
 from ringleader.policy.model.views import Device, JobView, Observation
 from ringleader.sim.profiles import TrueProfile
+from ringleader.sim.submitted import SimJob
 from ringleader.sim.typed import table_speed
 from ringleader.spine.actions import EventCounts, Held
 from ringleader.spine.kin import NO_KIN, KinBook
 from ringleader.spine.observe import fold
-from ringleader.spine.views import Known, Submitted, job_view, placement_view, progress_view
+from ringleader.spine.views import (
+    UNREPORTED,
+    Known,
+    Submitted,
+    job_view,
+    placement_view,
+    progress_view,
+)
 
 FIRST_MINIBATCHES = 100
 """A job's time to first progress is when it has run this many minibatches (``first_at``)."""
 DONE = 1e-9
 """Remaining work below which a job has finished."""
-
-
-@dataclass(frozen=True, slots=True)
-class SimJob:
-    """A job as submitted to the simulator, with its true behaviour."""
-
-    id: str
-    submitted_at: float
-    profile: TrueProfile
-    max_gpus: int = 8
-    min_gpus: int = 1
-    requested_gpus: int = 1
-    elastic: bool = True
-    work_scale: float = 1.0
-    """This job needs ``work_scale`` times the epochs of its profile."""
-    kind: str | None = None
-    """Job type for the contention model (e.g. a Gavel job type); None: no contention."""
-    minibatches: int | None = None
-    """Minibatches in the whole job, when known: then time to the first 100 is tracked."""
-    priority: int = 0
-    memory_gib: float | None = None
-    startup_s: float | None = None
-    """Launch to first minibatch of the job's first start; None: the simulator's restart delay."""
-    restart_s: float | None = None
-    """Stop to first minibatch of a later start; None: the simulator's restart delay."""
-    user: str = ""
-    """Who submitted it (fair share between users); "" for one anonymous user."""
-    type_speed: Mapping[str, float] | None = None
-    """True speed on each GPU type relative to ``profile`` (a type not named: 1.0). The
-    policy is told it (the scenario's measured table, like a workload file's step times)."""
-    gpu_types: tuple[str, ...] = ()
-    """The GPU types the job may run on (empty: any)."""
-    type_profiles: Mapping[str, TrueProfile] | None = None
-    """The job's true profile on each type it was measured on, ``profile`` the first's:
-    then its speed on a type is that table's at its placement (``sim.typed``), and
-    ``type_speed`` only what a policy is told."""
-    comm_share: float = 0.0
-    """The share of its step spent synchronising across nodes within one rack: what grows
-    when it spans racks (``sim.topology``); 0: it does not care where it runs."""
 
 
 @dataclass(slots=True)
@@ -112,6 +81,9 @@ class JobState:
     profiles: the epoch, whose gradient statistics set the batch the job takes)."""
     phased: bool = field(init=False)
     """The profile's speed moves on as the job trains (``TrueProfile.phased``)."""
+    truth: TrueProfile = field(init=False)
+    """The job's profile as its latest launch runs it: a job that takes the batch it
+    is handed at each launch (``SimJob.batch``) runs that batch (``sim.playing``)."""
     first_at: float | None = None
     """When the job finished its first ``FIRST_MINIBATCHES`` minibatches."""
     priority: int = 0
@@ -135,6 +107,7 @@ class JobState:
         self.epochs = job.profile.epochs.scaled(job.work_scale)
         self.priority = job.priority
         self.phased = job.profile.phased
+        self.truth = job.profile
         self.submitted = Submitted(
             job.id,
             job.submitted_at,
@@ -167,7 +140,7 @@ class JobState:
         """The job as the policy sees it, and its kin's step times from ``book``."""
         kin, seen = NO_KIN, self.seen
         if book is not None and self.phased and self.observations:
-            kin = book.joined(self.job.profile.shape, self.observations)
+            kin = book.joined(self.truth.shape, self.observations)
         if seen is None or seen.kin is not kin:
             seen = self.seen = self._view(capacity, needs, restart_s, kin)
         elif self.progressed:
@@ -189,14 +162,14 @@ class JobState:
         devices = self.devices[: self.workers] if self.workers else (self.last or ())
         if not devices or not self.observations:
             return None
-        return self.job.profile.gradient_on(per_node(devices), 1.0 - self.remaining)
+        return self.truth.gradient_on(per_node(devices), 1.0 - self.remaining)
 
     def _view(
         self, capacity: int, needs: Needs, restart_s: float, kin: Mapping[int, Observation]
     ) -> JobView:
         job = self.job
         known = Known(
-            shape=job.profile.shape,
+            shape=self.truth.shape if job.shape_told or self.observations else UNREPORTED,
             epochs=self.epochs,
             remaining_fraction=self.remaining,
             # Shared, not copied: the policy reads them only while deciding.
@@ -234,7 +207,7 @@ class JobState:
 
     def rate(self) -> float:
         """Fraction of the job completed per second of productive time."""
-        profile = self.job.profile
+        profile = self.truth
         if profile.placed:
             seconds = profile.seconds_on(self.placement(), 1.0 - self.remaining)
         else:
@@ -248,7 +221,7 @@ class JobState:
             return math.inf
         if self.job.minibatches is not None:
             return 1.0 / (self.rate() * self.job.minibatches)
-        profile = self.job.profile
+        profile = self.truth
         if profile.placed:
             return profile.step_time_on(self.placement(), 1.0 - self.remaining) / self.factor
         return profile.step_time(self.workers) / self.factor
@@ -261,7 +234,7 @@ class JobState:
         """Fix ``speed``, ``step`` and ``batch`` for the GPUs and sharing just worked out:
         a running job advances at every event, and these change only with its size or
         its sharing, so they are worked out again only when those did."""
-        phase = self.job.profile.phase(1.0 - self.remaining) if self.phased else 0
+        phase = self.truth.phase(1.0 - self.remaining) if self.phased else 0
         if phase != self.phase:
             if self.held_types:
                 self._retype()  # a new epoch's batch: the ratio between types moves too
@@ -276,7 +249,7 @@ class JobState:
         if 0 < self.type_factor < 1 or self.type_factor > 1:
             step *= self.type_factor
         self.step = step
-        profile = self.job.profile
+        profile = self.truth
         self.batch = (
             profile.batch_on(self.placement(), 1.0 - self.remaining)
             if profile.phased
@@ -306,7 +279,7 @@ class JobState:
             return math.inf
         left = self.remaining
         if self.phased:
-            left = min(left, self.job.profile.phase_end(1.0 - left) - (1.0 - left))
+            left = min(left, self.truth.phase_end(1.0 - left) - (1.0 - left))
         return max(now, self.ready_at) + left / self.speed
 
     def advance(self, start: float, end: float) -> None:
@@ -359,7 +332,7 @@ def arrived(job: SimJob, now: float) -> JobState:
 
     Made empty and each field stored, as the class's defaults say (``test_simulator``
     checks the two field by field): the dataclass's ``__init__`` is the dataclass
-    module's, interpreted even compiled, and sets its 31 fields through Python's
+    module's, interpreted even compiled, and sets its 32 fields through Python's
     attribute protocol, where stores from here are plain stores (docs/scale.md, "Views
     the bodies keep, and the memo on each view").
     """
@@ -396,5 +369,5 @@ def arrived(job: SimJob, now: float) -> JobState:
     state.target = WAIT
     state.holding = Held()
     state.kept = 1.0
-    state.__post_init__()  # epochs, priority, phased, submitted
+    state.__post_init__()  # epochs, priority, phased, truth, submitted
     return state

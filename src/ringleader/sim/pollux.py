@@ -25,8 +25,8 @@ from ringleader.perf.profile_files import ProfileError, csv_rows, number, whole
 from ringleader.policy.model.plan import Decider
 from ringleader.policy.model.views import ClusterView
 from ringleader.sim.engine import Simulator
-from ringleader.sim.jobs import SimJob
 from ringleader.sim.result import SimResult
+from ringleader.sim.submitted import SimJob
 from ringleader.sim.tabled import TabledProfile, job_profile, spread_over
 
 NODES = 16

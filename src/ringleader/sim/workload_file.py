@@ -20,8 +20,8 @@ from ringleader.perf.errors import ModelFitError
 from ringleader.policy.model.views import JobShape
 from ringleader.sim.arrivals import poisson_arrivals
 from ringleader.sim.failures import Failures
-from ringleader.sim.jobs import SimJob
 from ringleader.sim.profiles import PROFILES, TrueProfile
+from ringleader.sim.submitted import SimJob
 from ringleader.sim.workload_measured import Measured
 from ringleader.sim.workload_spec import (
     JobFields,

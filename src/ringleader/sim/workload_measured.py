@@ -15,7 +15,7 @@ from pathlib import Path
 from ringleader.perf.measured import MeasuredJob, read_measured_job
 from ringleader.perf.placements import read_step_table
 from ringleader.perf.profile_files import ProfileError
-from ringleader.sim.jobs import SimJob
+from ringleader.sim.submitted import SimJob
 from ringleader.sim.tabled import TabledProfile, job_profile, spread_over
 from ringleader.sim.workload_spec import JobFields, WorkloadFileError, WorkloadSpec
 

@@ -34,6 +34,10 @@ from ringleader.policy.model.views import Device, JobShape, JobView, Observation
 from ringleader.spine.actions import Held
 from ringleader.spine.kin import NO_KIN
 
+UNREPORTED = JobShape(examples_per_epoch=1, batch_per_worker=1, grad_bytes=1e7)
+"""A job's shape before its first progress line says it: what the runtime tells the
+policy of a job that has not run, and the simulator of one it plays as the runtime
+learns it (``SimJob.shape_told``)."""
 NO_SPEEDS: Mapping[str, float] = MappingProxyType({})
 NO_MODELS: Mapping[str, SpeedModel] = MappingProxyType({})
 """One shared empty ``type_speed``: most jobs on most clusters have none."""

@@ -29,8 +29,8 @@ from ringleader.perf.gpu_types import (
     gavel_type_speeds,
 )
 from ringleader.policy.model.views import ClusterView
-from ringleader.sim.jobs import SimJob
 from ringleader.sim.profiles import RESNET110_K40
+from ringleader.sim.submitted import SimJob
 from ringleader.traces.load import TraceError, TraceJob
 
 ASSUMPTION = "resnet110-shape"

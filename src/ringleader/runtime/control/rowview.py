@@ -21,7 +21,7 @@ from ringleader.runtime.state.store import Store
 from ringleader.runtime.workers.gpus import EFFECTIVE, measured_speeds, observations_in_best_terms
 from ringleader.spine.actions import Held
 from ringleader.spine.kin import NO_KIN, KinBook
-from ringleader.spine.views import Known, Submitted, held_on, job_view
+from ringleader.spine.views import UNREPORTED, Known, Submitted, held_on, job_view
 
 
 def held(row: JobRow) -> Held:
@@ -93,9 +93,9 @@ def _shape(row: JobRow) -> JobShape:
     """What the job's training loop reported of itself (defaults where it said nothing)."""
     shape = row.shape
     return JobShape(
-        int(shape.get("examples_per_epoch", 1)),
-        int(shape.get("batch_per_worker", 1)),
-        float(shape.get("grad_bytes", 1e7)),
+        int(shape.get("examples_per_epoch", UNREPORTED.examples_per_epoch)),
+        int(shape.get("batch_per_worker", UNREPORTED.batch_per_worker)),
+        float(shape.get("grad_bytes", UNREPORTED.grad_bytes)),
     )
 
 
