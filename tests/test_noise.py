@@ -17,8 +17,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ringleader.job.batching import BATCH_ENV, LaunchBatch, gain
-from ringleader.job.noise import LEAST_VAR, SMOOTHING, NoiseScale
+from ringleader.job.batching import BATCH_ENV, LaunchBatch, gain, gradient_fields
+from ringleader.job.noise import LEAST_VAR, SETTLED_STEPS, SMOOTHING, NoiseScale
 from ringleader.perf.gradient import GradientReport, best_batch, split_share
 from ringleader.perf.speed import SpeedModel
 
@@ -77,6 +77,20 @@ def test_a_gradient_lost_in_the_noise_reads_as_zero_and_any_batch_is_worth_its_s
     report = GradientReport(0.0, 1.0, 32, 2048)
     assert report.noise_scale == float("inf")
     assert report.gains(np.asarray([320.0]))[0] == pytest.approx(10.0)  # the policy's too
+
+
+def test_a_job_reports_its_gradient_once_the_averages_hold_enough_steps() -> None:
+    scale = NoiseScale(unit=32)
+    launched = LaunchBatch(32, 2048, 512, 16)
+    for _ in range(SETTLED_STEPS - 1):
+        scale.observe(3.0, 2.0, 16, 32)
+    assert scale.grad_sqr is not None and gradient_fields(scale, 32, launched) == {}
+    scale.observe(3.0, 2.0, 16, 32)
+    said = gradient_fields(scale, 32, launched)
+    assert said["grad_sqr"] == pytest.approx(1.0) and said["grad_var"] == pytest.approx(1.0)
+    big = NoiseScale(unit=32)
+    big.observe(3.0, 2.0, 16, 32 * SETTLED_STEPS)  # one step at thirty times the unit
+    assert big.settled
 
 
 def _run(command: list[str], tmp_path: Path) -> tuple[float, float]:

@@ -102,10 +102,10 @@ def gradient_fields(
     noise: NoiseScale, per_step: int, launched: LaunchBatch | None
 ) -> dict[str, float]:
     """What a step's progress record says of the gradient and the batch bounds (nothing
-    before the first measure): the variance at the batch the rate was tuned at,
-    ``global_min`` where the batch adapts, else this step's."""
+    before the averages settle, ``NoiseScale.settled``): the variance at the batch the
+    rate was tuned at, ``global_min`` where the batch adapts, else this step's."""
     sqr, var = noise.grad_sqr, noise.trace_var
-    if sqr is None or var is None:
+    if sqr is None or var is None or not noise.settled:
         return {}
     tuned = launched.global_min if launched is not None else per_step
     record = {"grad_sqr": sqr, "grad_var": var / tuned, "batch_min": float(tuned)}

@@ -37,6 +37,10 @@ SMOOTHING = 0.999
 about the last thousand such steps count. A hundred (0.99) left a noisy classifier's
 ``|G|²`` swinging from -0.018 to 0.041 about a mean of 0.004 within one epoch, and the
 batch it was handed with it."""
+SETTLED_STEPS = 30
+"""Steps at ``NoiseScale.unit`` the averages hold before they are reported (``settled``):
+a classifier's first estimate said ``|G|²`` was below zero, read as a noise scale without
+bound, and the policy gave it three GPUs and a batch of 2,046 for its second second."""
 LEAST_VAR = 1e-12
 """The least ``tr Σ`` read (AdaptDL's floor): a gain is a ratio over it."""
 
@@ -64,6 +68,11 @@ class NoiseScale:
         self.sqr_sum = keep * self.sqr_sum + (1 - keep) * sqr
         self.var_sum = keep * self.var_sum + (1 - keep) * var
         self.weight = keep * self.weight + (1 - keep)
+
+    @property
+    def settled(self) -> bool:
+        """Whether the averages hold ``SETTLED_STEPS`` steps' worth: worth reporting."""
+        return self.weight >= 1.0 - self.smoothing**SETTLED_STEPS
 
     @property
     def grad_sqr(self) -> float | None:
