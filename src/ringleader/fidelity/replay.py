@@ -25,6 +25,7 @@ from ringleader.perf.overlap import fit_overlap, overlap_model
 from ringleader.perf.speed import SpeedModel
 from ringleader.policy.catalog import policy_from_config
 from ringleader.policy.model.views import ClusterView, JobShape, Node
+from ringleader.runtime.control.config import TICK_S
 from ringleader.runtime.workers.gpus import NODE
 from ringleader.sim.engine import DEFAULT_SWITCH_DELAY_S, Simulator
 from ringleader.sim.profiles import TrueProfile
@@ -86,6 +87,9 @@ def replay(run: RealRun, measured: Measured, workload: FidelityWorkload) -> SimR
         round_s=run.round_s,
         switch_delay_s=DEFAULT_SWITCH_DELAY_S if measured.switch_s is None else measured.switch_s,
         host=measured.host,
+        # A job handed its batch reports its gradient as it goes, each report an event
+        # here; the server decides on none of them, only on its ticks (``sim.ticks``).
+        tick_s=TICK_S if any(j.batch is not None for j in jobs) else None,
     ).run()
 
 

@@ -15,13 +15,16 @@ from ringleader.runtime.control import lingering
 from ringleader.runtime.control.traffic import TrafficControl
 from ringleader.runtime.workers.bounded import LOG_CAP_BYTES, PROGRESS_CAP_BYTES
 
+TICK_S = 0.5
+"""How often a controller looks at its jobs, and decides where something happened."""
+
 
 @dataclass(frozen=True, slots=True)
 class ControllerConfig:
     state_dir: Path
     policy: Decider
     round_s: float = 30.0
-    tick_s: float = 0.5
+    tick_s: float = TICK_S
     launch_timeout_s: float = 120.0
     exit_grace_s: float = lingering.GRACE_S
     """How long a rank may stay, idle, once its job's work is done (``control.lingering``)."""
