@@ -211,6 +211,10 @@ def test_real_jobs_run_and_replay(tmp_path: Path) -> None:
     assert set(measured) == {"r8", "lm"}
     assert all(m["step_time_s"] for m in measured.values())
     assert (tmp_path / "w" / "elastic" / "real.json").exists()
+    again = _fidelity(str(path), "--policies", "elastic", "--work-dir", str(tmp_path / "w"))
+    # Its server would list the first run's jobs beside its own: refused before any runs.
+    assert again.returncode == 2
+    assert "already holds a real run" in again.stderr and "Traceback" not in again.stderr
 
 
 def test_a_start_stopped_before_its_first_minibatch_still_counts() -> None:

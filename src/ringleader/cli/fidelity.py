@@ -22,6 +22,7 @@ from ringleader.fidelity import (
     Comparison,
     FidelityFileError,
     RealRunError,
+    check_unused,
     compare,
     fidelity_plot,
     load_fidelity_workload,
@@ -94,6 +95,11 @@ def fidelity(
         check_output_file("--plot", plot, needs_suffix=True)
     root = work_dir or Path(tempfile.mkdtemp(prefix="ringleader-fidelity-"))
     check_output_dir("--work-dir", root)
+    for name in names:
+        try:
+            check_unused(root / name)
+        except RealRunError as err:
+            fail(f"--work-dir: {err}")
     console.print(f"real runs keep their server logs and records in {root}")
     results: dict[str, Comparison] = {}
     for name in names:

@@ -8,7 +8,7 @@ with those costs; ``compare`` pairs real and simulated completion times.
 
 from ringleader.fidelity.compare import Comparison, compare, fidelity_plot
 from ringleader.fidelity.measure import Measured, measure
-from ringleader.fidelity.real import RealRun, RealRunError, run_real
+from ringleader.fidelity.real import RealRun, RealRunError, check_unused, run_real
 from ringleader.fidelity.replay import replay
 from ringleader.fidelity.workload import (
     FidelityFileError,
@@ -23,6 +23,7 @@ __all__ = [
     "Measured",
     "RealRun",
     "RealRunError",
+    "check_unused",
     "compare",
     "fidelity_plot",
     "load_fidelity_workload",

@@ -101,6 +101,7 @@ def run_real(
     state and log. ``executor``: ``local`` (the workload's devices, virtual), or
     ``slurm`` (the Slurm cluster this host's commands reach, which must have as many
     GPUs as the workload's devices)."""
+    check_unused(work_dir)
     state = work_dir / "state"
     state.mkdir(parents=True, exist_ok=True)
     log = work_dir / "server.log"
@@ -128,6 +129,17 @@ def run_real(
     return RealRun(
         policy, workload.devices, cores, workload.round_s, real, executor, nodes, machine
     )
+
+
+def check_unused(work_dir: Path) -> None:
+    """``RealRunError`` where ``work_dir`` holds an earlier run's server state: its server
+    would list that run's jobs beside this one's."""
+    state = work_dir / "state"
+    if state.is_dir() and any(state.iterdir()):
+        raise RealRunError(
+            f"{work_dir} already holds a real run (its state/ folder): give --work-dir a "
+            "new or empty folder, or move that one away"
+        )
 
 
 def _nodes(client: httpx.Client, devices: int, executor: str) -> tuple[tuple[str, int], ...]:
