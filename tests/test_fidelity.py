@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from ringleader.fidelity import compare, load_fidelity_workload, measure, replay
+from ringleader.fidelity.device import DeviceTime
 from ringleader.fidelity.real import RealJob, RealRun
 from ringleader.fidelity.workload import FidelityFileError, FidelityWorkload
 from tests.fidelity_runs import STARTUP_S, STEP_S, WORKLOAD, real_jobs, step_ends
@@ -101,7 +102,8 @@ def test_measuring_takes_the_shared_core_out() -> None:
         assert job.startup_s == pytest.approx(STARTUP_S, abs=0.02)
         assert job.examples_per_epoch == 320
         # Each size and share it ran, for a job whose batch adapts: here one of each.
-        assert job.samples == ((1, pytest.approx(STEP_S, rel=0.02), 32.0),)
+        ((workers, seconds, share),) = job.samples
+        assert (workers, share) == (1, 32.0) and seconds == pytest.approx(STEP_S, rel=0.02)
         assert job.reports == ()  # it reported nothing of its gradient
 
 
@@ -117,6 +119,22 @@ def test_measuring_keeps_the_gradient_a_job_reported_by_how_far_it_had_got() -> 
     steps = [i for i, rec in enumerate(a.progress) if "step" in rec]
     assert len(reports) == len(steps) == 100
     assert reports[-1] == pytest.approx((0.1 * steps[-1], 0.01 * steps[-1], 0.5))
+
+
+def test_sharing_cores_slows_only_the_part_of_a_step_that_is_not_device_time() -> None:
+    # The goodput workload's stand-in for a GPU sleeps: 20 ms a micro-batch, 0.2 ms an
+    # example, at most 512 examples a micro-batch.
+    device = DeviceTime(0.02, 0.0002, 512)
+    assert device.seconds(100) == pytest.approx(0.04)
+    assert device.seconds(1024) == pytest.approx(2 * 0.02 + 1024 * 0.0002)
+    # A 60 ms step, 40 ms of it device time, its CPU part at half speed: 80 ms.
+    assert device.slowed(0.5, 0.06, 100) == pytest.approx(0.06 / 0.08)
+    assert DeviceTime().slowed(0.5, 0.06, 100) == 0.5  # all of it CPU
+    # Told a job's whole step is device time, measuring leaves its sharing in.
+    run, _ = _shared_core_run()
+    measured = measure(run, {"a": DeviceTime(STEP_S * 4, 0.0)})
+    assert measured.jobs["a"].step_times[1] > 1.3 * STEP_S  # a shared core 0 with c
+    assert measured.jobs["c"].step_times[1] == pytest.approx(STEP_S, rel=0.02)
 
 
 def test_the_replay_reproduces_a_run_it_measured() -> None:

@@ -8,11 +8,13 @@ once it ran, as the runtime learns it.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
 
 from ringleader.fidelity.adapted import AdaptedProfile, adapted_profile
+from ringleader.fidelity.device import DeviceTime
 from ringleader.job.batching import gain
 from ringleader.job.noise import NoiseScale
 from ringleader.perf.overlap import overlap_model
@@ -84,7 +86,20 @@ def test_a_launch_is_worth_what_the_job_library_counts_each_of_its_steps_as() ->
     steps = 30 * 4096 / (launched.worth * BOUNDS.global_min)
     step = launched.timing.step_time(3, 200.0) if launched.timing else 0.0
     assert launched.seconds_on((3,), 0.6) == pytest.approx(steps * step)
-    assert profile.launched(3, 200, 1, 0.0).worth == 1.0  # before its first report
+    early = profile.launched(3, 200, 1, 0.0)
+    assert isinstance(early, AdaptedProfile) and early.worth == 1.0  # before its first report
+
+
+def test_a_replayed_stand_in_gpu_is_not_slowed_by_the_cores_its_workers_share() -> None:
+    device = DeviceTime(0.01, 0.0001, BOUNDS.per_gpu_max)
+    profile = dataclasses.replace(_profile(), device=device).launched(3, 100, 1, 0.5)
+    step, sleep = profile.step_time_on((3,), 0.5), device.seconds(100)
+    assert step > sleep == pytest.approx(0.02)  # some of its step is CPU
+    # Half the core for the CPU part: slower, but not half as fast.
+    slowed = profile.host_speed(0.5, (3,), 0.5)
+    assert 0.5 < slowed < 1.0
+    assert slowed == pytest.approx(step / (sleep + (step - sleep) / 0.5))
+    assert _profile().launched(3, 100, 1, 0.5).host_speed(0.5, (3,), 0.5) == 0.5
 
 
 def test_a_replayed_job_tells_its_shape_only_once_it_ran() -> None:

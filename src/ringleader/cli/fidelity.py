@@ -161,7 +161,7 @@ def _one(spec: Any, name: str, where: Path, timeout: float, executor: str) -> Co
         if failed:
             fail(f"{name}: jobs did not succeed: {', '.join(failed)} (see {where}/server.log)")
         status.update(f"{name}: replaying in the simulator")
-        measured = measure(run)
+        measured = measure(run, {j.name: j.device_time() for j in spec.jobs})
         sim = replay(run, measured, spec)
     result = compare(run, measured, sim, wall)
     console.print(

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from ringleader.fidelity.device import NONE, DeviceTime
 from ringleader.job.batching import adascale_gain
 from ringleader.perf.epochs import EpochsToConverge
 from ringleader.perf.gradient import GradientReport
@@ -51,6 +52,8 @@ class AdaptedProfile(TrueProfile):
     reports: tuple[tuple[float, float, float], ...] = ()
     """``(fraction done, grad_sqr, grad_var)``, at most ``PHASES`` of them, in order."""
     bounds: BatchBounds = NO_BOUNDS
+    device: DeviceTime = NONE
+    """What its stand-in for a GPU's compute spends per step, which no core sharing slows."""
     share: int = 0
     """Examples per GPU per step since its latest launch (0: not launched yet)."""
     worth: float = 1.0
@@ -73,6 +76,10 @@ class AdaptedProfile(TrueProfile):
         assert self.timing is not None
         share = self.share or self.shape.batch_per_worker
         return self.timing.step_time(sum(placement), float(share))
+
+    def host_speed(self, speed: float, placement: tuple[int, ...], done: float) -> float:
+        share = float(self.share or self.shape.batch_per_worker)
+        return self.device.slowed(speed, self.step_time_on(placement, done), share)
 
     def seconds_on(self, placement: tuple[int, ...], done: float = 0.0) -> float:
         examples = self.epochs.at(sum(placement)) * self.shape.examples_per_epoch
@@ -107,6 +114,7 @@ def adapted_profile(
     timing: OverlapSpeed,
     reports: Sequence[tuple[float, float, float]],
     bounds: BatchBounds,
+    device: DeviceTime = NONE,
 ) -> AdaptedProfile:
     """The replayed job: ``total_epochs`` at ``global_min``, timed by ``timing``, having
     reported ``reports`` (``(epoch, grad_sqr, grad_var)``), thinned to ``PHASES``
@@ -126,4 +134,5 @@ def adapted_profile(
         timing=timing,
         reports=tuple(kept),
         bounds=bounds,
+        device=device,
     )

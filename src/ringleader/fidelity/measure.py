@@ -14,10 +14,11 @@ from __future__ import annotations
 import itertools
 import math
 import statistics
-from collections.abc import Hashable, Iterable
+from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ringleader.fidelity.device import NONE, DeviceTime
 from ringleader.fidelity.real import RealJob, RealRun
 from ringleader.policy.model.views import Device
 from ringleader.sim.host import Host, SharedCores, SharedMachine
@@ -188,7 +189,9 @@ class _Load:
         return min(self.host.speed(load[self.host.resource(d)]) for d in gen.devices)
 
 
-def measure(run: RealRun) -> Measured:
+def measure(run: RealRun, device: Mapping[str, DeviceTime] | None = None) -> Measured:
+    """``run`` in the simulator's terms; ``device``: each job's device time, which the
+    sharing of cores is not taken out of (``fidelity.device``; none where not named)."""
     host: Host = SharedCores(run.devices, run.cores)
     notes: list[str] = []
     if run.executor != "local":  # the lab's nodes: namespaces of this host, workers unpinned
@@ -201,7 +204,7 @@ def measure(run: RealRun) -> Measured:
         if job.state != "succeeded" or not any(g.steps for g in gens):
             notes.append(f"{job.name}: {job.state}, left out of the replay")
             continue
-        jobs[job.name] = _job(job, gens, load)
+        jobs[job.name] = _job(job, gens, load, (device or {}).get(job.name, NONE))
     restarts = [
         s for j in jobs.values() if j.restart_s is not None for s in [j.restart_s] * j.restarts
     ]
@@ -233,11 +236,17 @@ def _workers_cores(run: RealRun, notes: list[str]) -> float:
 
 
 def _intervals(
-    gens: list[Generation], load: _Load, *, warmup: int = WARMUP_STEPS, whole: bool = True
+    gens: list[Generation],
+    load: _Load,
+    *,
+    warmup: int = WARMUP_STEPS,
+    whole: bool = True,
+    device: DeviceTime = NONE,
 ) -> list[tuple[int, float, float, float]]:
     """(world size, seconds on cores of its own, epochs of progress, examples per GPU)
     of each minibatch after each generation's first ``warmup``; with ``whole``, one a
-    suspension fell in is left out (not a minibatch's time)."""
+    suspension fell in is left out (not a minibatch's time). Its ``device`` time is
+    left as it was: sharing cores did not slow it."""
     out = []
     for gen in gens:
         n = len(gen.steps)
@@ -245,7 +254,9 @@ def _intervals(
         for ((a, _), e0, _), ((b, world), e1, share) in itertools.pairwise(marks[warmup:]):
             if whole and any(p < b and a < q for p, q in gen.paused):
                 continue
-            out.append((world, (b - a) * load.factor(gen, (a + b) / 2), e1 - e0, share))
+            spent, idle = b - a, min(device.seconds(share), b - a)
+            own = idle + (spent - idle) * load.factor(gen, (a + b) / 2)
+            out.append((world, own, e1 - e0, share))
     return out
 
 
@@ -284,13 +295,13 @@ def _epoch_seconds(timed: list[tuple[int, float, float, float]]) -> dict[int, fl
     return {w: seconds[w] / progress[w] for w in seconds}
 
 
-def _job(job: RealJob, gens: list[Generation], load: _Load) -> JobMeasure:
-    timed = _intervals(gens, load)
+def _job(job: RealJob, gens: list[Generation], load: _Load, device: DeviceTime) -> JobMeasure:
+    timed = _intervals(gens, load, device=device)
     base: dict[int, list[float]] = {}
     for world, spent, _, _ in timed:
         base.setdefault(world, []).append(spent)
     if not base:  # too short to leave warm-up out: use what there is
-        for world, spent, _, _ in _intervals(gens, load, warmup=0, whole=False):
+        for world, spent, _, _ in _intervals(gens, load, warmup=0, whole=False, device=device):
             base.setdefault(world, []).append(spent)
     step_times = {w: statistics.fmean(ts) for w, ts in base.items() if ts}
     if not step_times:

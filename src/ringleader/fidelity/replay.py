@@ -16,6 +16,7 @@ import math
 import statistics
 
 from ringleader.fidelity.adapted import AdaptedProfile, adapted_profile
+from ringleader.fidelity.device import DeviceTime
 from ringleader.fidelity.measure import JobMeasure, Measured
 from ringleader.fidelity.real import RealRun
 from ringleader.fidelity.workload import FidelityWorkload
@@ -40,6 +41,7 @@ ALIGN_S = 3600.0
 def replay(run: RealRun, measured: Measured, workload: FidelityWorkload) -> SimResult:
     """Simulate ``run``'s workload under its policy with what ``measured`` found."""
     specs = {j.name: j.spec() for j in workload.jobs}
+    devices = {j.name: j for j in workload.jobs}
     # Clock-aligned policy timers (time-slicing quanta) turn over at the same
     # instants as in the real run: the clock is shifted by whole hours only.
     t0 = math.floor(min(j.submitted_at for j in run.jobs) / ALIGN_S) * ALIGN_S
@@ -58,7 +60,8 @@ def replay(run: RealRun, measured: Measured, workload: FidelityWorkload) -> SimR
         if spec.batch is not None:
             b = spec.batch
             bounds = BatchBounds(b.global_min, b.global_max, b.per_gpu_max)
-            adapted = _adapted(m, spec.epochs, kin.get(_model(m), ()), bounds, per_node)
+            device = devices[real.name].device_time()
+            adapted = _adapted(m, spec.epochs, kin.get(_model(m), ()), bounds, per_node, device)
             profile, bounds = (profile, None) if adapted is None else (adapted, bounds)
         jobs.append(
             SimJob(
@@ -150,6 +153,7 @@ def _adapted(
     samples: tuple[tuple[int, float, float], ...],
     bounds: BatchBounds,
     per_node: int,
+    device: DeviceTime,
 ) -> AdaptedProfile | None:
     """The job replayed by the batch each launch is handed (``fidelity.adapted``); None
     where what it and its kin measured cannot be fitted."""
@@ -160,4 +164,4 @@ def _adapted(
     shape = JobShape(m.examples_per_epoch, m.batch_per_worker, m.grad_bytes)
     base = _constant(shape, statistics.fmean(m.step_times.values()))
     timing = overlap_model(base, params, per_node, bounds.per_gpu_max)
-    return adapted_profile(m.name, shape, m.step_times, epochs, timing, m.reports, bounds)
+    return adapted_profile(m.name, shape, m.step_times, epochs, timing, m.reports, bounds, device)

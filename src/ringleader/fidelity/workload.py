@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from ringleader.fidelity.device import NONE, DeviceTime
 from ringleader.inputs import load_yaml_model
 from ringleader.runtime.state.spec import BatchSpec, JobSpec
 
@@ -73,6 +74,20 @@ class FidelityJob(_Strict):
         for key, value in self.args.items():
             argv += [f"--{key}", str(value)]
         return argv
+
+    def device_time(self) -> DeviceTime:
+        """What its stand-in for a GPU's compute sleeps per step (``fidelity.device``)."""
+        if self.workload != "goodput":
+            return NONE
+        most = self.batch.per_gpu_max if self.batch is not None else None
+        return DeviceTime(self._ms("step-ms"), self._ms("compute-ms-per-example"), most)
+
+    def _ms(self, arg: str) -> float:
+        """Argument ``arg`` in seconds, where it is milliseconds (0: not a number)."""
+        try:
+            return float(self.args.get(arg, 0.0)) / 1000
+        except ValueError:
+            return 0.0
 
     def spec(self) -> JobSpec:
         """The job as submitted to ``ringleader server``."""

@@ -153,4 +153,5 @@ class Pacing:
                 load[key] = load.get(key, 0) + 1
         for state in running:
             keys = {host.resource(d) for d in state.devices[: state.workers]}
-            state.factor *= min(host.speed(load[k]) for k in keys)
+            shared = min(host.speed(load[k]) for k in keys)
+            state.factor *= state.truth.host_speed(shared, state.placement(), 1.0 - state.remaining)

@@ -109,6 +109,11 @@ class TrueProfile:
         step (``spine.batching``): a profile whose batch is its own ignores it (itself)."""
         return self
 
+    def host_speed(self, speed: float, placement: tuple[int, ...], done: float) -> float:
+        """The job's speed where the host resource its workers share runs them at ``speed``
+        of alone (``sim.host``): all of its step slows, unless it says otherwise."""
+        return speed
+
     def phase(self, done: float) -> int:
         """Which stretch of training ``done`` falls in, where the speed is constant."""
         return 0
