@@ -13,6 +13,10 @@ nodes of two virtual GPUs), ``ringleader fidelity --executor slurm`` run on its
 controller host; writes fidelity-slurm.json and fidelity-slurm.png. Needs root
 and Slurm (``make slurm``).
 
+``--workload examples/goodput.yaml``: the jobs that adapt their batch (three
+classifiers and a fixed ResNet-20 under the default policy, ``ringleader``);
+writes fidelity-goodput.json and fidelity-goodput.png.
+
 ``--repeat N``: N runs, each error recorded (``runs``), their mean as
 ``avg_jct_error``; met only if every run is within the goal. A Slurm start
 (sbatch, srun, a cold interpreter) varies from run to run more than a local one.
@@ -79,8 +83,18 @@ def main() -> None:
         help="run the workload this many times (each real run, then its replay); "
         "the goal is met only if every run meets it",
     )
+    parser.add_argument(
+        "--workload",
+        type=Path,
+        default=WORKLOAD,
+        help="a fidelity workload file (default: examples/fidelity.yaml); another one's "
+        "results are named after it (fidelity-goodput.json for examples/goodput.yaml)",
+    )
     args = parser.parse_args()
+    workload = args.workload.resolve()
     suffix = "" if args.executor == "local" else f"-{args.executor}"
+    if workload != WORKLOAD:
+        suffix += f"-{workload.stem}"
     out = OUT.with_name(f"fidelity{suffix}.json")
     plot = PLOT.with_name(f"fidelity{suffix}.png")
     calibration = calibration_s()
@@ -90,7 +104,7 @@ def main() -> None:
             raw = Path(tmp) / f"fidelity-{i}.json"
             run(
                 [
-                    *(sys.executable, "-m", "ringleader", "fidelity", str(WORKLOAD)),
+                    *(sys.executable, "-m", "ringleader", "fidelity", str(workload)),
                     *("--executor", args.executor, "--json", str(raw), "--plot", str(plot)),
                     *("--work-dir", str(Path(tmp) / f"runs-{i}")),
                     # No sharing policy on Slurm: a job there keeps its GPUs until it exits.
@@ -103,9 +117,11 @@ def main() -> None:
     report = {
         **stamp("python bench/fidelity.py"),
         "command": (
-            f"python bench/fidelity.py{f' --executor {args.executor}' if suffix else ''}"
-            f"{f' --repeat {args.repeat}' if args.repeat > 1 else ''}  "
-            f"(ringleader fidelity examples/fidelity.yaml --executor {args.executor})"
+            f"python bench/fidelity.py"
+            f"{f' --executor {args.executor}' if args.executor != 'local' else ''}"
+            f"{f' --repeat {args.repeat}' if args.repeat > 1 else ''}"
+            f"{f' --workload {workload.relative_to(ROOT)}' if workload != WORKLOAD else ''}  "
+            f"(ringleader fidelity {workload.relative_to(ROOT)} --executor {args.executor})"
         ),
         "executor": args.executor,
         "goal": f"|sim/real - 1| <= {GOAL:.0%} on average JCT for every policy, in every run",
