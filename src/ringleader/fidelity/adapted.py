@@ -40,7 +40,7 @@ from ringleader.spine.batching import BatchBounds
 NO_BOUNDS = BatchBounds(1, 1, 1)
 PHASES = 200
 """Stretches of training over which the replayed job's reported statistics stand: the
-simulator looks at them again at each one's end (the runtime reads them every round)."""
+simulator looks at them again at each one's end (the server reads them every tick)."""
 
 
 @dataclass(frozen=True)
@@ -70,7 +70,8 @@ class AdaptedProfile(TrueProfile):
         if stats is not None:  # its variance is reported at global_min: tr Σ / low
             worth = adascale_gain(stats[0], stats[1] * low, share * gpus, low)
         shape = replace(self.shape, batch_per_worker=share)
-        return replace(self, shape=shape, share=share, worth=worth)
+        # A memo of whole-job seconds per count is the parent's batch's: not carried over.
+        return replace(self, shape=shape, share=share, worth=worth, _finish={})
 
     def step_time_on(self, placement: tuple[int, ...], done: float = 0.0) -> float:
         assert self.timing is not None
