@@ -54,10 +54,13 @@ class AdaptedProfile(TrueProfile):
     bounds: BatchBounds = NO_BOUNDS
     device: DeviceTime = NONE
     """What its stand-in for a GPU's compute spends per step, which no core sharing slows."""
-    share: int = 0
-    """Examples per GPU per step since its latest launch (0: not launched yet)."""
     worth: float = 1.0
     """Steps at ``global_min`` one of its steps counts as, since its latest launch."""
+
+    @property
+    def share(self) -> int:
+        """Examples per GPU per step: its latest launch's (its shape's, as it reports it)."""
+        return self.shape.batch_per_worker
 
     def report_at(self, done: float) -> tuple[float, float] | None:
         """``(grad_sqr, grad_var)`` as last reported ``done`` of the way through."""
@@ -71,16 +74,14 @@ class AdaptedProfile(TrueProfile):
             worth = adascale_gain(stats[0], stats[1] * low, share * gpus, low)
         shape = replace(self.shape, batch_per_worker=share)
         # A memo of whole-job seconds per count is the parent's batch's: not carried over.
-        return replace(self, shape=shape, share=share, worth=worth, _finish={})
+        return replace(self, shape=shape, worth=worth, _finish={})
 
     def step_time_on(self, placement: tuple[int, ...], done: float = 0.0) -> float:
         assert self.timing is not None
-        share = self.share or self.shape.batch_per_worker
-        return self.timing.step_time(sum(placement), float(share))
+        return self.timing.step_time(sum(placement), float(self.share))
 
     def host_speed(self, speed: float, placement: tuple[int, ...], done: float) -> float:
-        share = float(self.share or self.shape.batch_per_worker)
-        return self.device.slowed(speed, self.step_time_on(placement, done), share)
+        return self.device.slowed(speed, self.step_time_on(placement, done), self.share)
 
     def seconds_on(self, placement: tuple[int, ...], done: float = 0.0) -> float:
         examples = self.epochs.at(sum(placement)) * self.shape.examples_per_epoch
@@ -88,7 +89,7 @@ class AdaptedProfile(TrueProfile):
         return steps * self.step_time_on(placement, done)
 
     def batch_on(self, placement: tuple[int, ...], done: float = 0.0) -> float:
-        return float(self.share or self.shape.batch_per_worker)
+        return float(self.share)
 
     def gradient_on(self, placement: tuple[int, ...], done: float) -> GradientReport | None:
         stats = self.report_at(done)

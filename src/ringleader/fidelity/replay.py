@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Mapping
 
 from ringleader.fidelity.adapted import AdaptedProfile, adapted_profile
 from ringleader.fidelity.device import DeviceTime
 from ringleader.fidelity.measure import JobMeasure, Measured
 from ringleader.fidelity.real import RealRun
-from ringleader.fidelity.workload import FidelityWorkload
+from ringleader.fidelity.workload import FidelityJob, FidelityWorkload
 from ringleader.perf.epochs import EpochsToConverge
 from ringleader.perf.errors import ModelFitError
 from ringleader.perf.overlap import fit_overlap, overlap_model
@@ -33,6 +34,7 @@ from ringleader.sim.profiles import TrueProfile
 from ringleader.sim.result import SimResult
 from ringleader.sim.submitted import SimJob
 from ringleader.spine.batching import BatchBounds
+from ringleader.spine.kin import Model, model_of
 from ringleader.spine.needs import RUNTIME, serve_policy
 
 ALIGN_S = 3600.0
@@ -40,29 +42,22 @@ ALIGN_S = 3600.0
 
 def replay(run: RealRun, measured: Measured, workload: FidelityWorkload) -> SimResult:
     """Simulate ``run``'s workload under its policy with what ``measured`` found."""
-    specs = {j.name: j.spec() for j in workload.jobs}
-    devices = {j.name: j for j in workload.jobs}
+    by_name = {j.name: j for j in workload.jobs}
     # Clock-aligned policy timers (time-slicing quanta) turn over at the same
     # instants as in the real run: the clock is shifted by whole hours only.
     t0 = math.floor(min(j.submitted_at for j in run.jobs) / ALIGN_S) * ALIGN_S
     fallback = measured.restart_s
     per_node = max((g for _, g in run.nodes), default=run.devices)
-    kin = _kin_samples(measured, {n for n, s in specs.items() if s.batch is not None})
+    kin = _kin_samples(measured, {j.name for j in workload.jobs if j.batch is not None})
     jobs = []
     for real in run.jobs:
         m = measured.jobs.get(real.name)
         if m is None:
             continue
-        spec = specs[real.name]
+        job = by_name[real.name]
+        spec = job.spec()
         restart = m.restart_s if m.restart_s is not None else fallback
-        profile = _profile(m, spec.epochs, run.devices, adapts=spec.batch is not None)
-        bounds = None
-        if spec.batch is not None:
-            b = spec.batch
-            bounds = BatchBounds(b.global_min, b.global_max, b.per_gpu_max)
-            device = devices[real.name].device_time()
-            adapted = _adapted(m, spec.epochs, kin.get(_model(m), ()), bounds, per_node, device)
-            profile, bounds = (profile, None) if adapted is None else (adapted, bounds)
+        profile, bounds = _truth(m, job, run.devices, per_node, kin)
         jobs.append(
             SimJob(
                 id=real.name,
@@ -110,7 +105,7 @@ def _profile(m: JobMeasure, epochs: float, devices: int, *, adapts: bool) -> Tru
         if w not in times:
             nearest = min(times, key=lambda s: (abs(math.log(s / w)), s))
             times[w] = times[nearest]
-    shape = JobShape(m.examples_per_epoch, m.batch_per_worker, m.grad_bytes)
+    shape = _shape(m)
     # Every count it may get has a time now, so no fit is asked beyond them; progress
     # rates need not be a step-time curve NNLS can hold (it may refuse them).
     fitted = None if not adapts else _constant(shape, statistics.fmean(times.values()))
@@ -128,22 +123,38 @@ def _constant(shape: JobShape, seconds: float) -> SpeedModel:
     )
 
 
-Model = tuple[int, float]
+def _truth(
+    m: JobMeasure,
+    job: FidelityJob,
+    devices: int,
+    per_node: int,
+    kin: Mapping[Model, tuple[tuple[int, float, float], ...]],
+) -> tuple[TrueProfile, BatchBounds | None]:
+    """The job's truth, and the bounds it takes each launch's batch within (None: it
+    keeps its own, or what it and its kin measured cannot be fitted)."""
+    if job.batch is not None:
+        b = job.batch
+        bounds = BatchBounds(b.global_min, b.global_max, b.per_gpu_max)
+        samples = kin.get(model_of(_shape(m)), ())
+        adapted = _adapted(m, job.epochs, samples, bounds, per_node, job.device_time())
+        if adapted is not None:
+            return adapted, bounds
+    return _profile(m, job.epochs, devices, adapts=job.batch is not None), None
 
 
-def _model(m: JobMeasure) -> Model:
-    """What makes replayed jobs kin (``spine.kin``): the same data and gradient size."""
-    return (m.examples_per_epoch, m.grad_bytes)
+def _shape(m: JobMeasure) -> JobShape:
+    """The job as its progress described it."""
+    return JobShape(m.examples_per_epoch, m.batch_per_worker, m.grad_bytes)
 
 
 def _kin_samples(
     measured: Measured, adapting: set[str]
 ) -> dict[Model, tuple[tuple[int, float, float], ...]]:
-    """Every size and share each model's jobs that adapt their batch ran at."""
+    """Every size and share each model's jobs that adapt their batch ran at (``spine.kin``)."""
     out: dict[Model, list[tuple[int, float, float]]] = {}
     for name, m in measured.jobs.items():
         if name in adapting:
-            out.setdefault(_model(m), []).extend(m.samples)
+            out.setdefault(model_of(_shape(m)), []).extend(m.samples)
     return {k: tuple(v) for k, v in out.items()}
 
 
@@ -161,7 +172,7 @@ def _adapted(
         params = fit_overlap(samples, per_node, bounds.per_gpu_max)
     except ModelFitError:
         return None
-    shape = JobShape(m.examples_per_epoch, m.batch_per_worker, m.grad_bytes)
+    shape = _shape(m)
     base = _constant(shape, statistics.fmean(m.step_times.values()))
     timing = overlap_model(base, params, per_node, bounds.per_gpu_max)
     return adapted_profile(m.name, shape, m.step_times, epochs, timing, m.reports, bounds, device)
