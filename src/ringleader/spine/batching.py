@@ -46,7 +46,7 @@ def launch_share(job: JobView, gpus: int, bounds: BatchBounds, per_node: int) ->
     if report is None:
         share = least
     elif len(with_kin(job)) < 2:
-        share = max(round(job.shape.batch_per_worker), least)
+        share = max(job.shape.batch_per_worker, least)
     else:
         model, _ = Online.plain_model(job, per_node)
         share = best_batch(model, report, gpus)
