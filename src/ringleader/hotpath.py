@@ -84,7 +84,6 @@ MODULES: tuple[str, ...] = (
     "ringleader.policy.size.goodput",
     "ringleader.policy.size.growth",
     "ringleader.policy.size.payback",
-    "ringleader.policy.size.stage",
     "ringleader.policy.size.steps",
     "ringleader.policy.traffic",
 )
