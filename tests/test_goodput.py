@@ -178,7 +178,7 @@ def test_shortest_first_gives_the_gpus_to_the_job_nearer_its_end_where_they_help
 
 def test_the_default_leaves_the_far_job_a_gpu_that_srpt_would_give_the_near_one() -> None:
     # Speed-up over remaining seconds (SRPT's weighing, a = 1) gives every GPU to the job
-    # nearer its end; the default's quarter power (goodput.SHORTER_FIRST) leaves the far
+    # nearer its end; the default's weight by rank (goodput.SHORTER_FIRST) leaves the far
     # job one, where a fourth GPU adds little to the near one.
     jobs = _near_and_far()
     srpt = PowerMeanSpeedup(shortest_first=1.0).grow(jobs, {}, 4).counts

@@ -14,7 +14,8 @@ from ringleader.policy.allot.shortest import ShortestGoodput
 from ringleader.policy.catalog import policy_from_config, with_types
 from ringleader.policy.model.views import ClusterView, Device, JobShape, JobView, Observation
 from ringleader.policy.profile.sources import Online
-from ringleader.policy.size.goodput import TYPED
+from ringleader.policy.size.goodput import TYPED, URGENCY
+from ringleader.policy.size.urgency import RemainingPower, Urgency
 
 CLUSTER = ClusterView.typed({"fast": (1, 4), "slow": (1, 4)})
 
@@ -58,7 +59,7 @@ def test_the_default_lays_out_what_it_allotted_no_job_spread_over_types() -> Non
 
 
 def test_a_job_is_not_given_more_than_trust_times_the_most_it_was_measured_on() -> None:
-    cautious = ShortestGoodput(trust=1, remaining_power=0.25)
+    cautious = ShortestGoodput(trust=1, urgency=RemainingPower(0.25))
     allotted = cautious.allot([Online._candidate(_job("measured", 0.9))], CLUSTER, 0.0)
     assert allotted.allotments["measured"].gpus <= 2
 
@@ -111,8 +112,13 @@ def test_the_type_blind_twin_never_chooses_types(monkeypatch: pytest.MonkeyPatch
     assert any(a.workers for a in plan.assignments.values())
 
 
-@pytest.mark.parametrize(("power", "epochs"), [(0.5, 100_000), (0.25, 10_000_000)])
-def test_a_long_job_alone_on_one_gpu_of_an_idle_cluster_grows(power: float, epochs: int) -> None:
+@pytest.mark.parametrize(
+    ("urgency", "epochs"),
+    [(RemainingPower(0.5), 100_000), (RemainingPower(0.25), 10_000_000), (URGENCY, 10_000_000)],
+)
+def test_a_long_job_alone_on_one_gpu_of_an_idle_cluster_grows(
+    urgency: Urgency, epochs: int
+) -> None:
     """Its own costs are tiny (speed-ups over a long remaining time): a bias toward its
     present configuration of a fixed 0.01 outweighed every larger one, and it ran on
     one GPU of eight for good (workload-1 at ``remaining ^ 0.5``: 7x Sia's JCT)."""
@@ -124,6 +130,6 @@ def test_a_long_job_alone_on_one_gpu_of_an_idle_cluster_grows(power: float, epoc
         attained_gpu_s=3600.0,
         restart_s=30.0,
     )
-    stage = ShortestGoodput(TYPED.trust, power)
+    stage = ShortestGoodput(TYPED.trust, urgency)
     allotted = stage.allot([Online._candidate(long)], CLUSTER, 3600.0)
     assert allotted.allotments["long"].gpus > 1, allotted

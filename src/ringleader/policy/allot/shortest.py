@@ -1,7 +1,7 @@
 """The default's goodput objective over GPU type and count at once, for mixed clusters.
 
 On one GPU type the default sizes jobs that adapt their batch by
-``Σ speedup / remaining ^ a`` (``size.goodput.SHORTER_FIRST``), then places
+``Σ w · speedup`` (``size.goodput.SHORTER_FIRST``), then places
 them. On several types that order fails: the counts are chosen as if every
 GPU were the fastest, and the place stage then finds that a job's type has no
 room for its count, so it runs on fewer GPUs or slower ones while others sit
@@ -11,14 +11,14 @@ chosen together, each type within its GPUs (Sia's configurations, and the
 counts a job must or may run at that they lack: a rigid job's request, a job's
 least, a running job's present count):
 
-    maximise  Σ_jc X[j][c] · s[j][c] / r_j ^ a,   Σ_c X[j][c] ≤ 1,
+    maximise  Σ_jc X[j][c] · s[j][c] · w_j,   Σ_c X[j][c] ≤ 1,
               Σ_jc gpus_t(c) X[j][c] ≤ C_t,
 
 ``s[j][c]`` the job's goodput on configuration ``c`` (its speed on the type
 times its goodput at the count) over its goodput on a fair share of the
-cluster at the speed its model tells (type speed 1.0), and ``r_j`` its
-remaining seconds at that share
-(``fitness.remaining_at_fair``). As in the size stage, a job is not given more
+cluster at the speed its model tells (type speed 1.0), and ``w_j`` its weight by
+its remaining seconds at that share (``fitness.remaining_at_fair``) and every other
+job's (``size.urgency``). As in the size stage, a job is not given more
 than ``trust`` times the most GPUs it was measured on, and a running job's
 every configuration but its own is discounted by ``age / (age + δ)`` for the
 restart ``δ`` it costs, ``age`` its time at its present size, and its own costs
@@ -51,6 +51,7 @@ from ringleader.policy.model.objective import Candidate
 from ringleader.policy.model.views import ClusterView
 from ringleader.policy.place.type_aware import usable_types
 from ringleader.policy.size.fitness import remaining_at_fair, restart_discount, trusted_most
+from ringleader.policy.size.urgency import Urgency
 
 MAX_CELLS = 50_000
 """Jobs times configurations past which ``fits`` says no: HiGHS took 0.1 s a decision at
@@ -59,7 +60,7 @@ MAX_CELLS = 50_000
 KEEP = 0.1
 """How much less a running job's present configuration costs, as a fraction of its own
 cost there: a bias toward no restart, as Sia's ``λ_a``. Not Sia's absolute 0.01: these
-costs are speed-ups over ``r ^ a`` and span orders of magnitude, and a long job's whole
+costs are weighed speed-ups and span orders of magnitude, and a long job's whole
 cost (about −0.001) under an absolute 0.01 never moved from one GPU of an idle cluster.
 Swept on ``bench/goodput_typed.py``: ``docs/pollux.md``."""
 
@@ -70,8 +71,8 @@ class ShortestGoodput:
 
     trust: int
     """The most GPUs a job is given, as a multiple of the most it was measured on."""
-    remaining_power: float
-    """``a`` above (``fitness.PowerMeanSpeedup.remaining_power``)."""
+    urgency: Urgency
+    """``w`` above (``fitness.PowerMeanSpeedup.urgency``)."""
     name: str = "goodput-typed"
     needs_speed: bool = True
     needs_true_remaining: bool = False
@@ -87,11 +88,12 @@ class ShortestGoodput:
         fair = max(1, math.ceil(cluster.capacity / max(len(jobs), 1)))
         rows: list[Row] = []
         costs: list[np.ndarray] = []
-        for c in jobs:
+        weights = self.urgency.weights([remaining_at_fair(c, fair) for c in jobs])
+        for c, weight in zip(jobs, weights, strict=True):
             row = self._row(c, offered, cluster, fair)
             if row is None:
                 continue
-            cost = -row[2] / (remaining_at_fair(c, fair) ** self.remaining_power)
+            cost = -row[2] * weight
             if row[3] is not None:
                 cost[row[3]] *= 1.0 + KEEP  # costs are negative: kept is cheaper
             rows.append(row)

@@ -35,6 +35,7 @@ from ringleader.policy.model.objective import Candidate
 from ringleader.policy.model.views import JobView
 from ringleader.policy.size.growth import Counts
 from ringleader.policy.size.steps import Growth
+from ringleader.policy.size.urgency import SRPT, Urgency
 
 EXACT_CELLS = 20_000_000
 """Past this many (job, count, GPUs) cells the dynamic programme gives way to a greedy:
@@ -56,15 +57,15 @@ class PowerMeanSpeedup:
     trust: int = 2
     """The most GPUs a job is given, as a multiple of the most it was measured on."""
     shortest_first: float = 0.0
-    """0: Pollux's p-mean. Above 0: the counts that maximise ``Σ speedup ^ q / remaining ^ a``
-    instead (``q`` this value, ``a`` ``remaining_power``; ``remaining`` the job's seconds
+    """0: Pollux's p-mean. Above 0: the counts that maximise ``Σ w · speedup ^ q`` instead
+    (``q`` this value, ``w`` the job's weight by ``urgency`` from every job's seconds
     left at its fair share): goodput spent where it ends a job soonest, as
     shortest-remaining-first does, but only as far as a GPU still helps (see
     ``remaining_at_fair``)."""
-    remaining_power: float = 1.0
-    """``a`` above: 1 weighs a job's speed-up by its remaining time, as SRPT would; below 1
-    the longest jobs still get GPUs that speed them up a lot (a few long jobs make most of
-    an average JCT on Pollux's workloads, and under SRPT they wait for every short one)."""
+    urgency: Urgency = SRPT
+    """``w`` above. ``SRPT`` weighs a job's speed-up by its remaining time, as
+    SRPT would, and the few long jobs that make most of an average JCT on Pollux's
+    workloads wait for every short one; the default weighs by rank (``urgency``)."""
     needs_speed: bool = True
     needs_true_remaining: bool = False
 
@@ -77,7 +78,12 @@ class PowerMeanSpeedup:
         if not rest or free <= 0:
             return Growth(given, {})
         fair = max(1, math.ceil(free / len(rest)))
-        costs = [self._costs(c, free, fair) for c in rest]
+        weights = (
+            self.urgency.weights([remaining_at_fair(c, fair) for c in rest])
+            if self.shortest_first > 0
+            else [1.0] * len(rest)
+        )
+        costs = [self._costs(c, free, fair, w) for c, w in zip(rest, weights, strict=True)]
         exact = sum(len(cost) for cost in costs) * (free + 1) <= EXACT_CELLS
         chosen = _cheapest(costs, free) if exact else _greedy(costs, free)
         for c, k in zip(rest, chosen, strict=True):
@@ -85,8 +91,9 @@ class PowerMeanSpeedup:
                 given[c.job.id] = k
         return Growth(given, {})
 
-    def _costs(self, c: Candidate, free: int, fair: int) -> np.ndarray:
-        """``(speedup(k) + ε) ^ p`` for ``k`` = 0 .. the most the job may take."""
+    def _costs(self, c: Candidate, free: int, fair: int, weight: float) -> np.ndarray:
+        """``(speedup(k) + ε) ^ p`` for ``k`` = 0 .. the most the job may take (or
+        ``-weight · speedup(k) ^ q`` where ``shortest_first`` is ``q``)."""
         job = c.job
         most = trusted_most(job, self.trust, free)
         speed = self._speedups(c, most, fair)
@@ -94,8 +101,7 @@ class PowerMeanSpeedup:
         if discount < 1.0:
             speed = [s if k == job.workers else s * discount for k, s in enumerate(speed)]
         if self.shortest_first > 0:
-            remaining: float = remaining_at_fair(c, fair) ** self.remaining_power
-            return -(np.asarray(speed) ** self.shortest_first) / remaining
+            return -(np.asarray(speed) ** self.shortest_first) * weight
         return (np.asarray(speed) + EPSILON) ** self.p
 
     @staticmethod

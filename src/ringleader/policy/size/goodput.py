@@ -5,7 +5,7 @@ A job that adapts its batch to its GPUs reports its gradient statistics
 (``perf.gradient.online_goodput``): what one more GPU is worth to it then
 depends on how much a larger batch still helps, which the doubling heuristic,
 weighing a fixed batch, cannot see. ``GoodputWhereReported`` sizes a decision
-by goodput speed-ups over remaining time (``SHORTER_FIRST``, a
+by goodput speed-ups weighed by remaining time (``SHORTER_FIRST``, a
 ``fitness.PowerMeanSpeedup``) when any job in it tells goodput, and by its
 ``inner`` allocator otherwise: a cluster whose jobs keep their batch is sized
 exactly as before.
@@ -27,6 +27,7 @@ from ringleader.policy.size.fitness import PowerMeanSpeedup
 from ringleader.policy.size.growth import Counts
 from ringleader.policy.size.stage import Allocator
 from ringleader.policy.size.steps import Growth
+from ringleader.policy.size.urgency import LongerCount
 
 TRUST = 16
 """How far past its measured sizes the default grows a job, as a multiple of the most
@@ -35,15 +36,19 @@ scaling that is one doubling, and one restart, at a time, where Pollux's simulat
 knows each job's curve. How the figure was chosen: ``docs/pollux.md``."""
 
 
-SHORTER_FIRST = PowerMeanSpeedup("goodput", trust=TRUST, shortest_first=1.0, remaining_power=0.25)
-"""The default's allocation over goodput: the counts that maximise each job's speed-up
-over its remaining seconds to the quarter power (``Σ speedup / remaining ^ 0.25``), not
-Pollux's harmonic mean, which serves every job before any is served well. A job's
+URGENCY = LongerCount(0.75)
+"""How the default weighs a job's speed-up by how long it has left: by the jobs with at
+least its remaining seconds, to the power 0.75 (heSRPT's rank, ``size.urgency``). A job's
 remaining seconds come from the epochs it was submitted with and the progress it
-reported. How the two powers were chosen: ``docs/pollux.md``."""
+reported. How the rule and the power were chosen: ``docs/pollux.md``."""
+
+SHORTER_FIRST = PowerMeanSpeedup("goodput", trust=TRUST, shortest_first=1.0, urgency=URGENCY)
+"""The default's allocation over goodput: the counts that maximise ``Σ w · speedup``,
+``w`` by ``URGENCY``, not Pollux's harmonic mean, which serves every job before any is
+served well."""
 
 
-TYPED = ShortestGoodput(TRUST, SHORTER_FIRST.remaining_power)
+TYPED = ShortestGoodput(TRUST, URGENCY)
 """``SHORTER_FIRST`` over GPU type and count at once, for a cluster of several types."""
 
 
