@@ -245,3 +245,29 @@ def test_a_partner_ending_on_a_snapshot_mark_still_speeds_the_other_up() -> None
     ).run()
     for r in ticked.records:
         assert r.finished_at == pytest.approx(ends[r.id], rel=1e-12)
+
+
+def test_counting_rounds_as_the_runtime_a_run_decides_on_no_new_speed() -> None:
+    # An adaptive job's speed changes at each of its 100 epochs' ends (a phase). By
+    # default a ticking run decides at the tick after each; the runtime's controller
+    # only records a new speed, and decides on arrivals, ends, wake-ups and a round
+    # after its last decision (``events.Rounds``), as the fidelity replay counts.
+    from ringleader.perf.measured import read_measured_job
+    from ringleader.sim import pollux
+    from ringleader.sim.tabled import adaptive_profile
+
+    cifar10 = read_measured_job(pollux.DATA / "traces" / "cifar10", epochs=100)
+    profile = adaptive_profile(cifar10, 256, max_gpus=4, per_node=4)
+    job = SimJob("solo", 0.3, profile, max_gpus=4, min_gpus=4, requested_gpus=4)
+    cluster = ClusterView.uniform(1, 4)
+    every = Watched(policy_named("fifo"))
+    ran = Simulator(every, cluster, [job], tick_s=0.5, round_s=600.0).run()
+    counted = Watched(policy_named("fifo"))
+    same = Simulator(
+        counted, cluster, [job], tick_s=0.5, round_s=600.0, rounds_after_decisions=True
+    ).run()
+    assert len(every.asked) > 90
+    assert counted.asked == [0.5 + 600.0 * k for k in range(len(counted.asked))]
+    assert 0.5 + 600.0 * len(counted.asked) > same.records[0].finished_at
+    # A fixed-size job under fifo runs the same whichever events are decided on.
+    assert same.records[0].finished_at == pytest.approx(ran.records[0].finished_at, rel=1e-12)

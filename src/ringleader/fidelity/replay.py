@@ -88,6 +88,7 @@ def replay(run: RealRun, measured: Measured, workload: FidelityWorkload) -> SimR
         # A job handed its batch reports its gradient as it goes, each report an event
         # here; the server decides on none of them, only on its ticks (``sim.ticks``).
         tick_s=TICK_S if any(j.batch is not None for j in jobs) else None,
+        rounds_after_decisions=True,
     ).run()
 
 

@@ -36,7 +36,7 @@ from ringleader.metrics import UsagePoint
 from ringleader.policy.model.plan import WAIT, Decider, Plan
 from ringleader.policy.model.views import ClusterView
 from ringleader.sim.errors import check_quotas, clock_stopped, nothing_fits
-from ringleader.sim.events import ended, next_event, stands, unmarked
+from ringleader.sim.events import Rounds, ended, next_event, stands, unmarked
 from ringleader.sim.failures.run import Failures, strike
 from ringleader.sim.host import Host
 from ringleader.sim.jobs import DONE, JobState, arrived
@@ -91,6 +91,7 @@ class Simulator:
         explain: bool = False,
         failures: Failures | None = None,
         topology: Topology | None = None,
+        rounds_after_decisions: bool = False,
     ) -> None:
         if restart_delay_s < 0 or switch_delay_s < 0:
             raise ValueError("restart_delay_s and switch_delay_s must be >= 0")
@@ -124,6 +125,7 @@ class Simulator:
         self.tick_s = tick_s
         """Decide once a tick over the events since, as the runtime does (``sim.ticks``);
         None: at every event."""
+        self._rounds = Rounds(round_s, rounds_after_decisions and tick_s is not None)
         self._occupancy = Occupancy()
         """The GPUs the jobs run on and hold, as ``_apply`` and completions change them."""
         typed = any(j.type_speed for j in jobs)
@@ -146,16 +148,11 @@ class Simulator:
 
         What exists before the run (the workload, memoised speed curves, whatever the
         caller holds) is left out of cyclic collections for its length
-        (``gc.freeze``): the oldest generation's collections walk every object
-        alive, and after a few trace simulations in one process those were a twentieth
-        of the next (``bench/traces.py``: cluster07's default 6.26 -> 5.92 s compiled).
-        So is what each decision leaves behind (its plan, the views and the stages'
-        memos), frozen as the decision returns: a decision makes no reference cycles
-        (``spine.deciding``), so reference counting frees all of it in time, while the
-        collector walked it once or more after every decision, a fifth of a run that
-        decides once a minute (``sim.ticks``). What the engine makes between decisions
-        is collected as usual. All is as it was after the run; a process that froze
-        objects itself (a server before it forks) is left alone.
+        (``gc.freeze``), and so is what each decision leaves behind, frozen as it
+        returns: a decision makes no reference cycles (``spine.deciding``), so
+        reference counting frees it in time, while the collector would walk it after
+        every decision (``docs/scale.md``). All is as it was after the run; a process
+        that froze objects itself (a server before it forks) is left alone.
         """
         if gc.get_freeze_count():
             return self._run(freezing=False)
@@ -204,6 +201,7 @@ class Simulator:
                     gpus, still = None, False
                 if tick is not None:
                     finishes, due = Finishes(running, now), math.inf
+                    self._rounds.decided(now)
             if gpus is None:  # somebody started, stopped, moved or left
                 gpus = occupancy.busy, occupancy.held  # as the plan's busy_gpus, held_gpus
             log.note_usage(UsagePoint(now, *gpus, len(active)))
@@ -230,7 +228,8 @@ class Simulator:
             if finished:
                 running, since, changed = self._finished(finished, running, active, log, now, since)
                 gpus, still = None, False
-            if self.failures is not None and self.failures.next_change() <= now:
+            struck = self.failures is not None and self.failures.next_change() <= now
+            if struck:
                 running, since, woken = self._outages(now, active, running, since)
                 gpus, changed, still = None, True, still and not woken
                 quiet = not (woken or finished)
@@ -239,7 +238,8 @@ class Simulator:
                 assert finishes is not None
                 if changed or finishes.since < since:  # new speeds, or moved on: index again
                     finishes = Finishes(running, now)
-                due = min(due, tick_at_or_after(now, tick))
+                if self._rounds.decides_on(plan, now, arrival, bool(finished) or struck):
+                    due = min(due, tick_at_or_after(now, tick))
         if since < now:
             advance(running, since, now)
         if self.failures is not None:
@@ -386,14 +386,15 @@ class Simulator:
     ) -> float:
         """``events.next_event`` with this run's cadence and outages."""
         outage = math.inf if self.failures is None else self.failures.next_change()
+        round_at, round_s = self._rounds.ahead(now)
         return next_event(
             plan,
             running,
-            min(arrival, outage),
+            min(arrival, outage, round_at),
             now,
             finishes,
             log.marks,
-            round_s=self.round_s,
+            round_s=round_s,
             tick_s=self.tick_s,
             due=due,
             until=until,

@@ -77,3 +77,43 @@ def ended(
         return [s for s in running if s.remaining <= DONE], since
     finished, caught_up = finishes.ended(now, running)
     return finished, now if caught_up else since
+
+
+class Rounds:
+    """When a ticking run's rounds fall, and which events it decides on.
+
+    By default a round falls on each multiple of ``round_s`` (Pollux's simulator
+    decides so), and a ticking run decides at the tick after any event. With
+    ``after_decisions`` it counts as the runtime's controller does: a round is
+    ``round_s`` after the last decision, and only what the controller decides on
+    calls for one (``decides_on``). The fidelity replay counts so.
+    """
+
+    __slots__ = ("after_decisions", "next_at", "round_s")
+
+    def __init__(self, round_s: float | None, after_decisions: bool) -> None:
+        self.round_s = round_s
+        self.after_decisions = after_decisions and round_s is not None
+        self.next_at = math.inf
+        """Counting after decisions: when the next round is due."""
+
+    def decided(self, now: float) -> None:
+        if self.after_decisions and self.round_s is not None:
+            self.next_at = now + self.round_s
+
+    def decides_on(self, plan: Plan | None, now: float, arrival: float, ended: bool) -> bool:
+        """Whether what happened at ``now`` calls for a decision at the next tick: any
+        event by default; counting after decisions, only an arrival, a job's end or an
+        outage (``ended``), a round or the wake-up ``plan`` asked for, and not a running
+        job's new speed (an epoch's end, a gradient report), which the controller only
+        records."""
+        if not self.after_decisions or ended or arrival <= now or self.next_at <= now:
+            return True
+        return plan is not None and plan.wake_at is not None and plan.wake_at <= now
+
+    def ahead(self, now: float) -> tuple[float, float | None]:
+        """For ``next_event``: a round it must stop at (inf: none), and the ``round_s``
+        whose multiples it must stop at (None: none)."""
+        if not self.after_decisions:
+            return math.inf, self.round_s
+        return (self.next_at if self.next_at > now else math.inf), None
