@@ -190,6 +190,43 @@ def test_a_job_that_opts_in_is_relaunched_with_the_batch_its_goodput_is_best_at(
     assert last and float(last[-1]) > 1  # AdaScale: the larger batch's step is worth more
 
 
+@pytest.mark.slow
+def test_a_job_launched_at_global_min_is_relaunched_where_it_runs_for_a_better_batch(
+    server: LiveServer, tmp_path: Path
+) -> None:
+    # A teacher of the same model runs at two sizes and two shares first (its kin,
+    # ``spine.kin``). The learner, on one GPU for good, starts at global_min before it
+    # has said anything of its gradient; once it has, a noisy gradient and a step
+    # mostly fixed cost make a larger batch pay on that GPU, and a round relaunches it
+    # there (``spine.batching.rebatched``), where no resize would ever come.
+    args = "--epochs 8 --examples 4096 --flipped 0.3 --step-ms 20 --compute-ms-per-example 0.2"
+    spec = {
+        "command": f"{TRAIN} {args}",
+        "elastic": True,
+        "min_gpus": 1,
+        "batch": BOUNDS,
+        "workdir": str(tmp_path),
+        "epochs": 8.0,
+    }
+    teacher = server.submit(spec | {"name": "teacher", "max_gpus": 2, "gpus": 2})
+    wait_for(lambda: server.job(teacher)["step"] > 40, 90, "2 ranks training")
+    server.submit({"name": "other", "command": ["sleep", "4"], "workdir": str(tmp_path)})
+    assert server.wait_state(teacher, {"succeeded", "failed"}, 200)["state"] == "succeeded"
+    learner = server.submit(spec | {"name": "learner", "max_gpus": 1, "gpus": 1})
+    job = server.wait_state(learner, {"succeeded", "failed"}, 200)
+    assert job["state"] == "succeeded", job.get("error")
+    events = server.job(learner)["events"]
+    launches = [e for e in events if e["kind"] == "launched"]
+    stops = [e for e in events if e["kind"] == "stop_requested"]
+    assert [e["reason"] for e in stops] == ["rebatch"]  # once: then it runs at its best
+    assert [(e["workers"], e["counted"]) for e in launches] == [(1, "start"), (1, "restart")]
+    assert launches[0]["batch"] == 32 and launches[1]["batch"] > 2 * 32, launches
+    assert launches[0]["t"] < stops[0]["t"] < launches[1]["t"]
+    steps = _steps(server.progress(learner))
+    last = max(r["g"] for r in steps)
+    assert {r["batch_per_worker"] for r in steps if r["g"] == last} == {launches[1]["batch"]}
+
+
 def _train(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
     clean = {
         k: v for k, v in os.environ.items() if not k.startswith(("RINGLEADER_", "TORCHELASTIC_"))

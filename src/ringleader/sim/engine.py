@@ -36,7 +36,7 @@ from ringleader.metrics import UsagePoint
 from ringleader.policy.model.plan import WAIT, Decider, Plan
 from ringleader.policy.model.views import ClusterView
 from ringleader.sim.errors import check_quotas, clock_stopped, nothing_fits
-from ringleader.sim.events import Rounds, ended, next_event, stands, unmarked
+from ringleader.sim.events import Cadence, ended, next_event
 from ringleader.sim.failures.run import Failures, strike
 from ringleader.sim.host import Host
 from ringleader.sim.jobs import DONE, JobState, arrived
@@ -125,7 +125,10 @@ class Simulator:
         self.tick_s = tick_s
         """Decide once a tick over the events since, as the runtime does (``sim.ticks``);
         None: at every event."""
-        self._rounds = Rounds(round_s, rounds_after_decisions and tick_s is not None)
+        idle = tick_s is None and driver is None
+        self._cadence = Cadence(round_s, rounds_after_decisions and tick_s is not None, idle)
+        self._batched = frozenset(j.id for j in self.jobs if j.batch is not None)
+        self._rebatch: frozenset[str] = frozenset()  # the last round's, until carried out
         self._occupancy = Occupancy()
         """The GPUs the jobs run on and hold, as ``_apply`` and completions change them."""
         typed = any(j.type_speed for j in jobs)
@@ -187,7 +190,7 @@ class Simulator:
                 active[job.id] = arrived(job, now)
                 nxt += 1
                 still = quiet = False
-            deciding, quiet = self._deciding(plan, now, due, still=still, quiet=quiet), False
+            deciding, quiet = self._cadence.decide_now(plan, now, due, still, quiet), False
             if deciding:
                 if since < now:
                     advance(running, since, now)
@@ -201,14 +204,12 @@ class Simulator:
                     gpus, still = None, False
                 if tick is not None:
                     finishes, due = Finishes(running, now), math.inf
-                    self._rounds.decided(now)
+                    self._cadence.decided(now)
             if gpus is None:  # somebody started, stopped, moved or left
                 gpus = occupancy.busy, occupancy.held  # as the plan's busy_gpus, held_gpus
             log.note_usage(UsagePoint(now, *gpus, len(active)))
             arrival = pending[nxt].submitted_at if nxt < len(pending) else math.inf
-            later = self._next_event(plan, running, arrival, now, finishes, until, due, log)
-            if math.isinf(later):
-                raise nothing_fits(now, active, self.policy.name, self.cluster.capacity)
+            later = self._next_event(plan, running, arrival, now, finishes, until, due, log, active)
             frozen = frozen + 1 if later <= now else 0
             if frozen > MAX_FROZEN_EVENTS:
                 raise clock_stopped(now)
@@ -228,8 +229,7 @@ class Simulator:
             if finished:
                 running, since, changed = self._finished(finished, running, active, log, now, since)
                 gpus, still = None, False
-            struck = self.failures is not None and self.failures.next_change() <= now
-            if struck:
+            if self.failures is not None and self.failures.next_change() <= now:
                 running, since, woken = self._outages(now, active, running, since)
                 gpus, changed, still = None, True, still and not woken
                 quiet = not (woken or finished)
@@ -238,23 +238,13 @@ class Simulator:
                 assert finishes is not None
                 if changed or finishes.since < since:  # new speeds, or moved on: index again
                     finishes = Finishes(running, now)
-                if self._rounds.decides_on(plan, now, arrival, bool(finished) or struck):
+                if self._cadence.decides_on(plan, now, arrival, bool(finished) or changed):
                     due = min(due, tick_at_or_after(now, tick))
         if since < now:
             advance(running, since, now)
         if self.failures is not None:
             self.failures.close_all(active.values(), now)
         return log.result(self.policy.name, self.cluster.capacity, now, active, started)
-
-    def _deciding(
-        self, plan: Plan | None, now: float, due: float, *, still: bool, quiet: bool
-    ) -> bool:
-        """Whether to decide at ``now``: one is due, and neither did only the clock move
-        while the plan would stand, nor was the event an outage that touched no job."""
-        if now < due or (quiet and unmarked(plan, now, self.round_s)):
-            return False
-        quiet_clock = still and self.tick_s is None and stands(plan, now)
-        return not (quiet_clock and self.driver is None)
 
     def _fresh(self) -> Occupancy:
         """What a run keeps of its own, made anew: GPUs in use, plays, owners, ``spine.kin``."""
@@ -283,8 +273,9 @@ class Simulator:
             quotas=self.quotas,
             explain=explain,
             alone=True,
+            batched=self._batched,
         )
-        plan = decided.plan
+        plan, self._rebatch = decided.plan, decided.rebatch
         if explain:
             log.explained(now, plan, decided.reasons)
         if freezing:
@@ -354,15 +345,17 @@ class Simulator:
         assigned = given if isinstance(given, dict) else dict(given)
         playing = self._playing
         playing.now = now
+        rebatch, self._rebatch = self._rebatch, frozenset()
         for state in active.values():
             target = assigned.get(state.job.id, WAIT)
-            if unchanged(target, state.target):
+            again = state.job.id in rebatch
+            if not again and unchanged(target, state.target):
                 continue  # only a carried-out plan moves a simulated job (``spine.effects``)
             changed = True
             was_running = state.running
             held = state.holding
             playing.alive = bool(held.devices)
-            carry_out(state, state.job.id, held, plan, playing)
+            carry_out(state, state.job.id, held, plan, playing, again)
             was = (state.devices, state.workers, state.suspended)
             state.carry_out(target, playing.alive)
             self._occupancy.change(was, state.devices, state.workers, state.suspended)
@@ -383,11 +376,13 @@ class Simulator:
         until: float,
         due: float,
         log: RunLog,
+        active: dict[str, JobState],
     ) -> float:
-        """``events.next_event`` with this run's cadence and outages."""
+        """``events.next_event`` with this run's cadence and outages; never none, where
+        some job is still to run (``errors.nothing_fits``)."""
         outage = math.inf if self.failures is None else self.failures.next_change()
-        round_at, round_s = self._rounds.ahead(now)
-        return next_event(
+        round_at, round_s = self._cadence.ahead(now)
+        later = next_event(
             plan,
             running,
             min(arrival, outage, round_at),
@@ -399,3 +394,6 @@ class Simulator:
             due=due,
             until=until,
         )
+        if math.isinf(later):
+            raise nothing_fits(now, active, self.policy.name, self.cluster.capacity)
+        return later

@@ -79,23 +79,36 @@ def ended(
     return finished, now if caught_up else since
 
 
-class Rounds:
-    """When a ticking run's rounds fall, and which events it decides on.
+class Cadence:
+    """When a run decides: which events call for a decision, and where its rounds fall.
 
     By default a round falls on each multiple of ``round_s`` (Pollux's simulator
     decides so), and a ticking run decides at the tick after any event. With
     ``after_decisions`` it counts as the runtime's controller does: a round is
     ``round_s`` after the last decision, and only what the controller decides on
-    calls for one (``decides_on``). The fidelity replay counts so.
+    calls for one (``decides_on``). The fidelity replay counts so. ``idle``: a run
+    that decides at every event and that no driver steers may skip a decision that
+    would give its plan back (``decide_now``).
     """
 
-    __slots__ = ("after_decisions", "next_at", "round_s")
+    __slots__ = ("after_decisions", "idle", "next_at", "round_s")
 
-    def __init__(self, round_s: float | None, after_decisions: bool) -> None:
+    def __init__(self, round_s: float | None, after_decisions: bool, idle: bool) -> None:
         self.round_s = round_s
         self.after_decisions = after_decisions and round_s is not None
+        self.idle = idle
         self.next_at = math.inf
         """Counting after decisions: when the next round is due."""
+
+    def decide_now(
+        self, plan: Plan | None, now: float, due: float, still: bool, quiet: bool
+    ) -> bool:
+        """Whether to decide at ``now``: one is ``due``, and neither did only the clock
+        move while the plan would stand (``still``, where ``idle``), nor was the event an
+        outage that touched no job (``quiet``)."""
+        if now < due or (quiet and unmarked(plan, now, self.round_s)):
+            return False
+        return not (self.idle and still and stands(plan, now))
 
     def decided(self, now: float) -> None:
         if self.after_decisions and self.round_s is not None:

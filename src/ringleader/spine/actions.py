@@ -87,6 +87,8 @@ class Why(StrEnum):
     PREEMPT = "preempt"
     RESIZE = "resize"
     MIGRATE = "migrate"
+    REBATCH = "rebatch"
+    """Kept where it runs, relaunched there for a better batch (``spine.batching``)."""
 
 
 class Kind(StrEnum):
@@ -99,7 +101,8 @@ class Kind(StrEnum):
     MIGRATION = "migration"
     """A launch at the same worker count on other devices."""
     RESTART = "restart"
-    """A launch on the very devices of the previous one (after a preemption or a failure)."""
+    """A launch on the very devices of the previous one (after a preemption, a failure or
+    a stop for a better batch)."""
     SUSPEND = "suspend"
     RESUME = "resume"
 
@@ -205,12 +208,15 @@ def launch_kind(last: tuple[Device, ...] | None, devices: tuple[Device, ...]) ->
     return Kind.RESTART
 
 
-def diff_one(job: str, held: Held, plan: Plan) -> list[Action]:
-    """The actions that take one job from what it holds to its place in ``plan``."""
+def diff_one(job: str, held: Held, plan: Plan, rebatch: bool = False) -> list[Action]:
+    """The actions that take one job from what it holds to its place in ``plan``;
+    ``rebatch``: a job the plan keeps running where it runs is relaunched there."""
     target = plan.of(job)
     wanted = target.active_devices
     out: list[Action] = []
     devices = held.devices
+    if rebatch and devices and devices == wanted and not held.suspended and target.running:
+        return [Stop(job, Why.REBATCH), Launch(job, wanted, Kind.RESTART)]
     if devices and wanted != devices:
         if not target.resident:
             why = Why.PREEMPT

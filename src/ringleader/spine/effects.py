@@ -47,9 +47,12 @@ class Effects(Protocol[J]):
     def resume(self, job: J) -> None: ...
 
 
-def carry_out(job: J, job_id: str, held: Held, plan: Plan, effects: Effects[J]) -> None:
-    """Take ``job`` (``job_id``, holding ``held``) to its place in ``plan`` through ``effects``."""
-    for action in diff_one(job_id, held, plan):
+def carry_out(
+    job: J, job_id: str, held: Held, plan: Plan, effects: Effects[J], rebatch: bool = False
+) -> None:
+    """Take ``job`` (``job_id``, holding ``held``) to its place in ``plan`` through
+    ``effects``; ``rebatch``: relaunch it where it runs (``spine.batching.rebatched``)."""
+    for action in diff_one(job_id, held, plan, rebatch):
         if isinstance(action, Stop):
             effects.stop(job, action.why)
             if not effects.stops_at_once:

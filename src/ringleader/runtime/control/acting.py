@@ -4,7 +4,7 @@
 ``spine.effects.carry_out`` take each job to its place, through this body's
 effects (``Carrying``):
 
-* ``Stop`` (resize, migrate, preempt, cancel): a job that uses the job
+* ``Stop`` (resize, migrate, rebatch, preempt, cancel): a job that uses the job
   library is asked to checkpoint and stop at its next minibatch boundary;
   any other command gets SIGTERM at once, as under torchrun or Slurm. The
   controller kills it (SIGKILL to its process groups) ``stop_grace_s`` later;
@@ -25,7 +25,7 @@ import logging
 import sqlite3
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ringleader.job.batching import BATCH_ENV
@@ -81,6 +81,9 @@ class Acting:
     kin: KinBook | None = None
     """What each model's jobs measured (``spine.kin``): a launch's batch is chosen from
     its job's step times and its kin's."""
+    rebatch: dict[str, int] = field(default_factory=dict)
+    """The last decision's jobs to relaunch where they run for a better batch
+    (``spine.batching.rebatched``), each with the generation it was judged on: done once."""
 
     def apply(
         self,
@@ -107,7 +110,8 @@ class Acting:
                 continue
             before = (row.state, row.generation, row.stopping)
             try:
-                carry_out(row, row.id, held(row), plan, carrying)
+                again = self.rebatch.get(row.id) == row.generation
+                carry_out(row, row.id, held(row), plan, carrying, again)
             except (OSError, sqlite3.Error) as err:
                 if not disk_full(err):
                     raise
@@ -184,7 +188,7 @@ class Acting:
         # job that is known to be stopping, not one whose exit looks like done.
         row.stopping = reason
         self.gangs.of(row.id).stop_sent = now
-        if reason in ("resize", "migrate"):
+        if reason in ("resize", "migrate", "rebatch"):
             # Its restart is timed from here to the next generation's first step.
             row.shape[STOP_ASKED], row.shape[STOP_GENERATION] = now, row.generation
         by_signal = self.uses_library(row, now) is not True

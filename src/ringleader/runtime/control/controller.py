@@ -36,7 +36,7 @@ from ringleader.runtime.control.acting import Acting
 from ringleader.runtime.control.config import ControllerConfig
 from ringleader.runtime.control.gangs import Gangs
 from ringleader.runtime.control.observing import Observing
-from ringleader.runtime.control.progress import ProgressIngest
+from ringleader.runtime.control.progress import LIBRARY_GENERATION, ProgressIngest
 from ringleader.runtime.control.reach import Reach
 from ringleader.runtime.control.rowview import row_view, seed_kin
 from ringleader.runtime.control.settling import Settling
@@ -311,11 +311,14 @@ class Controller(Observing):
                 owner=owner,
                 quotas=quotas,
                 explain=True,
+                batched=_reported_batches(rows),
             )
         except Exception:
             log.exception("policy %s failed; keeping the current state", self.config.policy.name)
             return
         plan = decided.plan
+        generation = {r.id: r.generation for r in rows}
+        self.acting.rebatch = {j: generation[j] for j in decided.rebatch}
         self.telemetry.decision.observe(time.perf_counter() - started)
         self.reasons = decided.reasons
         self.decisions += 1
@@ -347,3 +350,13 @@ class Controller(Observing):
         finally:
             if self.acting.launched:
                 self._look_soon, self.acting.launched = True, False
+
+
+def _reported_batches(rows: Sequence[JobRow]) -> set[str]:
+    """The jobs that take their batch at a launch and whose running generation has said
+    what it runs at: a view of one that has not tells the last generation's share."""
+    return {
+        r.id
+        for r in rows
+        if r.spec.batch is not None and r.shape.get(LIBRARY_GENERATION) == r.generation
+    }
