@@ -128,7 +128,6 @@ class Simulator:
         idle = tick_s is None and driver is None
         self._cadence = Cadence(round_s, rounds_after_decisions and tick_s is not None, idle)
         self._batched = frozenset(j.id for j in self.jobs if j.batch is not None)
-        self._rebatch: frozenset[str] = frozenset()  # the last round's, until carried out
         self._occupancy = Occupancy()
         """The GPUs the jobs run on and hold, as ``_apply`` and completions change them."""
         typed = any(j.type_speed for j in jobs)
@@ -197,9 +196,9 @@ class Simulator:
                     since = now
                 if self.driver is not None and not steer(self.driver, active, now):
                     break
-                plan = self._decide(active, now, log, freezing)
+                plan, rebatch = self._decide(active, now, log, freezing)
                 still = True
-                if self._apply(plan, active, now):
+                if self._apply(plan, active, now, rebatch):
                     running = self._pacing.pace(active, running, occupancy.shared)
                     gpus, still = None, False
                 if tick is not None:
@@ -259,8 +258,10 @@ class Simulator:
         self._playing = Playing(self.restart_delay_s, self.switch_delay_s, handing)
         return occupancy
 
-    def _decide(self, active: dict[str, JobState], now: float, log: RunLog, freezing: bool) -> Plan:
-        """Ask the policy for a plan over every active job (one round of the spine's)."""
+    def _decide(
+        self, active: dict[str, JobState], now: float, log: RunLog, freezing: bool
+    ) -> tuple[Plan, frozenset[str]]:
+        """One round of the spine's over every active job: its Plan and ``Round.rebatch``."""
         capacity, needs, restart = self.cluster.capacity, self._needs, self.restart_delay_s
         views = [s.view(capacity, needs, restart, self._kin) for s in active.values()]
         explain = self.explain
@@ -275,13 +276,13 @@ class Simulator:
             alone=True,
             batched=self._batched,
         )
-        plan, self._rebatch = decided.plan, decided.rebatch
+        plan = decided.plan
         if explain:
             log.explained(now, plan, decided.reasons)
         if freezing:
             gc.freeze()  # what the decision leaves behind (``run``)
         log.decided(now, plan, active, capacity)
-        return plan
+        return plan, decided.rebatch
 
     def _finished(
         self,
@@ -330,13 +331,14 @@ class Simulator:
             running = self._pacing.pace(active, running, self._occupancy.shared)
         return running, now, woken
 
-    def _apply(self, plan: Plan, active: dict[str, JobState], now: float) -> bool:
-        """Carry out the spine's actions for ``plan`` (``sim.playing``: time is their effect).
-
-        True when who runs where may have changed (a job was placed, stopped or
-        moved, or one that shared a GPU or host left): then sharing and speeds must
-        be worked out again (``Pacing.pace``). A job that ended alone only leaves the
-        running list; one that arrived and waits changes nothing.
+    def _apply(
+        self, plan: Plan, active: dict[str, JobState], now: float, rebatch: frozenset[str]
+    ) -> bool:
+        """Carry out the spine's actions for ``plan`` (``sim.playing``: time is their effect),
+        relaunching the jobs of ``rebatch`` where they run. True when who runs where may
+        have changed (a job was placed, stopped or moved, or one that shared a GPU or host
+        left): then sharing and speeds are worked out again (``Pacing.pace``). A job that
+        ended alone only leaves the running list; one that arrived and waits changes nothing.
         """
         changed = self._jobs_changed
         self._jobs_changed = False
@@ -345,7 +347,6 @@ class Simulator:
         assigned = given if isinstance(given, dict) else dict(given)
         playing = self._playing
         playing.now = now
-        rebatch, self._rebatch = self._rebatch, frozenset()
         for state in active.values():
             target = assigned.get(state.job.id, WAIT)
             again = state.job.id in rebatch

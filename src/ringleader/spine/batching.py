@@ -67,6 +67,12 @@ def launch_share(job: JobView, gpus: int, bounds: BatchBounds, per_node: int) ->
     else:
         model, _ = Online.plain_model(job, per_node)
         share = best_batch(model, report, gpus)
+    return _split(share, gpus, bounds)
+
+
+def _split(share: int, gpus: int, bounds: BatchBounds) -> tuple[int, int]:
+    """``share`` examples a GPU as ``(micro-batch, accumulate)``, within ``bounds``."""
+    least = math.ceil(bounds.global_min / gpus)
     return split_share(
         max(share, 1), bounds.per_gpu_max, least=least, most=bounds.global_max // gpus
     )
@@ -86,7 +92,7 @@ def rebatched(
         if view.id not in batched or not view.workers or view.suspended:
             continue
         target = plan.of(view.id)
-        if not target.running or tuple(target.devices) != tuple(view.devices):
+        if not target.running or target.active_devices != view.devices:
             continue  # the plan moves it: its launch takes the best batch anyway
         if _worth_a_restart(view, per_node):
             chosen.append(view.id)
@@ -103,8 +109,8 @@ def _worth_a_restart(job: JobView, per_node: int) -> bool:
         report.per_gpu_max or report.largest_batch,
     )
     gpus = job.workers
-    micro, accumulate = launch_share(job, gpus, bounds, per_node)
-    model, _ = Online.plain_model(job, per_node)
+    model, _ = Online.plain_model(job, per_node)  # ``launch_share``'s, as it has two sizes
+    micro, accumulate = _split(best_batch(model, report, gpus), gpus, bounds)
     now = _goodput(model, report, gpus, job.shape.batch_per_worker)
     best = _goodput(model, report, gpus, micro * accumulate)
     if not (now > 0 and best >= REBATCH_GAIN * now):
