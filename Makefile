@@ -132,6 +132,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/goodput.py
 	$(BIN)/python bench/goodput_model.py
 	$(BIN)/python bench/goodput_typed.py
+	$(BIN)/python bench/goodput_band.py
 	$(BIN)/python bench/regress.py --record
 	$(BIN)/ringleader simulate --scenario gandiva-cluster --seeds 10 --json bench/results/gandiva-cluster.json
 	$(BIN)/ringleader simulate --scenario automl --seeds 30 --json bench/results/automl.json
