@@ -1,4 +1,4 @@
-"""How far the default's ratio to Pollux moves when arrivals move by seconds (issue 58).
+"""How far the default's ratio to Pollux (Sia) moves when arrivals move by seconds (issue 58).
 
 ``bench/goodput.py`` plays each of Pollux's workloads once, as published. A
 scheduler's average JCT is not smooth in its input: shift every arrival by up
@@ -7,13 +7,15 @@ decision, can change. This bench plays each workload at one load under
 ``ringleader`` and ``pollux`` as published (seed 0) and with each job's
 arrival moved by a uniform draw in ``±spread`` seconds (seeds 1 ..), the same
 draws for both policies, and reports per workload the ratio at each seed, its
-mean and its worst. A change to the default that moves a workload by less
-than its band here is not a change a held-out workload will see.
+mean and its worst. ``--typed`` plays the three-type cluster of
+``bench/goodput_typed.py`` against ``sia`` instead. A change to the default that
+moves a workload by less than its band here is not a change a held-out workload
+will see.
 
 Writes bench/results/goodput-band.json (``goodput-band-<load>.json`` at another
-load) and prints the table.
+load, ``goodput-band-typed.json`` typed) and prints the table.
 
-    python bench/goodput_band.py [--load 1.0] [--seeds 5] [--spread 30] [--processes 2]
+    python bench/goodput_band.py [--typed] [--load 1.0] [--seeds 5] [--spread 30]
 """
 
 from __future__ import annotations
@@ -30,13 +32,15 @@ from pathlib import Path
 from _common import results_file, stamp
 from published import profiles, workloads
 from ringleader.policy.catalog import policy_from_config
+from ringleader.scenarios import pollux_typed
 from ringleader.sim import pollux
 from ringleader.sim.submitted import SimJob
 
-POLICIES = ("ringleader", "pollux")
+BASELINE = {False: "pollux", True: "sia"}
+"""What the default is held against: on one GPU type, and on three (``--typed``)."""
 GOAL = 0.9
-"""Issue 58: the default's average JCT over ``pollux``'s, on each workload at load 1.0
-(at the other loads, never over 1)."""
+"""Issue 58: the default's average JCT over the baseline's, on each workload at load 1.0
+(against ``pollux``, at the other loads never over 1)."""
 
 
 def jittered(jobs: Sequence[SimJob], seed: int, spread_s: float) -> list[SimJob]:
@@ -51,9 +55,14 @@ def jittered(jobs: Sequence[SimJob], seed: int, spread_s: float) -> list[SimJob]
     ]
 
 
-def one(policy: str, name: str, load: str, seed: int, spread_s: float) -> float:
-    """One workload's average JCT under ``policy``, arrivals drawn by ``seed``."""
+def one(policy: str, name: str, load: str, seed: int, spread_s: float, typed: bool) -> float:
+    """One workload's average JCT under ``policy``, arrivals drawn by ``seed``, on Pollux's
+    testbed or (``typed``) the three-type cluster."""
     where = pollux.bundled_workload(name, load)
+    if typed:
+        jobs = pollux_typed.typed_jobs(where, profiles(), adaptive=True)
+        played = pollux_typed.play(jittered(jobs, seed, spread_s), policy_from_config(policy))
+        return played.summary.avg_jct_s
     adaptive = policy in pollux.ADAPTIVE_POLICIES
     jobs = pollux.pollux_jobs(where, pollux.DATA / "traces", profiles(), adaptive=adaptive)
     return pollux.play(jittered(jobs, seed, spread_s), policy_from_config(policy)).summary.avg_jct_s
@@ -62,6 +71,7 @@ def one(policy: str, name: str, load: str, seed: int, spread_s: float) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--load", default="1.0", choices=pollux.LOADS)
+    parser.add_argument("--typed", action="store_true", help="three GPU types, against sia")
     parser.add_argument(
         "--seeds", type=int, default=5, help="plays per workload, the first as published"
     )
@@ -69,15 +79,18 @@ def main() -> None:
         "--spread", type=float, default=30.0, help="seconds either way an arrival may move"
     )
     parser.add_argument("--processes", type=int, default=None)
-    parser.add_argument("--out", type=Path, default=None, help="default: goodput-band[-LOAD].json")
+    parser.add_argument("--out", type=Path, default=None, help="default: goodput-band[-…].json")
     args = parser.parse_args()
     if args.out is None:
-        args.out = results_file(
-            "goodput-band" if args.load == "1.0" else f"goodput-band-{args.load}"
-        )
+        suffix = ("-typed" if args.typed else "") + ("" if args.load == "1.0" else f"-{args.load}")
+        args.out = results_file(f"goodput-band{suffix}")
+    baseline = BASELINE[args.typed]
     seeds = range(args.seeds)
     cells = [
-        (p, w, args.load, s, args.spread) for w in workloads() for s in seeds for p in POLICIES
+        (p, w, args.load, s, args.spread, args.typed)
+        for w in workloads()
+        for s in seeds
+        for p in ("ringleader", baseline)
     ]
     started = time.perf_counter()
     with ProcessPoolExecutor(args.processes) as pool:
@@ -85,34 +98,36 @@ def main() -> None:
     table = []
     for w in workloads():
         ratios = [
-            avg[("ringleader", w, args.load, s, args.spread)]
-            / avg[("pollux", w, args.load, s, args.spread)]
+            avg[("ringleader", w, args.load, s, args.spread, args.typed)]
+            / avg[(baseline, w, args.load, s, args.spread, args.typed)]
             for s in seeds
         ]
         table.append(
             {
                 "workload": w,
-                "over_pollux": [round(r, 4) for r in ratios],
+                f"over_{baseline}": [round(r, 4) for r in ratios],
                 "mean": round(sum(ratios) / len(ratios), 4),
                 "worst": round(max(ratios), 4),
                 "best": round(min(ratios), 4),
             }
         )
-    every = [r for t in table for r in t["over_pollux"]]  # type: ignore[attr-defined]
+    every = [r for t in table for r in t[f"over_{baseline}"]]  # type: ignore[attr-defined]
     report = {
         **stamp(
-            f"python bench/goodput_band.py --load {args.load} --seeds {args.seeds}"
-            f" --spread {args.spread:g}"
+            "python bench/goodput_band.py"
+            + (" --typed" if args.typed else "")
+            + f" --load {args.load} --seeds {args.seeds} --spread {args.spread:g}"
         ),
         "load": args.load,
+        "baseline": baseline,
         "seeds": args.seeds,
         "spread_s": args.spread,
         "wall_s": round(time.perf_counter() - started, 1),
         "summary": {
-            "mean_over_pollux": round(sum(every) / len(every), 4),
+            f"mean_over_{baseline}": round(sum(every) / len(every), 4),
             "worst_workload_mean": max(float(t["mean"]) for t in table),  # type: ignore[arg-type]
             "worst_play": max(every),
-            "plays_worse_than_pollux": sum(r > 1.0 for r in every),
+            f"plays_worse_than_{baseline}": sum(r > 1.0 for r in every),
             "plays_over_goal": sum(r > GOAL for r in every) if args.load == "1.0" else None,
             "plays": len(every),
             "goal": GOAL,
@@ -123,7 +138,7 @@ def main() -> None:
     args.out.write_text(json.dumps(report, indent=2) + "\n")
     print(f"{'workload':11s} {'per seed (0: as published)':40s} {'mean':>6s} {'worst':>6s}")
     for t in table:
-        per = " ".join(f"{r:.3f}" for r in t["over_pollux"])  # type: ignore[attr-defined]
+        per = " ".join(f"{r:.3f}" for r in t[f"over_{baseline}"])  # type: ignore[attr-defined]
         print(f"{t['workload']:11s} {per:40s} {t['mean']:6.3f} {t['worst']:6.3f}")
     print(json.dumps(report["summary"]))
 
