@@ -30,7 +30,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from _common import results_file, stamp
-from published import profiles, workloads
+from published import bundled_jobs, typed_bundled_jobs, workloads
 from ringleader.policy.catalog import policy_from_config
 from ringleader.scenarios import pollux_typed
 from ringleader.sim import pollux
@@ -58,13 +58,10 @@ def jittered(jobs: Sequence[SimJob], seed: int, spread_s: float) -> list[SimJob]
 def one(policy: str, name: str, load: str, seed: int, spread_s: float, typed: bool) -> float:
     """One workload's average JCT under ``policy``, arrivals drawn by ``seed``, on Pollux's
     testbed or (``typed``) the three-type cluster."""
-    where = pollux.bundled_workload(name, load)
     if typed:
-        jobs = pollux_typed.typed_jobs(where, profiles(), adaptive=True)
-        played = pollux_typed.play(jittered(jobs, seed, spread_s), policy_from_config(policy))
-        return played.summary.avg_jct_s
-    adaptive = policy in pollux.ADAPTIVE_POLICIES
-    jobs = pollux.pollux_jobs(where, pollux.DATA / "traces", profiles(), adaptive=adaptive)
+        jobs = jittered(typed_bundled_jobs(name, load), seed, spread_s)
+        return pollux_typed.play(jobs, policy_from_config(policy)).summary.avg_jct_s
+    jobs = bundled_jobs(name, load, adaptive=policy in pollux.ADAPTIVE_POLICIES)
     return pollux.play(jittered(jobs, seed, spread_s), policy_from_config(policy)).summary.avg_jct_s
 
 

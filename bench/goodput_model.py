@@ -34,7 +34,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from _common import results_file, stamp
-from published import Timed, profiles, workloads
+from published import Timed, bundled_jobs, workloads
 from ringleader.perf.goodput import GoodputSpeed
 from ringleader.perf.gradient import best_goodput
 from ringleader.policy.catalog import policy_named
@@ -85,8 +85,7 @@ def _policy(variant: str) -> Decider:
 
 def one(variant: str, name: str, load: str) -> dict[str, object]:
     """One workload under one variant: its average JCT, and the model's errors."""
-    where = pollux.bundled_workload(name, load)
-    jobs = pollux.pollux_jobs(where, pollux.DATA / "traces", profiles(), adaptive=True)
+    jobs = bundled_jobs(name, load, adaptive=True)
     policy = _policy(variant)
     asking = None
     if variant == "ringleader":

@@ -22,7 +22,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from _common import results_file, stamp
-from published import decision_ms, profiles, workloads
+from published import decision_ms, typed_bundled_jobs, workloads
 from ringleader.policy.catalog import policy_from_config
 from ringleader.scenarios import pollux_typed
 from ringleader.sim import pollux
@@ -35,8 +35,7 @@ GOAL = 0.9
 
 def one(policy: str, name: str, load: str) -> dict[str, object]:
     """One workload at one load under one policy on the typed cluster."""
-    where = pollux.bundled_workload(name, load)
-    jobs = pollux_typed.typed_jobs(where, profiles(), adaptive=True)
+    jobs = typed_bundled_jobs(name, load)
     started = time.perf_counter()
     timed = Timed(policy_from_config(policy))
     result = pollux_typed.play(jobs, timed)

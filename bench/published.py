@@ -30,7 +30,9 @@ from pathlib import Path
 from _common import results_file, stamp
 from ringleader.perf.measured import MeasuredJob
 from ringleader.policy.catalog import policy_from_config
+from ringleader.scenarios import pollux_typed
 from ringleader.sim import pollux
+from ringleader.sim.submitted import SimJob
 from ringleader.sim.timed import Timed
 
 POLICIES = ("tiresias", "optimus", "pollux", "sia")
@@ -51,12 +53,23 @@ def profiles() -> dict[str, MeasuredJob]:
     return pollux.read_profiles(pollux.DATA / "traces", sorted(pollux.APPLICATIONS))
 
 
+def bundled_jobs(name: str, load: str, *, adaptive: bool) -> list[SimJob]:
+    """A bundled workload's jobs at ``load`` on Pollux's testbed, each picking its own
+    batch where ``adaptive``."""
+    where = pollux.bundled_workload(name, load)
+    return pollux.pollux_jobs(where, pollux.DATA / "traces", profiles(), adaptive=adaptive)
+
+
+def typed_bundled_jobs(name: str, load: str) -> list[SimJob]:
+    """``bundled_jobs`` on the three-type cluster (``scenarios.pollux_typed``), every job
+    picking its own batch."""
+    return pollux_typed.typed_jobs(pollux.bundled_workload(name, load), profiles(), adaptive=True)
+
+
 def one(policy: str, name: str, load: str) -> dict[str, object]:
     """One workload at one load under one policy: our average JCT and Pollux's."""
     thresholds = pollux.TIRESIAS_THRESHOLDS_GPU_S if policy == "tiresias" else None
-    where = pollux.bundled_workload(name, load)
-    adaptive = policy in pollux.ADAPTIVE_POLICIES
-    jobs = pollux.pollux_jobs(where, pollux.DATA / "traces", profiles(), adaptive=adaptive)
+    jobs = bundled_jobs(name, load, adaptive=policy in pollux.ADAPTIVE_POLICIES)
     started = time.perf_counter()
     timed = Timed(policy_from_config(policy, thresholds_gpu_s=thresholds))
     result = pollux.play(jobs, timed)
