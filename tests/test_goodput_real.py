@@ -198,21 +198,26 @@ def test_a_job_launched_at_global_min_is_relaunched_where_it_runs_for_a_better_b
     # ``spine.kin``). The learner, on one GPU for good, starts at global_min before it
     # has said anything of its gradient; once it has, a noisy gradient and a step
     # mostly fixed cost make a larger batch pay on that GPU, and a round relaunches it
-    # there (``spine.batching.rebatched``), where no resize would ever come.
-    args = "--epochs 8 --examples 4096 --flipped 0.3 --step-ms 20 --compute-ms-per-example 0.2"
-    spec = {
-        "command": f"{TRAIN} {args}",
-        "elastic": True,
-        "min_gpus": 1,
-        "batch": BOUNDS,
-        "workdir": str(tmp_path),
-        "epochs": 8.0,
-    }
-    teacher = server.submit(spec | {"name": "teacher", "max_gpus": 2, "gpus": 2})
+    # there (``spine.batching.rebatched``), where no resize would ever come. The learner
+    # trains twice the teacher's epochs: the relaunch must win back a restart timed on
+    # this machine, and on a loaded one a shorter learner rightly was not relaunched.
+    args = "--examples 4096 --flipped 0.3 --step-ms 20 --compute-ms-per-example 0.2"
+
+    def spec(epochs: int) -> dict[str, Any]:
+        return {
+            "command": f"{TRAIN} --epochs {epochs} {args}",
+            "elastic": True,
+            "min_gpus": 1,
+            "batch": BOUNDS,
+            "workdir": str(tmp_path),
+            "epochs": float(epochs),
+        }
+
+    teacher = server.submit(spec(8) | {"name": "teacher", "max_gpus": 2, "gpus": 2})
     wait_for(lambda: server.job(teacher)["step"] > 40, 90, "2 ranks training")
     server.submit({"name": "other", "command": ["sleep", "4"], "workdir": str(tmp_path)})
     assert server.wait_state(teacher, {"succeeded", "failed"}, 200)["state"] == "succeeded"
-    learner = server.submit(spec | {"name": "learner", "max_gpus": 1, "gpus": 1})
+    learner = server.submit(spec(16) | {"name": "learner", "max_gpus": 1, "gpus": 1})
     job = server.wait_state(learner, {"succeeded", "failed"}, 200)
     assert job["state"] == "succeeded", job.get("error")
     events = server.job(learner)["events"]
