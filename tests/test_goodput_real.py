@@ -218,9 +218,8 @@ def test_a_job_launched_at_global_min_is_relaunched_where_it_runs_for_a_better_b
     server.submit({"name": "other", "command": ["sleep", "4"], "workdir": str(tmp_path)})
     assert server.wait_state(teacher, {"succeeded", "failed"}, 200)["state"] == "succeeded"
     learner = server.submit(spec(32) | {"name": "learner", "max_gpus": 1, "gpus": 1})
-    job = server.wait_state(learner, {"succeeded", "failed"}, 200)
-    assert job["state"] == "succeeded", job.get("error")
-    shown = server.job(learner)
+    shown = server.wait_state(learner, {"succeeded", "failed"}, 200)
+    assert shown["state"] == "succeeded", shown.get("error")
     events = shown["events"]
     launches = [e for e in events if e["kind"] == "launched"]
     stops = [e for e in events if e["kind"] == "stop_requested"]
