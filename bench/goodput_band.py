@@ -61,8 +61,9 @@ def one(policy: str, name: str, load: str, seed: int, spread_s: float, typed: bo
     if typed:
         jobs = jittered(typed_bundled_jobs(name, load), seed, spread_s)
         return pollux_typed.play(jobs, policy_from_config(policy)).summary.avg_jct_s
-    jobs = bundled_jobs(name, load, adaptive=policy in pollux.ADAPTIVE_POLICIES)
-    return pollux.play(jittered(jobs, seed, spread_s), policy_from_config(policy)).summary.avg_jct_s
+    adaptive = policy in pollux.ADAPTIVE_POLICIES
+    jobs = jittered(bundled_jobs(name, load, adaptive=adaptive), seed, spread_s)
+    return pollux.play(jobs, policy_from_config(policy)).summary.avg_jct_s
 
 
 def main() -> None:
