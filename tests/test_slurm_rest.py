@@ -116,7 +116,17 @@ def test_a_cancel_through_slurmrestd_reaches_every_rank_as_sigterm(
     while _state(served, job) != "cancelled":
         assert time.monotonic() - asked < 30, served.cli("show", job).stdout
         time.sleep(0.3)
-    logs = _log(served, job, 0) + _log(served, job, 1)
+    # A rank's line may reach its log after Slurm marks the job cancelled: look again
+    # for a while. A rank that never got SIGTERM (KillWait is 5 s, then SIGKILL) still
+    # fails here.
+    deadline = time.monotonic() + 15
+    while True:
+        logs = _log(served, job, 0) + _log(served, job, 1)
+        if ("rank 0 got TERM" in logs and "rank 1 got TERM" in logs) or (
+            time.monotonic() > deadline
+        ):
+            break
+        time.sleep(0.5)
     assert "rank 0 got TERM" in logs and "rank 1 got TERM" in logs, logs
 
 
