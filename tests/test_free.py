@@ -123,3 +123,12 @@ def test_the_gpus_outside_those_held_are_those_left_after_taking_them(seed: int)
         for node in cluster.nodes:  # nodes all held share one empty set: changed apart
             kept.give(node.name, {7})
         assert kept.total == len(cluster.nodes)
+
+
+def test_gpus_held_on_a_node_the_cluster_no_longer_has_leave_the_rest_free() -> None:
+    cluster = ClusterView.uniform(2, 4)
+    held = {"node0": 0b0011, "gone": 0b1111}
+    for blank in (None, Blank()):
+        outside = FreeGPUs.outside(cluster, held, blank)
+        assert outside.free == {"node0": {2, 3}, "node1": {0, 1, 2, 3}}
+        assert outside.total == 6

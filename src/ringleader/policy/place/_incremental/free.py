@@ -81,7 +81,9 @@ class FreeGPUs:
         total = free.total
         sets, own = free.free, free._own
         for node, bits in held.items():
-            gpus = sets[node]
+            gpus = sets.get(node)
+            if gpus is None:
+                continue  # a node the body no longer reports (a Slurm node between states)
             before = len(gpus)
             if node in own:
                 gpus.difference_update([i for i in gpus if bits >> i & 1])
