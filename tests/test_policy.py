@@ -148,6 +148,33 @@ def test_small_jobs_fill_partly_used_nodes_first() -> None:
     assert len({d.node for d in placed["c"]}) == 1
 
 
+def test_one_node_first_keeps_a_small_job_whole_where_largest_first_splits_it() -> None:
+    cluster = ClusterView.uniform(3, 4)
+    held = (Device("node0", 0), Device("node0", 1), Device("node1", 0), Device("node1", 1))
+    jobs = [
+        resnet_job("held", devices=held, workers=4),
+        resnet_job("wide", at=1),
+        resnet_job("small", at=2),
+    ]
+    counts = {"held": 4, "wide": 5, "small": 3}
+
+    def spans(placed: dict[str, tuple[Device, ...]], job: str) -> int:
+        return len({d.node for d in placed[job]})
+
+    largest = place(counts, jobs, cluster)
+    assert spans(largest, "wide") == 2 and spans(largest, "small") == 2
+    first = place(counts, jobs, cluster, one_node_first=True)
+    assert spans(first, "small") == 1 and spans(first, "wide") == 3
+    assert first["held"] == held
+    every = [d for v in first.values() for d in v]
+    assert len(every) == len(set(every)) == 12
+
+
+def test_the_default_places_jobs_that_fit_one_node_first() -> None:
+    assert policy_named("ringleader").place.one_node_first  # type: ignore[attr-defined]
+    assert not policy_named("pollux").place.one_node_first  # type: ignore[attr-defined]
+
+
 def test_placement_keeps_gpus_of_jobs_whose_size_did_not_change() -> None:
     cluster = ClusterView.uniform(2, 8)
     mine = tuple(Device("node1", i) for i in (2, 3))

@@ -17,6 +17,7 @@ from ringleader.policy.order.queues import LeastAttained, Prioritised, ShortestR
 from ringleader.policy.order.stage import Order
 from ringleader.policy.pipeline import Policy
 from ringleader.policy.place.fewest_nodes import FewestNodes
+from ringleader.policy.place.stage import Place
 from ringleader.policy.place.type_aware import TypeAware
 from ringleader.policy.profile.sources import Exploratory, Online, Precompute
 from ringleader.policy.share.packing import Packing
@@ -122,6 +123,7 @@ _BUILDERS: dict[str, tuple[str, Callable[[], Decider]]] = {
                 LONG_JOB_QUANTUM_S, after_gpu_s=QUEUE_THRESHOLDS_GPU_S[-1], packing=Packing()
             ),
             traffic=Priorities(TrafficPolicy.ONE),
+            place=FewestNodes(one_node_first=True),
         ),
     ),
     "tiresias": (
@@ -278,8 +280,9 @@ def with_types(policy: Decider, aware: bool) -> Decider:
     share = policy.share
     if isinstance(share, TimeSlice):
         share = replace(share, effective=aware)
+    first = getattr(policy.place, "one_node_first", False)
     if aware:
-        return replace(policy, name=base, place=TypeAware(), order=order, share=share)
-    return replace(
-        policy, name=base + AGNOSTIC_SUFFIX, place=FewestNodes(), order=order, share=share
-    )
+        place: Place = TypeAware(one_node_first=first)
+        return replace(policy, name=base, place=place, order=order, share=share)
+    place = FewestNodes(one_node_first=first)
+    return replace(policy, name=base + AGNOSTIC_SUFFIX, place=place, order=order, share=share)

@@ -87,6 +87,9 @@ class TypeAware:
     swap_margin: float = 0.1
     """A swap must gain the new job this much more of its best speed than the running
     job loses of its own (step 3)."""
+    one_node_first: bool = False
+    """On a cluster of one type, place the jobs that fit one node before those that span
+    nodes (``fewest_nodes``' docstring)."""
     memory: Memory[LastKept] = field(
         default_factory=memory_of(LastKept), init=False, repr=False, compare=False
     )
@@ -96,7 +99,7 @@ class TypeAware:
         self, counts: Mapping[str, int], jobs: Sequence[JobView], cluster: ClusterView
     ) -> dict[str, tuple[Device, ...]]:
         if not cluster.heterogeneous:
-            return place(counts, jobs, cluster, self.memory.kept)
+            return place(counts, jobs, cluster, self.memory.kept, self.one_node_first)
         free, placed, to_place = self.memory.kept.keep_held(counts, jobs, cluster)
         usable = {j.id: usable_types(j, cluster) for j in to_place}
         to_place.sort(
