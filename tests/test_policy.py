@@ -21,7 +21,7 @@ from ringleader.policy import (
     policy_named,
 )
 from ringleader.policy.catalog import UnknownPolicyError
-from ringleader.policy.place.fewest_nodes import place
+from ringleader.policy.place.fewest_nodes import nodes_spanned, place
 from ringleader.policy.profile.sources import Online
 from tests.helpers import SHAPE, constant_epochs, latency_bound_model, resnet_job
 
@@ -157,14 +157,10 @@ def test_one_node_first_keeps_a_small_job_whole_where_largest_first_splits_it() 
         resnet_job("small", at=2),
     ]
     counts = {"held": 4, "wide": 5, "small": 3}
-
-    def spans(placed: dict[str, tuple[Device, ...]], job: str) -> int:
-        return len({d.node for d in placed[job]})
-
     largest = place(counts, jobs, cluster)
-    assert spans(largest, "wide") == 2 and spans(largest, "small") == 2
+    assert nodes_spanned(largest["wide"]) == 2 and nodes_spanned(largest["small"]) == 2
     first = place(counts, jobs, cluster, one_node_first=True)
-    assert spans(first, "small") == 1 and spans(first, "wide") == 3
+    assert nodes_spanned(first["small"]) == 1 and nodes_spanned(first["wide"]) == 3
     assert first["held"] == held
     every = [d for v in first.values() for d in v]
     assert len(every) == len(set(every)) == 12

@@ -7,16 +7,16 @@ big), otherwise on the fewest nodes by taking the emptiest first. Ties go to
 the nodes a job already uses, so a resize moves as little as possible.
 
 With ``one_node_first``, the jobs that fit one node are placed before those that
-span nodes. A job split across nodes syncs over the network where it synced
-within a node, and on Pollux's testbed that doubles the step of a 2-4 GPU
-yolov3 or bert job; a job already across the network loses little to a few
-more nodes (Pollux's tables time 9-12 GPUs on three nodes as on four or five).
-Largest first, the wide jobs take the emptiest nodes and leave the small ones
-the fragments.
+span nodes. A small job split across nodes syncs over the network where it
+synced within a node, which can double its step; a job already across the
+network loses little to a few more nodes (the measured tables are in
+``docs/pollux.md``). Largest first, the wide jobs take the emptiest nodes and
+leave the small ones the fragments.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -84,11 +84,8 @@ def place(
         placed, to_place = keep_held(counts, jobs, free)
     else:
         free, placed, to_place = kept.keep_held(counts, jobs, cluster)
-    if one_node_first:
-        node = cluster.widest_node
-        to_place.sort(key=lambda j: (counts[j.id] > node, -counts[j.id], j.submitted_at, j.id))
-    else:
-        to_place.sort(key=lambda j: (-counts[j.id], j.submitted_at, j.id))
+    wide = cluster.widest_node if one_node_first else math.inf  # past it: placed after
+    to_place.sort(key=lambda j: (counts[j.id] > wide, -counts[j.id], j.submitted_at, j.id))
     for job in to_place:
         devices = place_or_wait(job, counts[job.id], free)
         if devices is not None:
